@@ -1,0 +1,182 @@
+"""Building the book: execute every chapter with papermill, then render with Jupyter Book.
+
+``make book`` runs ``python -m overinterp.book``: each notebook listed in ``_toc.yml``
+is executed once, in order, into ``_build/stage/`` (with the profile, dataset,
+device and seed given as papermill parameters), then Jupyter Book renders that
+stage with execution off into ``_build/html``. A failing cell stops the build
+and names the chapter. Chapters share results through the artifact store, so
+any chapter also runs alone:
+
+    papermill book/04_pixel_subsets.ipynb out.ipynb -p dataset cifar10 -p profile paper
+
+``setup`` is what a chapter's first cell calls: it checks the parameters (an
+error names the bad parameter and the valid values) and shows what this
+execution used.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .profiles import Profile, default_profile, get_profile
+
+ROOT = Path(__file__).resolve().parent.parent
+STATIC = ["_config.yml", "_toc.yml", "book/references.bib"]
+
+__all__ = ["Run", "setup", "check_fraction", "check_threshold", "chapters", "build", "main"]
+
+
+@dataclass
+class Run:
+    """What one chapter execution uses; made by :func:`setup`."""
+    dataset: str
+    profile: Profile
+    device: torch.device
+    seed: int
+
+    def describe(self) -> str:
+        dev = self.device.type
+        if dev == "cuda":
+            dev += f" ({torch.cuda.get_device_name(self.device)})"
+        else:
+            dev += f" ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+        return (f"**This execution:** dataset `{self.dataset}`, profile `{self.profile.name}` "
+                f"({self.profile.doc}), device {dev}, seed {self.seed}, torch {torch.__version__}.")
+
+
+def _check(name: str, value, valid) -> None:
+    if value not in valid:
+        raise ValueError(f"parameter {name}={value!r} is not valid; valid values: {', '.join(map(str, valid))}")
+
+
+def check_threshold(name: str, value: float) -> float:
+    if not 0 <= value <= 1:
+        raise ValueError(f"parameter {name}={value!r} must lie in [0, 1]")
+    return value
+
+
+def check_fraction(name: str, value: float) -> float:
+    if not 0 < value <= 1:
+        raise ValueError(f"parameter {name}={value!r} must lie in (0, 1]")
+    return value
+
+
+def setup(dataset: str = "fashion-mnist", profile: str | None = None, device: str = "auto", seed: int = 0,
+          archs=None, show: bool = True) -> Run:
+    """Validate a chapter's parameters, glue them for the prose, and show them in a box."""
+    from .data import DATASETS
+    from .models import ARCHS
+    from .train import resolve_device
+    profile = profile or default_profile()
+    from .profiles import PROFILES
+    _check("profile", profile, PROFILES)
+    _check("dataset", dataset, [d for d in DATASETS if "-c" not in d and "." not in d])
+    for a in archs or ():
+        _check("archs", a, ARCHS)
+    if device not in ("auto", "cpu") and not str(device).startswith("cuda"):
+        raise ValueError(f"parameter device={device!r} is not valid; valid values: auto, cpu, cuda, cuda:N")
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"parameter device={device!r}: no CUDA device is available here; use auto or cpu")
+    run = Run(dataset, get_profile(profile), resolve_device(device), int(seed))
+    if show:
+        from IPython.display import Markdown, display
+        from myst_nb import glue
+        display(Markdown(f":::{{note}}\n{run.describe()}\n:::"))
+        glue("run_dataset", dataset, display=False)
+        glue("run_profile", profile, display=False)
+        glue("run_device", run.device.type, display=False)
+    return run
+
+
+def chapters(root: Path = ROOT) -> list[Path]:
+    """The notebooks of ``_toc.yml`` in reading order."""
+    import yaml
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for e in entries or []:
+            if "file" in e:
+                files.append(e["file"])
+            walk(e.get("sections"))
+            for part in e.get("chapters", []) if "chapters" in e else []:
+                files.append(part["file"])
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return [root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").exists()]
+
+
+def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: list[str] | None = None,
+          render: bool = True) -> dict:
+    """Execute the chapters with papermill into ``out/stage`` and render ``out/html``."""
+    import papermill as pm
+    out = Path(out or root / "_build")
+    stage = out / "stage"
+    if stage.exists():
+        shutil.rmtree(stage)
+    for f in STATIC:
+        if (root / f).exists():
+            (stage / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / f, stage / f)
+    timings = {}
+    for nb in chapters(root):
+        target = stage / nb.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if only and nb.stem not in only:
+            continue
+        print(f"[book] executing {nb.relative_to(root)} with {parameters}", flush=True)
+        t0 = time.perf_counter()
+        try:
+            pm.execute_notebook(str(nb), str(target), parameters=parameters, cwd=str(root), progress_bar=False,
+                                kernel_name="python3", log_output=False)
+        except pm.PapermillExecutionError as e:
+            raise SystemExit(f"[book] chapter {nb.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n"
+                             f"         the executed notebook is at {target}")
+        timings[nb.stem] = round(time.perf_counter() - t0, 1)
+        print(f"[book] {nb.stem}: {timings[nb.stem]} s", flush=True)
+    (out / "timings.json").write_text(json.dumps({"parameters": parameters, "seconds": timings}, indent=2))
+    if render:
+        _render(stage, out)
+    return timings
+
+
+def _render(stage: Path, out: Path) -> None:
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(stage), "--path-output", str(stage)]
+    subprocess.run(cmd, check=True)
+    html = out / "html"
+    if html.exists():
+        shutil.rmtree(html)
+    shutil.move(str(stage / "_build" / "html"), html)
+    print(f"[book] rendered {html / 'index.html'}", flush=True)
+
+
+def main(argv=None) -> int:
+    from .profiles import PROFILES
+    p = argparse.ArgumentParser(prog="python -m overinterp.book", description=__doc__.split("\n\n")[0])
+    p.add_argument("--dataset", default="fashion-mnist")
+    p.add_argument("--profile", default=default_profile(), help=", ".join(PROFILES))
+    p.add_argument("--device", default="auto")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--only", nargs="*", help="execute only these chapters (notebook stems)")
+    p.add_argument("--out", default=None, help="build folder (default _build)")
+    a = p.parse_args(argv)
+    t0 = time.perf_counter()
+    build({"dataset": a.dataset, "profile": a.profile, "device": a.device, "seed": a.seed},
+          out=Path(a.out) if a.out else None, only=a.only)
+    print(f"[book] total {time.perf_counter() - t0:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

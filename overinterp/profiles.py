@@ -1,0 +1,96 @@
+"""Named parameter sets: how big a run is (paper section 3.2 and S1 for ``paper``).
+
+A profile fixes the dataset default, the model zoo (architectures, widths,
+replicates), how much data and how many epochs, and how backward selection is
+run. A notebook's papermill parameters ``dataset`` / ``profile`` pick one.
+
+* ``tiny``  -- seconds; what the tests run. Numbers are meaningless.
+* ``quick`` -- the book's default: Fashion-MNIST on a 2-core laptop CPU, the whole
+  book in about 20 minutes. Models are narrowed and trained briefly on a subset.
+* ``paper`` -- CIFAR-10 with the paper's hyperparameters (200 epochs, 5 replicates,
+  full widths, exact backward selection on every image). Needs a GPU.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+
+__all__ = ["TrainConfig", "Profile", "PROFILES", "get_profile", "default_profile"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """The paper's recipe (S1); epochs < 200 scale the learning-rate milestones."""
+    epochs: int = 200
+    batch_size: int = 128
+    lr: float = 0.1
+    momentum: float = 0.9              # Nesterov
+    weight_decay: float = 5e-4
+    milestones: tuple = (0.3, 0.6, 0.8)  # fractions of training: epochs 60/120/160 of 200
+    gamma: float = 0.2                 # lr divided by 5 at each milestone
+    augment: bool = True               # random crop (pad 4) + horizontal flip
+    keep_prob: float = 1.0             # input dropout (paper code's mitigation); 1 = off
+    dropout_samples: int = 1           # dropout draws averaged at evaluation
+    fast_cuda: bool = True             # bf16 autocast + channels_last on CUDA; ignored on CPU
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    doc: str
+    dataset: str                       # default dataset of this profile
+    archs: tuple                       # the model zoo (paper: resnet20, resnet18, vgg16)
+    widths: tuple = ()                 # (arch, initial filters) overrides; () = paper widths
+    replicates: int = 5                # models per architecture (paper: 5)
+    train_size: int | None = None      # training images used (None = all)
+    test_size: int | None = None       # test / OOD images evaluated (None = all)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    # backward selection (paper 3.3; engine: overinterp.backselect)
+    bs_method: str = "exact"           # exact | gradient | pruned
+    bs_block: int = 1                  # feature = block x block pixels (1 = a pixel, as the paper)
+    bs_k: int = 1                      # gradient: features masked per step
+    bs_m: int = 0                      # pruned: candidates evaluated exactly per step
+    bs_images: int | None = None       # images per split run through backward selection (None = all)
+    sis_images: int = 100              # confidently classified test images for the SIS chapter
+
+    def width(self, arch: str) -> int | None:
+        return dict(self.widths).get(arch)
+
+
+PROFILES = {p.name: p for p in [
+    Profile(
+        name="tiny", doc="tests only: seconds, meaningless numbers",
+        dataset="fashion-mnist", archs=("cnn", "resnet20"), widths=(("cnn", 8), ("resnet20", 4)),
+        replicates=2, train_size=512, test_size=256,
+        train=TrainConfig(epochs=1, batch_size=64),
+        bs_method="gradient", bs_block=2, bs_k=4, bs_images=16, sis_images=4),
+    Profile(
+        name="quick", doc="book default: Fashion-MNIST on a 2-core CPU, whole book in ~20 min",
+        dataset="fashion-mnist", archs=("cnn", "resnet20", "resnet18", "vgg16"),
+        widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
+        replicates=2, train_size=40000, test_size=2000,
+        train=TrainConfig(epochs=3, augment=False),  # short runs learn faster without augmentation
+        bs_method="pruned", bs_block=1, bs_k=8, bs_m=16, bs_images=1000, sis_images=20),
+    Profile(
+        name="paper", doc="CIFAR-10, the paper's hyperparameters (S1); needs a GPU",
+        dataset="cifar10", archs=("resnet20", "resnet18", "vgg16"),
+        replicates=5, train=TrainConfig(epochs=200),
+        bs_method="exact", sis_images=100),
+]}
+
+
+def get_profile(name: str) -> Profile:
+    if name not in PROFILES:
+        raise ValueError(f"unknown profile {name!r}; valid choices: {', '.join(PROFILES)}")
+    return PROFILES[name]
+
+
+def default_profile() -> str:
+    """``$OVERINTERP_PROFILE`` (tests set ``tiny``) or ``quick``."""
+    return os.environ.get("OVERINTERP_PROFILE", "quick")
+
+
+def replace(profile: Profile, **changes) -> Profile:
+    """A copy of ``profile`` with some fields changed (train fields via ``train=``)."""
+    return dataclasses.replace(profile, **changes)

@@ -1,0 +1,197 @@
+"""Training and evaluation (paper section 3.2 and S1).
+
+SGD with Nesterov momentum 0.9, weight decay 5e-4, batch 128, learning rate 0.1
+divided by 5 at 30/60/80% of training (epochs 60/120/160 of 200), cross-entropy,
+optional random crop (pad 4) + horizontal flip, optional input dropout.
+
+The data path is airbench-style: the whole training set is one tensor on the
+device, batches are slices of a device-side ``randperm`` and augmentation is
+done on whole batches -- no DataLoader, no worker processes. ``fit`` takes any
+(images, labels) tensors, so the retraining experiments of section 4.2 train on
+5% pixel subsets (the rest masked with zeros) with the very same function.
+
+    model = trained_model("fashion-mnist", "resnet20", profile="quick", seed=0)
+"""
+from __future__ import annotations
+
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from . import data as D
+from .artifacts import Store
+from .models import build_model
+from .profiles import TrainConfig, get_profile
+
+__all__ = ["InputDropout", "augment_batch", "fit", "predict", "accuracy", "take", "resolve_device",
+           "model_config", "make_model", "trained_model"]
+
+
+def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+class InputDropout(nn.Module):
+    """Input dropout (the paper code's mitigation): each pixel, all channels together,
+    is kept with probability ``keep_prob`` and otherwise set to 0 (the mean pixel).
+
+    In training mode one fresh mask per image. In eval mode the output is the log of
+    the softmax probabilities averaged over ``samples`` masks drawn from a fixed seed,
+    so the wrapped classifier stays a deterministic function (needed by backselect).
+    """
+
+    def __init__(self, model: nn.Module, keep_prob: float, samples: int = 1, seed: int = 0):
+        super().__init__()
+        if not 0 < keep_prob <= 1:
+            raise ValueError(f"keep_prob must be in (0, 1], got {keep_prob}")
+        self.model, self.keep_prob, self.samples, self.seed = model, keep_prob, samples, seed
+
+    def _mask(self, x, gen=None):  # (B, 1, H, W) keep-mask shared by channels
+        u = torch.rand((x.shape[0], 1, *x.shape[2:]), generator=gen, device=x.device if gen is None else "cpu")
+        return (u < self.keep_prob).to(device=x.device, dtype=x.dtype)
+
+    def forward(self, x):
+        if self.training:
+            return self.model(x * self._mask(x))
+        gen = torch.Generator().manual_seed(self.seed)
+        probs = torch.stack([F.softmax(self.model(x * self._mask(x, gen)), -1) for _ in range(self.samples)])
+        return probs.mean(0).clamp_min(1e-30).log()
+
+
+def augment_batch(x: torch.Tensor, pad_value: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
+    """Random crop with 4 pixels of padding, then random horizontal flip, on a batch.
+
+    ``pad_value`` (C,) is what padding is filled with (black, as torchvision pads raw pixels).
+    """
+    B, C, H, W = x.shape
+    pad = 4
+    xp = pad_value.view(1, C, 1, 1).expand(B, C, H + 2 * pad, W + 2 * pad).clone()
+    xp[:, :, pad:pad + H, pad:pad + W] = x
+    dy, dx = (torch.randint(0, 2 * pad + 1, (2, B), generator=gen, device="cpu")).to(x.device)
+    rows = (dy[:, None] + torch.arange(H, device=x.device))[:, None, :, None]  # (B, 1, H, 1)
+    cols = (dx[:, None] + torch.arange(W, device=x.device))[:, None, None, :]  # (B, 1, 1, W)
+    out = xp[torch.arange(B, device=x.device)[:, None, None, None], torch.arange(C, device=x.device)[None, :, None, None],
+             rows, cols]
+    flip = (torch.rand(B, generator=gen, device="cpu") < 0.5).to(x.device)
+    return torch.where(flip[:, None, None, None], out.flip(3), out)
+
+
+def _autocast(device: torch.device, bf16: bool):
+    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16 and device.type == "cuda")
+
+
+def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig = TrainConfig(),
+        seed: int = 0, device="auto", progress: bool = True, desc: str = "train") -> list[dict]:
+    """Train ``model`` in place on (images (N,C,H,W), labels (N,)); returns per-epoch stats."""
+    device = resolve_device(device)
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    fast = cfg.fast_cuda and device.type == "cuda"
+    memory_format = torch.channels_last if fast else torch.contiguous_format
+    model.to(device=device, memory_format=memory_format).train()
+    X, Y = images.to(device), labels.to(device)
+    pad_value = X.amin(dim=(0, 2, 3))  # darkest value per channel = black
+    steps_per_epoch = -(-len(X) // cfg.batch_size)
+    total = cfg.epochs * steps_per_epoch
+    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=True,
+                          weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, [int(f * total) for f in cfg.milestones], cfg.gamma)
+    history, bar = [], tqdm(total=total, desc=desc, disable=not progress, unit="step")
+    for epoch in range(cfg.epochs):
+        t0, loss_sum, correct = time.perf_counter(), 0.0, 0
+        perm = torch.randperm(len(X), generator=gen).to(device)
+        for i in range(steps_per_epoch):
+            idx = perm[i * cfg.batch_size:(i + 1) * cfg.batch_size]
+            x, y = X[idx], Y[idx]
+            if cfg.augment:
+                x = augment_batch(x, pad_value, gen)
+            with _autocast(device, fast):
+                out = model(x.contiguous(memory_format=memory_format))
+                loss = F.cross_entropy(out, y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            loss_sum += loss.item() * len(idx)
+            correct += (out.argmax(1) == y).sum().item()
+            bar.update(1)
+            if i % 20 == 0:
+                bar.set_postfix(epoch=epoch + 1, loss=f"{loss.item():.3f}", acc=f"{correct / ((i + 1) * cfg.batch_size):.3f}")
+        history.append({"epoch": epoch + 1, "loss": loss_sum / len(X), "train_acc": correct / len(X),
+                        "seconds": time.perf_counter() - t0})
+    bar.close()
+    return history
+
+
+@torch.inference_mode()
+def predict(model: nn.Module, images: torch.Tensor, batch_size: int = 1000, device="auto") -> torch.Tensor:
+    """Softmax probabilities (N, num_classes) on the CPU, model in eval mode."""
+    device = resolve_device(device)
+    model.to(device).eval()
+    outs = []
+    for i in range(0, len(images), batch_size):
+        with _autocast(device, False):
+            outs.append(F.softmax(model(images[i:i + batch_size].to(device)).float(), -1).cpu())
+    return torch.cat(outs)
+
+
+def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, device="auto") -> float:
+    return (predict(model, images, device=device).argmax(1) == labels).float().mean().item()
+
+
+def take(split: "D.Split", n: int | None, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The first ``n`` images of a seeded permutation of ``split`` (all when ``n`` is None)."""
+    if n is None or n >= len(split):
+        return split.images, split.labels
+    idx = torch.randperm(len(split), generator=torch.Generator().manual_seed(seed))[:n]
+    return split.images[idx], split.labels[idx]
+
+
+def model_config(dataset: str, arch: str, profile: str = "quick", seed: int = 0, **train_changes) -> dict:
+    """Everything that determines a trained model: the artifact key of ``trained_model``."""
+    p = get_profile(profile)
+    cfg = p.train if not train_changes else TrainConfig(**{**p.train.__dict__, **train_changes})
+    return {"dataset": dataset, "arch": arch, "width": p.width(arch), "train_size": p.train_size,
+            "seed": seed, "train": cfg}
+
+
+def make_model(cfg: dict, in_channels: int, num_classes: int) -> nn.Module:
+    model = build_model(cfg["arch"], in_channels, num_classes, cfg["width"])
+    t = cfg["train"]
+    keep = t.keep_prob if isinstance(t, TrainConfig) else t["keep_prob"]
+    samples = t.dropout_samples if isinstance(t, TrainConfig) else t["dropout_samples"]
+    return InputDropout(model, keep, samples) if keep < 1 else model
+
+
+def trained_model(dataset: str, arch: str, profile: str = "quick", seed: int = 0, device="auto",
+                  store: Store | None = None, progress: bool = True, **train_changes) -> nn.Module:
+    """The model trained with this config, from the artifact store or trained now (then saved).
+
+    The returned model is in eval mode on ``device``; ``model.info`` holds its training
+    history, test accuracy and wall time.
+    """
+    store = store or Store()
+    cfg = model_config(dataset, arch, profile, seed, **train_changes)
+    train_split, test_split = D.load(dataset, "train"), D.load(dataset, "test")
+    C, num_classes = train_split.images.shape[1], len(train_split.classes)
+    torch.manual_seed(seed)  # the replicate seed fixes the initialisation too
+    model = make_model(cfg, C, num_classes)
+    saved = store.load("model", cfg)
+    if saved is None:
+        X, Y = take(train_split, cfg["train_size"], seed=0)
+        t0 = time.perf_counter()
+        history = fit(model, X, Y, cfg["train"], seed=seed, device=device, progress=progress,
+                      desc=f"{arch} seed {seed}")
+        seconds = time.perf_counter() - t0
+        test_acc = accuracy(model, test_split.images, test_split.labels, device=device)
+        saved = {"state_dict": {k: v.cpu() for k, v in model.state_dict().items()}, "history": history,
+                 "test_acc": test_acc, "seconds": seconds, "device": str(resolve_device(device))}
+        store.save("model", cfg, saved)
+    model.load_state_dict(saved["state_dict"])
+    model.info = {k: v for k, v in saved.items() if k != "state_dict"}
+    return model.to(resolve_device(device)).eval()

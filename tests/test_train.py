@@ -1,0 +1,101 @@
+"""The trainer follows the paper's recipe (S1), is deterministic on CPU and trains on any tensors."""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import overinterp.train as T
+from overinterp.artifacts import Store
+from overinterp.models import build_model
+from overinterp.profiles import TrainConfig
+
+
+def _quadrant_data(n=512, seed=0):
+    """Class = which of 4 quadrants holds a bright square: learnable in one epoch."""
+    g = torch.Generator().manual_seed(seed)
+    y = torch.randint(0, 4, (n,), generator=g)
+    x = 0.1 * torch.randn(n, 1, 16, 16, generator=g)
+    for i, c in enumerate(y.tolist()):
+        r, s = divmod(c, 2)
+        x[i, 0, 8 * r + 2:8 * r + 6, 8 * s + 2:8 * s + 6] += 2.0
+    return x, y
+
+
+def test_augment_batch_returns_shifted_windows_of_the_black_padded_image():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 2, 5, 5, generator=g)
+    pad_value = torch.tensor([-1.0, -2.0])
+    out = T.augment_batch(x, pad_value, torch.Generator().manual_seed(1))
+    assert out.shape == x.shape
+    padded = F.pad(x, (4, 4, 4, 4))
+    padded[:, 0][padded[:, 0] == 0] = -1.0
+    padded[:, 1][padded[:, 1] == 0] = -2.0
+    for i in range(len(x)):
+        windows = [padded[i, :, r:r + 5, c:c + 5] for r in range(9) for c in range(9)]
+        assert any(torch.equal(out[i], w) or torch.equal(out[i], w.flip(2)) for w in windows)
+
+
+def test_fit_is_deterministic_on_cpu_and_learns_an_easy_task():
+    x, y = _quadrant_data()
+    cfg = TrainConfig(epochs=2, batch_size=32, augment=False)
+    models = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        m = build_model("cnn", 1, 4, width=4)
+        hist = T.fit(m, x, y, cfg, seed=3, device="cpu", progress=False)
+        models.append(m)
+    for a, b in zip(models[0].state_dict().values(), models[1].state_dict().values()):
+        assert torch.equal(a, b)
+    assert hist[-1]["train_acc"] > 0.9
+    assert T.accuracy(models[0], *_quadrant_data(seed=1), device="cpu") > 0.9
+
+
+def test_learning_rate_is_divided_by_5_three_times_at_scaled_milestones():
+    x, y = _quadrant_data(64)
+    m = build_model("cnn", 1, 4, width=2)
+    seen = []
+    orig_step = torch.optim.SGD.step
+
+    def spy(self, *a, **k):
+        seen.append(self.param_groups[0]["lr"])
+        return orig_step(self, *a, **k)
+
+    torch.optim.SGD.step = spy
+    try:
+        T.fit(m, x, y, TrainConfig(epochs=10, batch_size=32, augment=False), device="cpu", progress=False)
+    finally:
+        torch.optim.SGD.step = orig_step
+    # 20 steps: lr 0.1 for steps 0-5, 0.02 for 6-11, 0.004 for 12-15, 0.0008 after (30/60/80%).
+    assert seen[0] == pytest.approx(0.1) and seen[6] == pytest.approx(0.02)
+    assert seen[12] == pytest.approx(0.004) and seen[-1] == pytest.approx(0.0008)
+
+
+def test_input_dropout_masks_whole_pixels_in_training_and_is_deterministic_in_eval():
+    torch.manual_seed(0)
+    seen = []
+
+    class Spy(torch.nn.Module):
+        def forward(self, x):
+            seen.append(x.clone())
+            return x.flatten(1)[:, :3]
+
+    wrapped = T.InputDropout(Spy(), keep_prob=0.5, samples=4)
+    x = torch.ones(2, 3, 8, 8)
+    wrapped.train()(x)
+    zero = seen[-1] == 0
+    assert torch.equal(zero[:, :1].expand_as(zero), zero)   # all channels of a pixel together
+    assert 0.2 < zero.float().mean() < 0.8
+    wrapped.eval()
+    torch.testing.assert_close(wrapped(x), wrapped(x))
+    with pytest.raises(ValueError, match="keep_prob"):
+        T.InputDropout(Spy(), keep_prob=0.0)
+
+
+def test_trained_model_is_cached_in_the_store_with_its_config(tmp_path, monkeypatch):
+    store = Store(tmp_path)
+    model = T.trained_model("fashion-mnist", "cnn", "tiny", seed=0, device="cpu", store=store, progress=False)
+    assert 0.0 <= model.info["test_acc"] <= 1.0 and not model.training
+    monkeypatch.setattr(T, "fit", lambda *a, **k: pytest.fail("retrained a cached model"))
+    again = T.trained_model("fashion-mnist", "cnn", "tiny", seed=0, device="cpu", store=store, progress=False)
+    for a, b in zip(model.state_dict().values(), again.state_dict().values()):
+        assert torch.equal(a, b)
+    assert store.exists("model", T.model_config("fashion-mnist", "cnn", "tiny", 0))
