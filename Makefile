@@ -6,12 +6,12 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 FMNIST := /usr/share/datasets/fashion-mnist
 
-.PHONY: book test setup data clean bench
+.PHONY: book test setup data browser clean bench
 
 book: setup data  ## execute every chapter (quick profile, Fashion-MNIST) and render _build/html
 	$(PY) -m overinterp.book
 
-test: setup data  ## the test suite (tiny profile)
+test: setup data browser  ## the test suite (tiny profile)
 	$(PY) -m pytest -q
 
 setup: $(STAMP)
@@ -22,15 +22,19 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e ".[book,test]"
 	touch $(STAMP)
 
-# Real Fashion-MNIST from Debian's dataset-fashion-mnist when apt is usable; otherwise
-# the loader falls back to $$OVERINTERP_DATA or torchvision's download.
+# Debian packages when apt is usable (root or password-less sudo): the real Fashion-MNIST
+# (else the loader falls back to $$OVERINTERP_DATA or torchvision's download) and, for the
+# tests, a headless chromium that plays the human-benchmark quiz.
+APT = SUDO=$$( [ "$$(id -u)" = 0 ] && echo || echo sudo -n ); \
+	  ($$SUDO apt-get install -y -q $(1) || ($$SUDO apt-get update -q && $$SUDO apt-get install -y -q $(1))) \
+	  >/dev/null 2>&1 && echo "installed $(1)" || echo "could not apt-get $(1)"
+
 data:
 	@if [ -z "$$OVERINTERP_DATA" ] && [ ! -d $(FMNIST) ] && command -v apt-get >/dev/null; then \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] && echo || echo sudo -n ); \
-	  ($$SUDO apt-get install -y -q dataset-fashion-mnist || \
-	   ($$SUDO apt-get update -q && $$SUDO apt-get install -y -q dataset-fashion-mnist)) >/dev/null 2>&1 \
-	  && echo "installed dataset-fashion-mnist" || echo "could not apt-get dataset-fashion-mnist; falling back to download"; \
-	fi
+	  $(call APT,dataset-fashion-mnist); fi
+
+browser:
+	@if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then $(call APT,chromium); fi
 
 bench: setup data  ## benchmarks writing JSON under benchmarks/results/
 	$(PY) benchmarks/bench_train.py

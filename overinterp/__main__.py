@@ -48,12 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--artifacts", default=None, help="artifact store folder (default $OVERINTERP_ARTIFACTS or ./artifacts)")
     t.set_defaults(func=cmd_train)
 
-    try:
-        from .runner import add_cli
-    except ImportError:  # engine not installed in this tree
-        add_cli = None
-    if add_cli is not None:
-        add_cli(sub)
+    from .runner import add_cli
+    add_cli(sub)
     return parser
 
 

@@ -43,6 +43,11 @@ class Run:
     device: torch.device
     seed: int
 
+    @property
+    def label(self) -> str:
+        """Column label of our numbers: 'ours (fashion-mnist, quick, cpu)'."""
+        return f"ours ({self.dataset}, {self.profile.name}, {self.device.type})"
+
     def describe(self) -> str:
         dev = self.device.type
         if dev == "cuda":

@@ -51,8 +51,9 @@ class Profile:
     bs_block: int = 1                  # feature = block x block pixels (1 = a pixel, as the paper)
     bs_k: int = 1                      # gradient: features masked per step
     bs_m: int = 0                      # pruned: candidates evaluated exactly per step
-    bs_images: int | None = None       # images per split run through backward selection (None = all)
     sis_images: int = 100              # confidently classified test images for the SIS chapter
+    sis_threshold: float = 0.99        # tau of the SIS chapter (paper 4.1: 0.99)
+    retrain_images: int | None = None  # training images backselected and retrained on (4.2; None = all)
 
     def width(self, arch: str) -> int | None:
         return dict(self.widths).get(arch)
@@ -62,16 +63,17 @@ PROFILES = {p.name: p for p in [
     Profile(
         name="tiny", doc="tests only: seconds, meaningless numbers",
         dataset="fashion-mnist", archs=("cnn", "resnet20"), widths=(("cnn", 8), ("resnet20", 4)),
-        replicates=2, train_size=512, test_size=256,
-        train=TrainConfig(epochs=1, batch_size=64),
-        bs_method="gradient", bs_block=2, bs_k=4, bs_images=16, sis_images=4),
+        replicates=2, train_size=2048, test_size=64,
+        train=TrainConfig(epochs=2, batch_size=64, augment=False),
+        bs_method="gradient", bs_block=4, bs_k=8, sis_images=4, sis_threshold=0.3,
+        retrain_images=128),
     Profile(
         name="quick", doc="book default: Fashion-MNIST on a 2-core CPU, whole book in ~20 min",
-        dataset="fashion-mnist", archs=("cnn", "resnet20", "resnet18", "vgg16"),
+        dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
         widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
-        replicates=2, train_size=40000, test_size=2000,
+        replicates=2, train_size=40000, test_size=500,
         train=TrainConfig(epochs=3, augment=False),  # short runs learn faster without augmentation
-        bs_method="pruned", bs_block=1, bs_k=8, bs_m=16, bs_images=1000, sis_images=20),
+        bs_method="gradient", bs_block=1, bs_k=8, sis_images=20, retrain_images=2000),
     Profile(
         name="paper", doc="CIFAR-10, the paper's hyperparameters (S1); needs a GPU",
         dataset="cifar10", archs=("resnet20", "resnet18", "vgg16"),

@@ -19,7 +19,7 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from . import data as D
 from .artifacts import Store
@@ -27,7 +27,7 @@ from .models import build_model
 from .profiles import TrainConfig, get_profile
 
 __all__ = ["InputDropout", "augment_batch", "fit", "predict", "accuracy", "take", "resolve_device",
-           "model_config", "make_model", "trained_model"]
+           "model_config", "make_model", "cached_fit", "trained_model"]
 
 
 def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
@@ -168,30 +168,37 @@ def make_model(cfg: dict, in_channels: int, num_classes: int) -> nn.Module:
     return InputDropout(model, keep, samples) if keep < 1 else model
 
 
-def trained_model(dataset: str, arch: str, profile: str = "quick", seed: int = 0, device="auto",
-                  store: Store | None = None, progress: bool = True, **train_changes) -> nn.Module:
-    """The model trained with this config, from the artifact store or trained now (then saved).
+def cached_fit(kind: str, cfg: dict, model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
+               train_cfg: TrainConfig, seed: int, device="auto", store: Store | None = None,
+               progress: bool = True, desc: str = "train", eval_data: tuple | None = None) -> nn.Module:
+    """Train ``model`` on (images, labels) unless the store holds the weights for ``cfg``.
 
-    The returned model is in eval mode on ``device``; ``model.info`` holds its training
-    history, test accuracy and wall time.
+    Returns the model in eval mode on ``device``; ``model.info`` holds the training history,
+    the accuracy on ``eval_data`` = (images, labels), the wall time and the device.
     """
     store = store or Store()
-    cfg = model_config(dataset, arch, profile, seed, **train_changes)
-    train_split, test_split = D.load(dataset, "train"), D.load(dataset, "test")
-    C, num_classes = train_split.images.shape[1], len(train_split.classes)
-    torch.manual_seed(seed)  # the replicate seed fixes the initialisation too
-    model = make_model(cfg, C, num_classes)
-    saved = store.load("model", cfg)
+    saved = store.load(kind, cfg)
     if saved is None:
-        X, Y = take(train_split, cfg["train_size"], seed=0)
         t0 = time.perf_counter()
-        history = fit(model, X, Y, cfg["train"], seed=seed, device=device, progress=progress,
-                      desc=f"{arch} seed {seed}")
+        history = fit(model, images, labels, train_cfg, seed=seed, device=device, progress=progress, desc=desc)
         seconds = time.perf_counter() - t0
-        test_acc = accuracy(model, test_split.images, test_split.labels, device=device)
+        test_acc = accuracy(model, *eval_data, device=device) if eval_data is not None else None
         saved = {"state_dict": {k: v.cpu() for k, v in model.state_dict().items()}, "history": history,
                  "test_acc": test_acc, "seconds": seconds, "device": str(resolve_device(device))}
-        store.save("model", cfg, saved)
+        store.save(kind, cfg, saved)
     model.load_state_dict(saved["state_dict"])
     model.info = {k: v for k, v in saved.items() if k != "state_dict"}
     return model.to(resolve_device(device)).eval()
+
+
+def trained_model(dataset: str, arch: str, profile: str = "quick", seed: int = 0, device="auto",
+                  store: Store | None = None, progress: bool = True, **train_changes) -> nn.Module:
+    """The model of the zoo trained with this config on full images (paper 3.2), from the
+    artifact store or trained now (then saved). ``model.info['test_acc']``: test accuracy."""
+    cfg = model_config(dataset, arch, profile, seed, **train_changes)
+    train_split, test_split = D.load(dataset, "train"), D.load(dataset, "test")
+    torch.manual_seed(seed)  # the replicate seed fixes the initialisation too
+    model = make_model(cfg, train_split.images.shape[1], len(train_split.classes))
+    X, Y = take(train_split, cfg["train_size"], seed=0)
+    return cached_fit("model", cfg, model, X, Y, cfg["train"], seed, device, store, progress,
+                      desc=f"{arch} seed {seed}", eval_data=(test_split.images, test_split.labels))

@@ -1,0 +1,53 @@
+"""The book executes under the tiny profile and renders pages with their figures and tables."""
+import json
+import re
+from pathlib import Path
+
+import papermill as pm
+import pytest
+
+from overinterp.book import ROOT, build, chapters
+
+# chapter stem -> what its rendered page must contain
+EXPECT = {"01_introduction": ["<table"], "02_model_zoo": ["<table"], "03_sis": ["<img", "<table"],
+          "04_pixel_subsets": ["<img", "<table"], "05_retraining": ["<img", "<table"],
+          "06_humans": ["<img", "<table", "<script"]}
+
+
+def test_notebooks_are_committed_without_outputs():
+    for nb in chapters():
+        cells = json.loads(nb.read_text())["cells"]
+        code = [c for c in cells if c["cell_type"] == "code"]
+        assert not any(c.get("outputs") or c.get("execution_count") for c in code), nb.name
+        assert "parameters" in code[0].get("metadata", {}).get("tags", []), f"{nb.name}: first code cell is not the parameters cell"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("book")
+    timings = build({"dataset": "fashion-mnist", "profile": "tiny", "device": "cpu", "seed": 0}, out=out)
+    return out, timings
+
+
+def test_every_chapter_executes_and_renders_with_its_figures_and_tables(built):
+    out, timings = built
+    assert set(timings) == {nb.stem for nb in chapters()}
+    for nb in chapters():
+        page = out / "html" / "book" / f"{nb.stem}.html"
+        html = page.read_text()
+        for marker in EXPECT.get(nb.stem, []):
+            assert marker in html, f"{page.name} lacks {marker}"
+        assert "This execution" in html and "tiny" in html, page.name   # the run box
+        assert not re.search(r"\{glue:?\w*\}", html), f"{page.name} has an unresolved glue role"
+    assert (out / "html" / "index.html").exists()
+
+
+@pytest.mark.parametrize("params, bad", [({"profile": "huge"}, "profile"), ({"dataset": "mnist"}, "dataset"),
+                                         ({"frac": 1.5}, "frac")])
+def test_bad_parameters_fail_in_the_first_cell_naming_the_parameter(tmp_path, params, bad):
+    nb = ROOT / "book" / "04_pixel_subsets.ipynb"
+    with pytest.raises(pm.PapermillExecutionError) as err:
+        pm.execute_notebook(str(nb), str(tmp_path / "out.ipynb"), parameters=params, progress_bar=False,
+                            kernel_name="python3", cwd=str(ROOT))
+    assert f"parameter {bad}=" in str(err.value)
+    assert err.value.exec_count == 3   # parameters cell, papermill's injected cell, then the setup cell
