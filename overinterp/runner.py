@@ -35,7 +35,7 @@ from tqdm import tqdm
 from .artifacts import ArtifactMismatch, Store
 from .backselect import DEFAULT_M, METHODS, BackSelectConfig, BackSelectResult
 
-__all__ = ["KIND", "run_config", "run_backselect", "assemble", "fingerprint", "parse_shards", "add_cli",
+__all__ = ["KIND", "run_config", "run_backselect", "assemble", "fingerprint", "parse_shards", "choices", "add_cli",
            "ArtifactMismatch"]
 
 KIND = "backselect"
@@ -146,7 +146,8 @@ def parse_shards(text: str | None) -> slice | None:
     return slice(lo, hi)
 
 
-def _choices(name: str, valid):
+def choices(name: str, valid):
+    """argparse type: ``value`` must be one of ``valid``, else an error listing them."""
     valid = [str(v) for v in valid]
 
     def check(value: str) -> str:
@@ -198,14 +199,14 @@ def add_cli(subparsers) -> argparse.ArgumentParser:
                     "image of a split. Shards are saved to the artifact store as they finish; re-running skips "
                     "finished shards, and --shards splits the work across processes. Method, block, k, m and "
                     "the number of images default to the profile's.")
-    b.add_argument("--dataset", type=_choices("dataset", DATASETS), default="fashion-mnist",
+    b.add_argument("--dataset", type=choices("dataset", DATASETS), default="fashion-mnist",
                    help=f"one of {', '.join(DATASETS)} (default fashion-mnist)")
-    b.add_argument("--split", type=_choices("split", ("train", "test")), default="test", help="train or test (default test)")
-    b.add_argument("--arch", type=_choices("arch", ARCHS), default="cnn", help=f"one of {', '.join(ARCHS)} (default cnn)")
-    b.add_argument("--profile", type=_choices("profile", PROFILES), default="quick",
+    b.add_argument("--split", type=choices("split", ("train", "test")), default="test", help="train or test (default test)")
+    b.add_argument("--arch", type=choices("arch", ARCHS), default="cnn", help=f"one of {', '.join(ARCHS)} (default cnn)")
+    b.add_argument("--profile", type=choices("profile", PROFILES), default="quick",
                    help="; ".join(f"{p.name}: {p.doc}" for p in PROFILES.values()))
     b.add_argument("--seed", type=int, default=0, help="replicate seed of the model (default 0)")
-    b.add_argument("--method", type=_choices("method", METHODS), default=None,
+    b.add_argument("--method", type=choices("method", METHODS), default=None,
                    help="exact (reference BackSelect), gradient (paper S5) or pruned (m exact candidates per step); "
                         "default: the profile's")
     b.add_argument("--block", type=int, default=None, help="feature = BLOCK x BLOCK pixels (1 = a pixel, as the paper; default: the profile's)")

@@ -18,15 +18,6 @@ PER_CLASS = 3
 FRACS = (0.05, 0.30, 0.50)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One intra-op thread: small forwards on a shared 2-core CPU are faster so."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def run():
     from overinterp.book import setup

@@ -21,15 +21,6 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = {"dataset": "toy", "split": "test"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """One intra-op thread: small forwards on a shared 2-core CPU are much faster so."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def toy():
     """A seeded small CNN and 10 seeded 1x8x8 images (same in every process)."""
     torch.manual_seed(0)
