@@ -106,19 +106,16 @@ def chapters(root: Path = ROOT) -> list[Path]:
     """The notebooks of ``_toc.yml`` in reading order."""
     import yaml
     toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files = [toc["root"]]
+    files = []
 
-    def walk(entries):
-        for e in entries or []:
-            if "file" in e:
-                files.append(e["file"])
-            walk(e.get("sections"))
-            for part in e.get("chapters", []) if "chapters" in e else []:
-                files.append(part["file"])
+    def walk(entry):  # a file, or parts / chapters / sections holding more entries
+        if "file" in entry or "root" in entry:
+            files.append(entry.get("file", entry.get("root")))
+        for key in ("parts", "chapters", "sections"):
+            for e in entry.get(key, []):
+                walk(e)
 
-    for part in toc.get("parts", []):
-        walk(part.get("chapters"))
-    walk(toc.get("chapters"))
+    walk(toc)
     return [root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").exists()]
 
 

@@ -12,7 +12,6 @@ run. A notebook's papermill parameters ``dataset`` / ``profile`` pick one.
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass, field
 
@@ -92,7 +91,3 @@ def default_profile() -> str:
     """``$OVERINTERP_PROFILE`` (tests set ``tiny``) or ``quick``."""
     return os.environ.get("OVERINTERP_PROFILE", "quick")
 
-
-def replace(profile: Profile, **changes) -> Profile:
-    """A copy of ``profile`` with some fields changed (train fields via ``train=``)."""
-    return dataclasses.replace(profile, **changes)

@@ -135,8 +135,7 @@ def predict(model: nn.Module, images: torch.Tensor, batch_size: int = 1000, devi
     model.to(device).eval()
     outs = []
     for i in range(0, len(images), batch_size):
-        with _autocast(device, False):
-            outs.append(F.softmax(model(images[i:i + batch_size].to(device)).float(), -1).cpu())
+        outs.append(F.softmax(model(images[i:i + batch_size].to(device)).float(), -1).cpu())
     return torch.cat(outs)
 
 
@@ -163,9 +162,7 @@ def model_config(dataset: str, arch: str, profile: str = "quick", seed: int = 0,
 def make_model(cfg: dict, in_channels: int, num_classes: int) -> nn.Module:
     model = build_model(cfg["arch"], in_channels, num_classes, cfg["width"])
     t = cfg["train"]
-    keep = t.keep_prob if isinstance(t, TrainConfig) else t["keep_prob"]
-    samples = t.dropout_samples if isinstance(t, TrainConfig) else t["dropout_samples"]
-    return InputDropout(model, keep, samples) if keep < 1 else model
+    return InputDropout(model, t.keep_prob, t.dropout_samples) if t.keep_prob < 1 else model
 
 
 def cached_fit(kind: str, cfg: dict, model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
