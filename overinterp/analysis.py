@@ -6,8 +6,12 @@ it when missing, so chapters share models and backward-selection runs:
 
     models = zoo(run)                              # arch -> replicates (trained or loaded)
     sets = eval_sets(run)                          # "test" and the OOD sets -> (images, labels)
-    res = backselect_set(run, "resnet20", "test", *sets["test"])   # cached backward selection
+    res = backselect_set(run, "resnet20", selection(run, "test"))   # cached backward selection
     x5, keep5 = pixel_subset(res, sets["test"][0], 0.05)
+
+:func:`selection` and :func:`backselect_set` are also what ``python -m overinterp
+backselect`` and ``prepare`` call, so a run made on the command line (on another
+machine, in shards) is the very artifact a chapter loads.
 """
 from __future__ import annotations
 
@@ -16,17 +20,18 @@ import torch.nn as nn
 import pandas as pd
 
 from . import data as D
-from .artifacts import Store
-from .backselect import BackSelectResult
+from .backselect import BackSelectConfig, BackSelectResult
+from .data import Selection
 from .models import Ensemble
 from .paper import ARCH_NAMES
 from .profiles import TrainConfig
 from .runner import fingerprint, run_backselect
 from .sis import pixel_subset, random_subset
-from .train import cached_fit, make_model, model_config, predict, take, trained_model
+from .train import accuracy, cached_fit, make_model, model_config, predict, trained_model
 
-__all__ = ["zoo", "eval_sets", "ensembles", "accuracy_table", "mean_std", "mean_of", "backselect_set", "confident",
-           "confidence_drop", "beside_paper", "transfer_table", "location_frequency", "subsets", "retrain", "SUBSET_SEED"]
+__all__ = ["zoo", "selection", "eval_selections", "eval_sets", "ensembles", "accuracy_table", "mean_std", "mean_of",
+           "backselect_set", "confident", "confident_selection", "confidence_drop", "beside_paper",
+           "transfer_table", "location_frequency", "subsets", "retrain", "retrain_on_subsets", "SUBSET_SEED"]
 
 SUBSET_SEED = 0  # the random 5% subsets: the same for every model (paper 4.2)
 
@@ -38,14 +43,23 @@ def zoo(run, archs=None, replicates: int | None = None) -> dict[str, list[nn.Mod
                 for r in range(replicates or p.replicates)] for a in (archs or p.archs)}
 
 
-def eval_sets(run, train: bool = False) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """The test set and the OOD sets of section 3.1, each cut to the profile's ``test_size``."""
+def selection(run, set_name: str, n: int | None = None) -> Selection:
+    """The images of ``set_name`` a chapter uses: the profile's ``retrain_images`` training images
+    (section 4.2) or ``test_size`` images of the test / an OOD set (section 3.1), seeded sample."""
+    p = run.profile
+    default = p.retrain_images if set_name == "train" else p.test_size
+    return Selection(run.dataset, set_name, default if n is None else n)
+
+
+def eval_selections(run, train: bool = False) -> dict[str, Selection]:
+    """The test set and the OOD sets of section 3.1 (and the training sample of 4.2)."""
     names = (["train"] if train else []) + ["test"] + D.ood_sets(run.dataset)
-    out = {}
-    for name in names:
-        split = D.load(run.dataset, name) if name in ("train", "test") else D.load(name, "test")
-        out[name] = take(split, run.profile.retrain_images if name == "train" else run.profile.test_size)
-    return out
+    return {name: selection(run, name) for name in names}
+
+
+def eval_sets(run, train: bool = False) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """:func:`eval_selections` loaded: name -> (images, labels)."""
+    return {name: sel.load() for name, sel in eval_selections(run, train).items()}
 
 
 def ensembles(models: dict[str, list[nn.Module]]) -> dict[str, Ensemble]:
@@ -77,27 +91,27 @@ def mean_of(cell) -> float:
     return float(str(cell).split(" ")[0])
 
 
-def _acc(model, images, labels, device) -> float:
-    return (predict(model, images, device=device).argmax(1) == labels).float().mean().item()
-
-
 def accuracy_table(models: dict[str, nn.Module | list], sets: dict[str, tuple], device="cpu") -> pd.DataFrame:
     """Accuracy (%) of each model (or 'mean ± std' over a list of replicates) on each set."""
     rows = {}
     for name, ms in models.items():
         ms = ms if isinstance(ms, (list, tuple)) else [ms]
-        rows[name] = {s: mean_std([_acc(m, X, Y, device) for m in ms]) for s, (X, Y) in sets.items()}
+        rows[name] = {s: mean_std([accuracy(m, X, Y, device) for m in ms]) for s, (X, Y) in sets.items()}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-def backselect_set(run, arch: str, set_name: str, images: torch.Tensor, seed: int | None = None,
-                   progress: bool = True) -> BackSelectResult:
-    """Backward selection of ``images`` with replicate ``seed`` of ``arch`` (profile's engine), cached."""
+def backselect_set(run, arch: str, sel: Selection, seed: int | None = None, config: BackSelectConfig | None = None,
+                   shards: range | None = None, progress: bool = True, chunk_size: int | None = None,
+                   after_shard=None) -> BackSelectResult | None:
+    """Backward selection of the images of ``sel`` by replicate ``seed`` (default run.seed) of
+    ``arch``, with the profile's engine (or ``config``), cached in the artifact store and
+    resumable by shard (:func:`overinterp.runner.run_backselect`; None while shards are missing)."""
     p, seed = run.profile, run.seed if seed is None else seed
-    model = trained_model(run.dataset, arch, p.name, seed=seed, device=run.device)
-    return run_backselect(model, images, model_config=model_config(run.dataset, arch, p.name, seed),
-                          data_config={"dataset": run.dataset, "set": set_name}, method=p.bs_method,
-                          block=p.bs_block, k=p.bs_k, m=p.bs_m or None, device=run.device, progress=progress)
+    model = trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
+    return run_backselect(model, sel.load()[0], model_config=model_config(run.dataset, arch, p.name, seed),
+                          data_config=sel.key(), config=config or p.backselect, shard_size=p.shard_size,
+                          shards=shards, device=run.device, chunk_size=chunk_size, progress=progress,
+                          after_shard=after_shard)
 
 
 def confident(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, threshold: float = 0.99,
@@ -105,6 +119,22 @@ def confident(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, thre
     """Indices of images classified correctly with confidence >= ``threshold`` (paper 3.4, S2)."""
     conf, pred = predict(model, images, device=device).max(1)
     return torch.nonzero((pred == labels) & (conf >= threshold)).flatten()
+
+
+def confident_selection(run, threshold: float) -> Selection:
+    """The SIS chapter's images (paper 4.1): the first ``sis_images`` of the test selection that
+    replicate ``run.seed`` of every architecture classifies correctly with confidence >= threshold."""
+    sel = selection(run, "test")
+    X, Y = sel.load()
+    ok = torch.ones(len(X), dtype=torch.bool)
+    for a in run.profile.archs:
+        model = trained_model(run.dataset, a, run.profile.name, seed=run.seed, device=run.device)
+        ok &= torch.isin(torch.arange(len(X)), confident(model, X, Y, threshold, device=run.device))
+    idx = ok.nonzero().flatten()[:run.profile.sis_images]
+    if not len(idx):
+        raise ValueError(f"no test image is classified correctly with confidence >= {threshold} by every model; "
+                         "lower the threshold")
+    return sel.narrow(idx.tolist())
 
 
 def confidence_drop(model: nn.Module, images: torch.Tensor, subset_images: torch.Tensor, device="cpu") -> torch.Tensor:
@@ -118,7 +148,7 @@ def confidence_drop(model: nn.Module, images: torch.Tensor, subset_images: torch
 
 def transfer_table(models: dict[str, nn.Module], subsets: dict[str, tuple], device="cpu") -> pd.DataFrame:
     """Accuracy (%) of every model (columns) on each model's subsets (rows) (paper 4.1)."""
-    return pd.DataFrame({m: {s: 100 * _acc(model, X, Y, device) for s, (X, Y) in subsets.items()}
+    return pd.DataFrame({m: {s: 100 * accuracy(model, X, Y, device) for s, (X, Y) in subsets.items()}
                          for m, model in models.items()})
 
 
@@ -127,14 +157,17 @@ def location_frequency(keep: torch.Tensor) -> torch.Tensor:
     return keep.float().mean(0)
 
 
-def subsets(run, arch: str, sets: dict[str, tuple], frac: float = 0.05) -> dict[str, dict]:
-    """Per set: the 5% backward-selection subsets of ``arch`` (replicate run.seed) and the
-    random 5% subsets: {"bs": (images, keep), "random": (images, keep), "labels": labels}."""
+def subsets(run, arch: str, frac: float = 0.05, train: bool = False) -> dict[str, dict]:
+    """Per set of :func:`eval_selections`: the ``frac`` backward-selection subsets of ``arch``
+    (replicate run.seed) and the random ``frac`` subsets:
+    {"bs": (images, keep), "random": (images, keep), "labels": labels}."""
     out = {}
-    for name, (X, Y) in sets.items():
-        res = backselect_set(run, arch, name, X)
+    for name, sel in eval_selections(run, train).items():
+        X, Y = sel.load()
+        res = backselect_set(run, arch, sel)
         out[name] = {"bs": pixel_subset(res, X, frac), "labels": Y,
-                     "random": random_subset(X, frac, seed=SUBSET_SEED, block=run.profile.bs_block)}
+                     "random": random_subset(X, frac, seed=SUBSET_SEED, block=run.profile.backselect.block,
+                                             mask_value=run.profile.backselect.mask_value)}
     return out
 
 
@@ -155,3 +188,14 @@ def retrain(run, arch: str, images: torch.Tensor, labels: torch.Tensor, name: st
         out.append(cached_fit("retrained", cfg, model, images, labels, train_cfg, run.seed + r, run.device,
                               desc=f"{arch} on {name} seed {run.seed + r}", eval_data=eval_data))
     return out
+
+
+def retrain_on_subsets(run, arch: str, kind: str, augment: bool, frac: float = 0.05,
+                       subs: dict | None = None) -> list[nn.Module]:
+    """Section 4.2: new ``arch`` models trained on the ``kind`` ("bs" or "random") ``frac`` subsets
+    of the training selection, one per replicate; ``subs`` = :func:`subsets` (train=True) if at hand."""
+    if kind not in ("bs", "random"):
+        raise ValueError(f"kind must be 'bs' or 'random', got {kind!r}")
+    subs = subs or subsets(run, arch, frac, train=True)
+    return retrain(run, arch, subs["train"][kind][0], subs["train"]["labels"], f"{kind}{frac:g}", augment,
+                   eval_data=(subs["test"][kind][0], subs["test"]["labels"]))

@@ -5,9 +5,14 @@ confidence needs them (SIS, Carter et al. 2019; paper 3.3): starting from the
 full image, repeatedly mask the remaining feature whose masking leaves
 ``f`` highest, until every feature is masked. Here
 
-* ``f(x)`` is the softmax probability of class ``pred``, the class predicted on
-  the *unmasked* image (never the true label), for any ``nn.Module`` classifier
-  (``models.Ensemble`` included);
+* ``f(x)`` is the confidence in class ``pred``, the class predicted on the
+  *unmasked* image (never the true label), for any ``nn.Module`` classifier
+  (``models.Ensemble`` included). The engine ranks and stores it as **log-odds**,
+  ``z_c - logsumexp_{j != c} z_j`` = log(p / (1 - p)), computed in float64 from the
+  logits: monotone in the softmax probability p, so the order is the paper's, but
+  it does not saturate where float32 softmax returns exactly 1.0 (a logit margin
+  above ~17, which converged models reach), where every candidate would tie and
+  the gradient p(1 - p) would vanish;
 * a feature is one pixel with all its channels (paper S1), or a ``block`` x
   ``block`` square of pixels for coarse runs; features are numbered row-major on
   the feature grid ``(Hf, Wf) = (ceil(H/block), ceil(W/block))``;
@@ -16,7 +21,7 @@ full image, repeatedly mask the remaining feature whose masking leaves
 
 Mask polarity: every boolean mask in this API is a *keep* mask, True = the
 feature/pixel is visible, False = masked (replaced by ``mask_value``).
-Tie-breaking: among candidates giving the same ``f``, the lowest feature index
+Tie-breaking: among candidates giving the same log-odds, the lowest feature index
 is masked first (as the reference ``sis.py``: ``np.argmax`` over candidates in
 row-major order); the ``gradient`` method breaks ties in the gradient the same way.
 
@@ -26,7 +31,7 @@ Methods (``method=``):
   candidates (image, remaining feature) of all images are concatenated and
   evaluated in chunks of ``chunk_size`` forward passes. P(P+1)/2 forwards per image.
 * ``"gradient"`` -- Batched Gradient BackSelect (paper S5): per step one forward
-  and backward pass gives the gradient of ``f`` w.r.t. the mask ``M`` (1 = masked);
+  and backward pass gives the gradient of the log-odds w.r.t. the mask ``M`` (1 = masked);
   the ``k`` remaining features with the largest gradient are masked together.
   ``values`` is then known only after whole blocks: NaN inside a block.
 * ``"pruned"`` (beyond the paper) -- per step, only the ``m`` remaining features the
@@ -35,17 +40,22 @@ Methods (``method=``):
 
     res = backselect(model, images)                  # images (B, C, H, W), normalised
     res.order[:, -39:]                               # the last 5% of 784 pixels kept
-    sis = find_sis(res, 0.99)                        # overinterp.sis (re-exported here)
+    res.values[:, -39]                               # p after masking all but those
+    sis = find_sis(res, 0.99)                        # overinterp.sis
 
+The model must be a deterministic function of each image: in eval mode, and with an
+output that does not depend on the other images of the batch (checked on two images
+before every run; ``InputDropout`` shares its evaluation masks across the batch).
 The forwards run under ``torch.inference_mode`` in ``channels_last`` (for conv nets;
 3x faster for the CNN on CPU too), bf16 autocast only with ``autocast=True`` (off
-where exactness is claimed); on CUDA a chunk that runs out of memory is split in
-half and retried. Same code on every device: the device is the images'.
+where exactness is claimed), with TF32 matmuls and convolutions off on CUDA; on CUDA
+a chunk that runs out of memory is split in half and retried. Same code on every
+device: the device is the images'.
 """
 from __future__ import annotations
 
 import math
-import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 
 import torch
@@ -53,8 +63,7 @@ import torch.nn as nn
 from tqdm import tqdm
 
 __all__ = ["METHODS", "DEFAULT_M", "DEFAULT_CHUNK", "BackSelectConfig", "BackSelectResult", "backselect", "feature_grid",
-           "features_to_pixels", "apply_keep", "find_sis", "sis_collection", "sis_size", "pixel_subset",
-           "random_subset", "subset_size", "SIS"]
+           "features_to_pixels", "apply_keep", "log_odds", "logit", "check_batch_independent"]
 
 METHODS = ("exact", "gradient", "pruned")
 # pruned: candidates evaluated exactly per step. 16 = the smallest m whose SIS were no larger than exact's
@@ -68,7 +77,8 @@ DEFAULT_CHUNK = {"cpu": 128, "cuda": 4096}
 
 @dataclass(frozen=True)
 class BackSelectConfig:
-    """What determines a backward selection's result (a notebook's parameters, a run's key)."""
+    """What determines a backward selection's result: a profile's engine, a notebook's
+    parameters, part of a run's artifact key."""
     method: str = "exact"     # exact | gradient (paper S5) | pruned (beyond the paper)
     block: int = 1            # feature = block x block pixels; 1 = a pixel with all channels (paper S1)
     k: int = 1                # gradient: features masked per step (paper S5: 100 on 299x299 ImageNet)
@@ -78,13 +88,19 @@ class BackSelectConfig:
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}; valid choices: {', '.join(METHODS)}")
-        if min(self.block, self.k, self.m) < 1:
-            raise ValueError(f"block, k and m must be >= 1, got {self.block}, {self.k}, {self.m}")
+        for name in ("block", "k", "m"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {getattr(self, name)!r}")
 
     def key(self) -> dict:
         """Plain dict for artifact keys; parameters the method ignores are None."""
         return {"method": self.method, "block": self.block, "k": self.k if self.method == "gradient" else None,
                 "m": self.m if self.method == "pruned" else None, "mask_value": self.mask_value}
+
+    def describe(self) -> str:
+        """'gradient (k=8)', 'pruned (m=16), 4x4-pixel features', ... for a chapter's box."""
+        text = self.method + {"gradient": f" (k={self.k})", "pruned": f" (m={self.m})"}.get(self.method, "")
+        return text + (f", {self.block}x{self.block}-pixel features" if self.block > 1 else "")
 
     def run(self, model: nn.Module, images: torch.Tensor, **kw) -> "BackSelectResult":
         """:func:`backselect` with this config (``kw``: chunk_size, progress, keep, ...)."""
@@ -96,20 +112,35 @@ class BackSelectResult:
     """Backward selection of B images; tensors on the device of the input images.
 
     ``order[b, t]`` is the feature masked at step t (first masked first, the most
-    important feature last); ``values[b, t]`` is ``f`` after masking it (NaN where a
-    gradient block was masked as a whole). The first ``n_fixed[b]`` entries are the
-    features that were already masked on entry (``keep=False``), in ascending order,
-    with value ``confidence``; they never enter a SIS or pixel subset.
+    important feature last); ``log_odds[b, t]`` is the log-odds of ``pred`` after
+    masking it (NaN where a gradient block was masked as a whole), float64. The first
+    ``n_fixed[b]`` entries are the features that were already masked on entry
+    (``keep=False``), in ascending order, with value ``full_log_odds``; they never
+    enter a SIS or pixel subset. ``values`` and ``confidence`` are the same as
+    softmax probabilities, for plots and tables (they round to 1.0 near certainty:
+    rank and threshold with the log-odds).
     """
-    order: torch.Tensor        # (B, P) int64 feature indices
-    values: torch.Tensor       # (B, P) f after each removal, dtype of the model
-    pred: torch.Tensor         # (B,) int64 class whose probability is f
-    confidence: torch.Tensor   # (B,) f before any removal (with ``keep`` applied)
-    n_fixed: torch.Tensor      # (B,) int64 features masked on entry
-    mask_value: torch.Tensor   # (C,) value of a masked pixel
-    image_size: tuple          # (H, W)
+    order: torch.Tensor          # (B, P) int64 feature indices
+    log_odds: torch.Tensor       # (B, P) float64 log-odds of pred after each removal
+    pred: torch.Tensor           # (B,) int64 class whose confidence is f
+    full_log_odds: torch.Tensor  # (B,) float64 log-odds before any removal (with ``keep`` applied)
+    n_fixed: torch.Tensor        # (B,) int64 features masked on entry
+    mask_value: torch.Tensor     # (C,) value of a masked pixel
+    image_size: tuple            # (H, W)
     block: int = 1
     method: str = "exact"
+
+    TENSORS = ("order", "log_odds", "pred", "full_log_odds", "n_fixed")  # one row per image
+
+    @property
+    def values(self) -> torch.Tensor:
+        """(B, P) softmax probability of ``pred`` after each removal."""
+        return torch.sigmoid(self.log_odds)
+
+    @property
+    def confidence(self) -> torch.Tensor:
+        """(B,) softmax probability of ``pred`` before any removal."""
+        return torch.sigmoid(self.full_log_odds)
 
     @property
     def grid(self) -> tuple:
@@ -126,14 +157,28 @@ class BackSelectResult:
     def __getitem__(self, idx) -> "BackSelectResult":
         """Select images (an index, slice or index tensor) as a new result."""
         idx = [idx] if isinstance(idx, int) else idx
-        return replace(self, **{n: getattr(self, n)[idx] for n in ("order", "values", "pred", "confidence", "n_fixed")})
+        return replace(self, **{n: getattr(self, n)[idx] for n in self.TENSORS})
 
     @staticmethod
     def cat(results: list) -> "BackSelectResult":
         """Concatenate results of the same engine configuration along the batch."""
         first = results[0]
-        return replace(first, **{n: torch.cat([getattr(r, n) for r in results])
-                                 for n in ("order", "values", "pred", "confidence", "n_fixed")})
+        return replace(first, **{n: torch.cat([getattr(r, n) for r in results]) for n in first.TENSORS})
+
+
+def logit(p: float) -> float:
+    """log(p / (1 - p)): a probability threshold tau as log-odds (inf at 1, -inf at 0)."""
+    if not 0 <= p <= 1:
+        raise ValueError(f"a probability threshold must lie in [0, 1], got {p}")
+    return math.inf if p == 1 else -math.inf if p == 0 else math.log(p) - math.log1p(-p)
+
+
+def log_odds(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """(n, K) logits (or log-probabilities), (n,) class -> (n,) float64 log-odds of the class,
+    ``z_c - logsumexp_{j != c} z_j`` (= log(p_c / (1 - p_c)) for p = softmax(z))."""
+    z = logits.double()
+    t = target[:, None]
+    return z.gather(1, t).squeeze(1) - z.scatter(1, t, -math.inf).logsumexp(1)
 
 
 # ----------------------------------------------------------------------------- feature geometry
@@ -176,7 +221,7 @@ def _feature_pixels(h: int, w: int, block: int, device) -> tuple:
 # ----------------------------------------------------------------------------- model evaluation
 
 class _Evaluator:
-    """f = softmax(model(x))[target] in chunks; inference mode; OOM -> smaller chunks."""
+    """f = log-odds of ``target`` under ``model(x)`` in chunks; inference mode; OOM -> smaller chunks."""
 
     def __init__(self, model, device: torch.device, chunk_size, autocast: bool, channels_last):
         self.model, self.device, self.autocast = model, device, autocast
@@ -191,10 +236,10 @@ class _Evaluator:
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x
 
     def f(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        """x (n, C, H, W), target (n,) -> f (n,) in x's dtype (one forward, no chunking)."""
+        """x (n, C, H, W), target (n,) -> log-odds (n,) float64 (one forward, no chunking)."""
         with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
             logits = self.model(self._fmt(x))
-        return logits.to(x.dtype).softmax(-1).gather(1, target[:, None]).squeeze(1)
+        return log_odds(logits.to(x.dtype), target)
 
     def chunks(self, n: int, run):
         """Call ``run(lo, hi)`` over [0, n) in chunks; halve the chunk on CUDA out-of-memory."""
@@ -212,13 +257,13 @@ class _Evaluator:
             lo = hi
 
     def mask_grad(self, x, keep, target, pix_feat, mv, need_grad=True):
-        """f and d f / d M at the current mask M = ~keep (S5), per image.
+        """f (log-odds) and d f / d M at the current mask M = ~keep (S5), per image.
 
         x (B, C, H, W) unmasked; keep (B, P) bool; pix_feat (H*W,) feature of each pixel.
         Returns f (B,) and grad (B, P) (None when ``need_grad`` is False).
         """
         B, C, H, W = x.shape
-        f = x.new_empty(B)
+        f = x.new_empty(B, dtype=torch.float64)
         grad = x.new_empty(keep.shape) if need_grad else None
 
         def run(lo, hi):
@@ -242,12 +287,39 @@ def _check_eval(model: nn.Module) -> None:
         raise ValueError("backselect needs a deterministic model: call model.eval() first")
 
 
+@torch.inference_mode()
+def check_batch_independent(model: nn.Module, images: torch.Tensor, rtol: float = 1e-3, atol: float = 1e-3) -> None:
+    """Refuse a model whose output for an image depends on the rest of its batch.
+
+    Two forwards: the first image alone, and second in a batch behind another image
+    (itself when there is one image). Float rounding of batched kernels passes; per-position
+    randomness (a dropout mask drawn per batch row) or batch statistics do not."""
+    x0, other = images[:1], images[1:2] if len(images) > 1 else images[:1]
+    alone = model(x0).double()
+    behind = model(torch.cat([other, x0])).double()[1:]
+    if not torch.allclose(alone, behind, rtol=rtol, atol=atol):
+        raise ValueError("backselect needs a model whose output for an image does not depend on the other images "
+                         f"of the batch; {type(model).__name__} gave {alone[0, :3].tolist()} alone and "
+                         f"{behind[0, :3].tolist()} second in a batch")
+
+
+@contextmanager
+def _no_tf32():
+    """TF32 off for CUDA matmuls and convolutions (the engine's float32 is float32); restored after."""
+    matmul, cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = matmul, cudnn
+
+
 # ----------------------------------------------------------------------------- BackSelect
 
 def _predict(ev: _Evaluator, x: torch.Tensor, keep_pix, mv, target):
-    """pred (B,) on the unmasked images (unless given) and confidence (B,) with ``keep`` applied."""
+    """pred (B,) on the unmasked images (unless given) and log-odds (B,) with ``keep`` applied."""
     pred = torch.empty(len(x), dtype=torch.long, device=x.device) if target is None else target.to(x.device, torch.long).clone()
-    conf = x.new_empty(len(x))
+    conf = x.new_empty(len(x), dtype=torch.float64)
 
     @torch.inference_mode()
     def run(lo, hi):
@@ -261,31 +333,29 @@ def _predict(ev: _Evaluator, x: torch.Tensor, keep_pix, mv, target):
 
 @torch.inference_mode(False)  # the gradient methods need autograd even inside a caller's inference mode
 def backselect(model: nn.Module, images: torch.Tensor, method: str = "exact", block: int = 1, k: int = 1,
-               m: int | None = None, chunk_size: int | None = None, progress: bool = True, *,
+               m: int = DEFAULT_M, chunk_size: int | None = None, progress: bool = True, *,
                keep: torch.Tensor | None = None, target: torch.Tensor | None = None, mask_value=0.0,
                autocast: bool = False, channels_last: bool | None = None,
                max_steps: int | None = None) -> BackSelectResult:
     """Backward selection of every image in ``images`` (B, C, H, W) (see module docstring).
 
     method: "exact" | "gradient" (k features per step, paper S5) | "pruned" (m exact
-        candidates per step, default :data:`DEFAULT_M`).
-    block: feature = block x block pixels. chunk_size: forward passes per batch
-        (default :data:`DEFAULT_CHUNK` for the device; for "gradient" images per batch).
+        candidates per step). block: feature = block x block pixels (:class:`BackSelectConfig`).
+    chunk_size: forward passes per batch (default :data:`DEFAULT_CHUNK` for the device;
+        for "gradient" images per batch).
     keep: optional (B, P) bool, False = feature already masked (SIS-collection rounds).
-    target: optional (B,) class whose probability is f (default: argmax on ``images``).
+    target: optional (B,) class whose log-odds are f (default: argmax on ``images``).
     mask_value: scalar or (C,) value of a masked pixel (0 = the mean pixel).
     autocast: bf16 autocast (not exact; off by default). channels_last: run the forwards in
         channels_last (converts the model's parameters' layout in place); default: when the
         model has a Conv2d.
     max_steps: stop after this many removals (partial result, order -1 beyond; for timing).
-    The images' device and the model's dtype are used; the model must be in eval mode.
+    The images' device and the model's dtype are used; the model must be in eval mode and
+    batch-independent (:func:`check_batch_independent`).
     """
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; valid choices: {', '.join(METHODS)}")
+    BackSelectConfig(method, block, k, m)  # validates
     if images.dim() != 4:
         raise ValueError(f"images must be (B, C, H, W), got shape {tuple(images.shape)}")
-    if block < 1 or k < 1 or (m is not None and m < 1):
-        raise ValueError(f"block, k and m must be >= 1, got block={block}, k={k}, m={m}")
     _check_eval(model)
     param = next((p for p in model.parameters() if p.is_floating_point()), None)
     x = images.to(param.dtype if param is not None else images.dtype).detach().clone()  # (B, C, H, W)
@@ -295,21 +365,23 @@ def backselect(model: nn.Module, images: torch.Tensor, method: str = "exact", bl
     P = hf * wf
     keep = torch.ones(B, P, dtype=torch.bool, device=device) if keep is None else keep.to(device, torch.bool).clone()
     mv = _mask_value(mask_value, x)
-    ev = _Evaluator(model, device, chunk_size, autocast, channels_last)
-    pred, conf = _predict(ev, x, features_to_pixels(keep, (H, W), block), mv, target)
+    with _no_tf32():
+        check_batch_independent(model, x)
+        ev = _Evaluator(model, device, chunk_size, autocast, channels_last)
+        pred, conf = _predict(ev, x, features_to_pixels(keep, (H, W), block), mv, target)
 
-    # features masked on entry go first, ascending (stable sort puts False first)
-    n_fixed = (~keep).sum(1)
-    order = torch.argsort(keep.to(torch.uint8), dim=1, stable=True)
-    fixed = torch.arange(P, device=device) < n_fixed[:, None]                  # (B, P)
-    order = torch.where(fixed, order, -1)
-    values = torch.where(fixed, conf[:, None], torch.full((B, P), math.nan, dtype=x.dtype, device=device))
-    state = _State(x, keep, pred, order, values, n_fixed.clone(), mv, block)
-    steps = int(keep.sum(1).max()) if max_steps is None else min(max_steps, int(keep.sum(1).max()))
-    if method == "gradient":
-        _gradient_loop(ev, state, k, steps, progress)
-    else:
-        _select_loop(ev, state, (m or DEFAULT_M) if method == "pruned" else None, steps, progress)
+        # features masked on entry go first, ascending (stable sort puts False first)
+        n_fixed = (~keep).sum(1)
+        order = torch.argsort(keep.to(torch.uint8), dim=1, stable=True)
+        fixed = torch.arange(P, device=device) < n_fixed[:, None]                  # (B, P)
+        order = torch.where(fixed, order, -1)
+        values = torch.where(fixed, conf[:, None], torch.full((B, P), math.nan, dtype=conf.dtype, device=device))
+        state = _State(x, keep, pred, order, values, n_fixed.clone(), mv, block)
+        steps = int(keep.sum(1).max()) if max_steps is None else min(max_steps, int(keep.sum(1).max()))
+        if method == "gradient":
+            _gradient_loop(ev, state, k, steps, progress)
+        else:
+            _select_loop(ev, state, m if method == "pruned" else None, steps, progress)
     return BackSelectResult(state.order, state.values, pred, conf, n_fixed, mv, (H, W), block, method)
 
 
@@ -320,7 +392,7 @@ class _State:
     keep: torch.Tensor     # (B, P) bool, True = still visible
     pred: torch.Tensor     # (B,)
     order: torch.Tensor    # (B, P)
-    values: torch.Tensor   # (B, P)
+    values: torch.Tensor   # (B, P) float64 log-odds
     ptr: torch.Tensor      # (B,)
     mv: torch.Tensor       # (C,)
     block: int
@@ -363,7 +435,7 @@ def _select_loop(ev: _Evaluator, s: _State, m: int | None, steps: int, progress:
                 cand = s.keep.clone()
                 cand[idx] = s.keep[idx] & (rank < m)
         pairs = cand.nonzero()                                                          # (N, 2) image, feature
-        scores = torch.full((B, P), -math.inf, dtype=s.x.dtype, device=s.x.device)
+        scores = torch.full((B, P), -math.inf, dtype=torch.float64, device=s.x.device)
 
         @torch.inference_mode()
         def run(lo, hi):
@@ -386,7 +458,8 @@ def _select_loop(ev: _Evaluator, s: _State, m: int | None, steps: int, progress:
 
 
 def _gradient_loop(ev: _Evaluator, s: _State, k: int, steps: int, progress: bool) -> None:
-    """Batched Gradient BackSelect (paper S5): mask the k features with the largest d f / d M per step."""
+    """Batched Gradient BackSelect (paper S5): mask the k features with the largest d f / d M per step
+    (f the log-odds: the same ranking as d p / d M where p does not saturate, a per-image factor 1/(p(1-p)))."""
     B, P = s.keep.shape
     _, _, pix = s.geometry()
     ar = torch.arange(P, device=s.x.device)
@@ -421,13 +494,3 @@ def _gradient_loop(ev: _Evaluator, s: _State, k: int, steps: int, progress: bool
         pending[a] = s.ptr[a] - 1
         bar.update(1)
     bar.close()
-
-
-_SIS_API = ("SIS", "find_sis", "sis_collection", "sis_size", "pixel_subset", "random_subset", "subset_size")
-
-
-def __getattr__(name):  # the SIS helpers live in overinterp.sis; importable from here too (PEP 562)
-    if name in _SIS_API:
-        from . import sis
-        return getattr(sis, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

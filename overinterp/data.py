@@ -30,7 +30,6 @@ import inspect
 import os
 import pickle
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -39,9 +38,11 @@ from typing import Callable
 import numpy as np
 import torch
 from torchvision.datasets import CIFAR10, FashionMNIST
+
+from .artifacts import atomic_write
 from torchvision.datasets.utils import download_and_extract_archive, download_url, extract_archive
 
-__all__ = ["Split", "DataUnavailable", "DATASETS", "STATS", "OOD_SAMPLE_SIZE", "OOD_SEED",
+__all__ = ["Split", "Selection", "take", "DataUnavailable", "DATASETS", "STATS", "OOD_SAMPLE_SIZE", "OOD_SEED",
            "ood_sets", "load", "data_root", "corrupt_images", "FMNIST_C_CORRUPTIONS"]
 
 DATASETS: tuple = ("fashion-mnist", "cifar10", "fashion-mnist-c", "cifar10.1", "cifar10-c")
@@ -134,6 +135,51 @@ def load(dataset: str, split: str = "test", root: str | Path | None = None, down
     return Split(dataset, split, x, labels.clone(), list(CLASSES[_PARENT[dataset]]), mean, std, info)
 
 
+def take(split: Split, n: int | None, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """(images, labels): the first ``n`` of a seeded permutation of ``split`` (all, in order, when
+    ``n`` is None or at least its size)."""
+    if n is None or n >= len(split):
+        return split.images, split.labels
+    idx = torch.randperm(len(split), generator=torch.Generator().manual_seed(seed))[:n]
+    return split.images[idx], split.labels[idx]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which images a run sees: :func:`take` of ``n`` images of one set, optionally narrowed to
+    the positions ``index`` of that sample. Its :meth:`key` is part of every backward-selection
+    key, so the command line and the chapters name the same images the same way."""
+    dataset: str                 # the models' (in-distribution) data set: fashion-mnist, cifar10
+    set: str = "test"            # "train", "test" or one of ood_sets(dataset)
+    n: int | None = None         # images sampled (None = all)
+    seed: int = 0                # seed of the sample's permutation
+    index: tuple | None = None   # positions within the sample (None = all of it)
+
+    def __post_init__(self):
+        valid = ["train", "test"] + ood_sets(self.dataset)
+        if self.set not in valid:
+            raise ValueError(f"set {self.set!r} is not a set of {self.dataset}; valid sets: {', '.join(valid)}")
+        if self.n is not None and self.n < 1:
+            raise ValueError(f"n must be >= 1 or None (all images), got {self.n}")
+
+    def load(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(images (N, C, H, W), labels (N,)), normalised."""
+        split = load(self.dataset, self.set) if self.set in ("train", "test") else load(self.set, "test")
+        images, labels = take(split, self.n, self.seed)
+        if self.index is not None:
+            idx = torch.tensor(self.index, dtype=torch.long)
+            images, labels = images[idx], labels[idx]
+        return images, labels
+
+    def narrow(self, index) -> "Selection":
+        """The images at positions ``index`` of this selection's sample."""
+        return Selection(self.dataset, self.set, self.n, self.seed, tuple(int(i) for i in index))
+
+    def key(self) -> dict:
+        return {"dataset": self.dataset, "set": self.set, "n": self.n, "seed": self.seed,
+                "index": None if self.index is None else list(self.index)}
+
+
 @lru_cache(maxsize=16)
 def _load_uint8(dataset: str, split: str, root: Path, download: bool, sample_size: int):
     """(uint8 images (N,C,H,W), int64 labels (N,), info dict); callers must not modify them."""
@@ -173,20 +219,6 @@ def _ensure(what: str, ready: Callable[[], bool], fetch: Callable[[], object], d
     raise DataUnavailable(f"{what} is not available ({reason}).\n{hint}") from cause
 
 
-def _atomic_write(path: Path, write: Callable) -> None:
-    """Write through ``write(file_object)`` to a temp file, then rename over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the data from other users
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _download_file(url: str, path: Path, md5: str) -> None:
     """Download with md5 check into a staging folder, then move into place."""
     stage = path.parent / ".partial"
@@ -216,7 +248,7 @@ def _stage_fashion_mnist(raw: Path) -> bool:
         if all((src / f"{f}.gz").is_file() for f in _FMNIST_FILES):
             for f in _FMNIST_FILES:
                 with gzip.open(src / f"{f}.gz", "rb") as gz:
-                    _atomic_write(raw / f, lambda fh: shutil.copyfileobj(gz, fh))
+                    atomic_write(raw / f, lambda fh: shutil.copyfileobj(gz, fh))
             return True
     return False
 
@@ -271,7 +303,7 @@ def _fashion_mnist_c(root: Path, download: bool, size: int):
     if not path.is_file():
         images, labels = _fashion_mnist(root, train=False, download=download)
         built = corrupt_images(images[:, 0].numpy(), labels.numpy(), size, OOD_SEED)
-        _atomic_write(path, lambda fh: np.savez(fh, corruption_names=np.array(FMNIST_C_CORRUPTIONS), **built))
+        atomic_write(path, lambda fh: np.savez(fh, corruption_names=np.array(FMNIST_C_CORRUPTIONS), **built))
     with np.load(path) as z:
         names = [str(c) for c in z["corruption_names"]]
         return (torch.from_numpy(z["images"][:, None]), torch.from_numpy(z["labels"]).long(),

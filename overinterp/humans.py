@@ -48,11 +48,11 @@ import pandas as pd
 import torch
 
 from . import data as D
-from .analysis import backselect_set
+from .analysis import backselect_set, selection
 from .paper import ARCH_NAMES, TABLE2  # Table 2: {frac: (mean, std)} human accuracy (%), CIFAR-10
 from .plots import show_masked, to_pixels
 from .sis import pixel_subset
-from .train import predict, take, trained_model
+from .train import predict, trained_model
 
 __all__ = ["TABLE2", "PAPER_SPLIT", "Benchmark", "select_images", "build_benchmark", "paper_humans", "accuracy_table",
            "summary", "notes_box", "example_rows", "quiz_html"]
@@ -65,7 +65,7 @@ class Benchmark:
     """N images, each with one subset per level; item order = class, then slot."""
     images: torch.Tensor       # (N, C, H, W) normalised, unmasked
     labels: torch.Tensor       # (N,) true classes
-    pool_index: torch.Tensor   # (N,) position in the profile's test sample (train.take(test, test_size))
+    pool_index: torch.Tensor   # (N,) position in the profile's test sample (analysis.selection(run, 'test'))
     arch: list                 # (N,) architecture that judged and backselected each image
     confidence: torch.Tensor   # (N,) its confidence in the true class on the full image
     fracs: tuple               # (L,) fraction of features kept per level, increasing
@@ -155,7 +155,8 @@ def build_benchmark(run, per_class: int = 10, fracs=(0.05, 0.30, 0.50), threshol
         raise ValueError(f"fracs must be increasing fractions in (0, 1], got {fracs}")
     p = run.profile
     fill = p.name == "tiny" if fill is None else fill
-    pool, pool_labels = take(D.load(run.dataset, "test"), p.test_size)
+    pool_sel = selection(run, "test")
+    pool, pool_labels = pool_sel.load()
     models = {a: trained_model(run.dataset, a, p.name, seed=run.seed, device=run.device, progress=progress)
               for a in p.archs}
     probs = {a: predict(m, pool, device=run.device) for a, m in models.items()}
@@ -173,7 +174,7 @@ def build_benchmark(run, per_class: int = 10, fracs=(0.05, 0.30, 0.50), threshol
         if not len(rows):
             continue
         # the test sample's backward selection (shared with the pixel-subsets chapter)
-        res = backselect_set(run, a, "test", pool, progress=progress)[index[rows]].to("cpu")
+        res = backselect_set(run, a, pool_sel, progress=progress)[index[rows]].to("cpu")
         for lvl, f in enumerate(fracs):          # one removal order -> nested subsets
             x, k = pixel_subset(res, images[rows], f)
             keep[lvl, rows], masked[lvl, rows] = k, x
@@ -182,8 +183,7 @@ def build_benchmark(run, per_class: int = 10, fracs=(0.05, 0.30, 0.50), threshol
         notes.insert(0, f"{int((confidence < threshold).sum())} of {N} images are below the {threshold} "
                         f"confidence threshold, filled in with the most confident correctly classified images"
                         + (" (the tiny profile's models are barely trained)" if p.name == "tiny" else ""))
-    engine = p.bs_method + {"gradient": f" (k={p.bs_k})", "pruned": f" (m={p.bs_m})"}.get(p.bs_method, "")
-    engine += f", {p.bs_block}x{p.bs_block}-pixel features" if p.bs_block > 1 else ""
+    engine = p.backselect.describe()
     return Benchmark(images, labels, index, arch, confidence, fracs, keep, masked, model_pred, threshold,
                      per_class, run.dataset, p.name, engine, notes)
 

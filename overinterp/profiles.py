@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from .backselect import BackSelectConfig
+
 __all__ = ["TrainConfig", "Profile", "PROFILES", "get_profile", "default_profile"]
 
 
@@ -45,11 +47,8 @@ class Profile:
     train_size: int | None = None      # training images used (None = all)
     test_size: int | None = None       # test / OOD images evaluated (None = all)
     train: TrainConfig = field(default_factory=TrainConfig)
-    # backward selection (paper 3.3; engine: overinterp.backselect)
-    bs_method: str = "exact"           # exact | gradient | pruned
-    bs_block: int = 1                  # feature = block x block pixels (1 = a pixel, as the paper)
-    bs_k: int = 1                      # gradient: features masked per step
-    bs_m: int = 0                      # pruned: candidates evaluated exactly per step
+    backselect: BackSelectConfig = field(default_factory=BackSelectConfig)  # paper 3.3: exact, pixels, mean pixel
+    shard_size: int = 256              # images per saved shard of a backward-selection run (part of its key)
     sis_images: int = 100              # confidently classified test images for the SIS chapter
     sis_threshold: float = 0.99        # tau of the SIS chapter (paper 4.1: 0.99)
     retrain_images: int | None = None  # training images backselected and retrained on (4.2; None = all)
@@ -64,7 +63,7 @@ PROFILES = {p.name: p for p in [
         dataset="fashion-mnist", archs=("cnn", "resnet20"), widths=(("cnn", 8), ("resnet20", 4)),
         replicates=2, train_size=2048, test_size=64,
         train=TrainConfig(epochs=2, batch_size=64, augment=False),
-        bs_method="gradient", bs_block=4, bs_k=8, sis_images=4, sis_threshold=0.3,
+        backselect=BackSelectConfig("gradient", block=4, k=8), shard_size=32, sis_images=4, sis_threshold=0.3,
         retrain_images=128),
     Profile(
         name="quick", doc="book default: Fashion-MNIST on a 2-core CPU, whole book in ~20 min",
@@ -72,12 +71,12 @@ PROFILES = {p.name: p for p in [
         widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
         replicates=2, train_size=40000, test_size=500,
         train=TrainConfig(epochs=3, augment=False),  # short runs learn faster without augmentation
-        bs_method="gradient", bs_block=1, bs_k=8, sis_images=20, retrain_images=2000),
+        backselect=BackSelectConfig("gradient", k=8), sis_images=20, retrain_images=2000),
     Profile(
         name="paper", doc="CIFAR-10, the paper's hyperparameters (S1); needs a GPU",
         dataset="cifar10", archs=("resnet20", "resnet18", "vgg16"),
         replicates=5, train=TrainConfig(epochs=200),
-        bs_method="exact", sis_images=100),
+        backselect=BackSelectConfig("exact"), sis_images=100),
 ]}
 
 

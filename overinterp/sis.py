@@ -4,10 +4,12 @@ A sufficient input subset (SIS) for threshold tau is a minimal set of features S
 such that ``f(x_S) >= tau`` with every other feature masked (paper 3.3); FindSIS
 takes it from a backward selection as the *shortest suffix* of the removal order
 whose features, kept alone, bring f to >= tau (walking back from the
-last-removed feature). There is no SIS when f < tau on the input itself (the
-reference convention); when even the fully masked input reaches tau the SIS is
-empty. SIS-collection (paper 3.3, S5) repeats BackSelect + FindSIS on the input
-with the earlier SIS masked, so the SIS of one image are disjoint.
+last-removed feature). f is compared in log-odds, ``log_odds >= logit(tau)``: the
+same test as ``p >= tau``, without float32 softmax rounding p to 1.0. There is no
+SIS when f < tau on the input itself (the reference convention); when even the
+fully masked input reaches tau the SIS is empty. SIS-collection (paper 3.3, S5)
+repeats BackSelect + FindSIS on the input with the earlier SIS masked, so the SIS
+of one image are disjoint; it stops for an image once its SIS is empty.
 
 For ``gradient`` results FindSIS only cuts at block boundaries (the values inside
 a block are NaN), as Batched Gradient FindSIS pops whole blocks (S5).
@@ -25,15 +27,17 @@ Masks are keep masks: True = the pixel is in the SIS / subset and visible.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 
-from .backselect import BackSelectResult, apply_keep, backselect, feature_grid, features_to_pixels
+from .backselect import (BackSelectResult, apply_keep, backselect, feature_grid, features_to_pixels, log_odds,
+                         logit)
 
 __all__ = ["SIS", "find_sis", "sis_size", "sis_collection", "pixel_subset", "random_subset", "subset_size",
-           "class_probability"]
+           "class_probability", "class_log_odds", "is_sufficient"]
 
 
 @dataclass
@@ -45,9 +49,9 @@ class SIS:
     found: torch.Tensor  # (B,) bool, False where f < tau on the input (no SIS)
 
 
-def _suffix_values(res: BackSelectResult) -> torch.Tensor:
-    """(B, P+1): column s = f with only the last s features of the order kept (s = P: the input)."""
-    return torch.cat([res.values.flip(1), res.confidence[:, None]], 1)
+def _suffix_log_odds(res: BackSelectResult) -> torch.Tensor:
+    """(B, P+1): column s = log-odds with only the last s features of the order kept (s = P: the input)."""
+    return torch.cat([res.log_odds.flip(1), res.full_log_odds[:, None]], 1)
 
 
 def find_sis(result: BackSelectResult, threshold: float, min_size: torch.Tensor | None = None) -> SIS:
@@ -60,10 +64,11 @@ def find_sis(result: BackSelectResult, threshold: float, min_size: torch.Tensor 
         raise ValueError("result is partial (backselect(max_steps=...)); FindSIS needs the full order")
     B, P = result.order.shape
     s = torch.arange(P + 1, device=result.order.device)
-    ok = (_suffix_values(result) >= threshold) & (s <= P - result.n_fixed[:, None])  # never the fixed features
+    tau = logit(threshold)
+    ok = (_suffix_log_odds(result) >= tau) & (s <= P - result.n_fixed[:, None])  # never the fixed features
     if min_size is not None:
         ok &= s >= min_size[:, None]
-    found = result.confidence >= threshold
+    found = result.full_log_odds >= tau
     has = found & ok.any(1)
     size = torch.where(has, ok.to(torch.uint8).argmax(1), -1)        # first s that works
     keep = _last_features(result.order, size.clamp(min=0)) & has[:, None]
@@ -82,33 +87,61 @@ def _last_features(order: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(tail).scatter_(1, order, tail)
 
 
-@torch.inference_mode()
+def _batches(model: nn.Module, images: torch.Tensor, batch_size: int) -> torch.Tensor:
+    """model(images) in batches under inference mode, as (N, K) logits in the images' dtype."""
+    with torch.inference_mode():
+        return torch.cat([model(images[i:i + batch_size]).to(images.dtype) for i in range(0, len(images), batch_size)])
+
+
 def class_probability(model: nn.Module, images: torch.Tensor, target: torch.Tensor | None = None,
                       batch_size: int = 512) -> tuple:
-    """(probability of ``target`` (B,), argmax class (B,)) of ``model`` on ``images``, in batches.
+    """(softmax probability of ``target`` (B,), argmax class (B,)) of ``model`` on ``images``.
 
-    ``target`` defaults to the argmax. Plain forward passes: used to verify SIS and to
-    score pixel subsets."""
-    probs = torch.cat([model(images[i:i + batch_size]).to(images.dtype).softmax(-1)
-                       for i in range(0, len(images), batch_size)])
+    ``target`` defaults to the argmax. For tables and plots; compare with a threshold
+    near 1 by :func:`class_log_odds` instead (float32 softmax saturates at 1.0)."""
+    probs = _batches(model, images, batch_size).softmax(-1)
     pred = probs.argmax(1)
     t = pred if target is None else target.to(probs.device)
     return probs.gather(1, t[:, None]).squeeze(1), pred
 
 
+def class_log_odds(model: nn.Module, images: torch.Tensor, target: torch.Tensor, batch_size: int = 512) -> torch.Tensor:
+    """(B,) float64 log-odds of ``target`` under ``model`` on ``images`` (the engine's f)."""
+    return log_odds(_batches(model, images, batch_size), target.to(images.device))
+
+
+def is_sufficient(model: nn.Module, images: torch.Tensor, result: BackSelectResult, sis: SIS,
+                  threshold: float) -> torch.Tensor:
+    """(B,) bool: a forward pass on each image with only its SIS visible reaches ``threshold``
+    (True where there is no SIS to check)."""
+    x = apply_keep(images.to(result.mask_value.dtype), sis.mask.to(images.device), result.mask_value.to(images.device))
+    f = class_log_odds(model, x, result.pred.to(images.device)).to(sis.size.device)
+    return (sis.size < 0) | (f >= logit(threshold))
+
+
 def _verified(model, images, result: BackSelectResult, threshold: float, sis: SIS) -> SIS:
-    """Check every SIS by a forward pass on the image with only the SIS visible; a SIS that
-    misses tau by rounding (batch-dependent arithmetic) grows to the next suffix that passes."""
+    """Check each SIS by a forward pass (:func:`is_sufficient`); a SIS that misses tau (the
+    batch-dependent rounding of the engine's forwards) grows, for that image only, to the next
+    suffix that passes. An image whose SIS cannot be verified (not even the whole input passes)
+    keeps the whole input as its SIS, with a warning naming it."""
+    P = result.order.shape[1]
+    checked = torch.zeros_like(sis.size, dtype=torch.bool)
     while True:
-        x = apply_keep(images.to(result.values.dtype), sis.mask, result.mask_value)
-        f, _ = class_probability(model, x, result.pred)
-        bad = (sis.size >= 0) & (f < threshold)
+        bad = ~checked & ~is_sufficient(model, images, result, sis, threshold)
         if not bad.any():
             return sis
-        min_size = torch.where(bad, sis.size + 1, sis.size.clamp(min=0))
-        if (min_size > result.order.shape[1] - result.n_fixed).any():  # whole input: f = confidence >= tau
-            return sis
-        sis = find_sis(result, threshold, min_size)
+        size = torch.where(bad, sis.size + 1, sis.size.clamp(min=0))
+        stuck = bad & (size > P - result.n_fixed)
+        if stuck.any():
+            warnings.warn(f"SIS of image(s) {stuck.nonzero().flatten().tolist()} could not be verified by a forward "
+                          f"pass at tau={threshold}, not even as the whole input; kept as the whole input",
+                          stacklevel=3)
+            checked |= stuck
+            size = torch.where(stuck, sis.size.clamp(min=0), size)
+        grown = find_sis(result, threshold, size)
+        keep = torch.where(bad[:, None] & ~stuck[:, None], grown.keep, sis.keep)
+        sis = SIS(keep, features_to_pixels(keep, result.image_size, result.block),
+                  torch.where(bad & ~stuck, grown.size, sis.size), sis.found)
 
 
 def sis_collection(model: nn.Module, images: torch.Tensor, threshold: float, method: str = "exact",
@@ -117,21 +150,27 @@ def sis_collection(model: nn.Module, images: torch.Tensor, threshold: float, met
 
     Every round runs :func:`backselect` on the images that still have a SIS, with all
     earlier SIS masked (``keep``) and f fixed to the class predicted on the unmasked
-    image, then FindSIS; each SIS is verified by a forward pass (f >= tau). Stops per
-    image when no SIS is left, after an empty SIS, or after ``max_sis``.
+    image, then FindSIS; each SIS is verified by a forward pass (f >= tau). An image
+    whose fully masked input already reaches tau has one SIS, the empty one, and no
+    backward selection is run for it. Stops per image when no SIS is left, after an
+    empty SIS, or after ``max_sis``.
 
     Returns one (J_b, H, W) bool tensor per image (True = pixel in that SIS), disjoint,
     in the order found. ``kwargs`` go to :func:`backselect` (k, m, chunk_size, progress...).
     """
     B, _, H, W = images.shape
-    P = feature_grid(H, W, block)[0] * feature_grid(H, W, block)[1]
-    keep = torch.ones(B, P, dtype=torch.bool, device=images.device)
-    active = torch.arange(B, device=images.device)
-    target, found = None, [[] for _ in range(B)]
+    if max_sis is not None and max_sis < 1:
+        raise ValueError(f"max_sis must be >= 1 or None, got {max_sis}")
+    hf, wf = feature_grid(H, W, block)
+    keep = torch.ones(B, hf * wf, dtype=torch.bool, device=images.device)
+    _, target = class_probability(model, images)
+    blank = apply_keep(images, torch.zeros(B, H, W, dtype=torch.bool, device=images.device), mask_value)
+    empty_sis = class_log_odds(model, blank, target) >= logit(threshold)       # (B,) the empty set suffices
+    found = [[torch.zeros(H, W, dtype=torch.bool, device=images.device)] if e else [] for e in empty_sis.tolist()]
+    active = (~empty_sis).nonzero().flatten()
     while len(active):
-        res = backselect(model, images[active], method, block, keep=keep[active],
-                         target=None if target is None else target[active], mask_value=mask_value, **kwargs)
-        target = res.pred if target is None else target
+        res = backselect(model, images[active], method, block, keep=keep[active], target=target[active],
+                         mask_value=mask_value, **kwargs)
         sis = _verified(model, images[active], res, threshold, find_sis(res, threshold))
         for i, b in enumerate(active.tolist()):
             if sis.size[i] >= 0:

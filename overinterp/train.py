@@ -14,6 +14,7 @@ done on whole batches -- no DataLoader, no worker processes. ``fit`` takes any
 """
 from __future__ import annotations
 
+import math
 import time
 
 import torch
@@ -26,7 +27,7 @@ from .artifacts import Store
 from .models import build_model
 from .profiles import TrainConfig, get_profile
 
-__all__ = ["InputDropout", "augment_batch", "fit", "predict", "accuracy", "take", "resolve_device",
+__all__ = ["InputDropout", "augment_batch", "fit", "predict", "accuracy", "resolve_device",
            "model_config", "make_model", "cached_fit", "trained_model"]
 
 
@@ -41,26 +42,31 @@ class InputDropout(nn.Module):
     is kept with probability ``keep_prob`` and otherwise set to 0 (the mean pixel).
 
     In training mode one fresh mask per image. In eval mode the output is the log of
-    the softmax probabilities averaged over ``samples`` masks drawn from a fixed seed,
-    so the wrapped classifier stays a deterministic function (needed by backselect).
+    the softmax probabilities averaged over ``samples`` masks drawn from a fixed seed
+    and shared by every image of the batch, so an image's output is the same at any
+    batch position and batch size: a deterministic function of the image (needed by
+    backselect, :func:`overinterp.backselect.check_batch_independent`).
     """
 
     def __init__(self, model: nn.Module, keep_prob: float, samples: int = 1, seed: int = 0):
         super().__init__()
         if not 0 < keep_prob <= 1:
             raise ValueError(f"keep_prob must be in (0, 1], got {keep_prob}")
+        if samples < 1:
+            raise ValueError(f"samples must be >= 1, got {samples}")
         self.model, self.keep_prob, self.samples, self.seed = model, keep_prob, samples, seed
 
-    def _mask(self, x, gen=None):  # (B, 1, H, W) keep-mask shared by channels
-        u = torch.rand((x.shape[0], 1, *x.shape[2:]), generator=gen, device=x.device if gen is None else "cpu")
+    def eval_masks(self, x: torch.Tensor) -> torch.Tensor:
+        """(samples, 1, 1, H, W) keep-masks of eval mode, from ``seed`` on the CPU (same on every device)."""
+        u = torch.rand((self.samples, 1, 1, *x.shape[2:]), generator=torch.Generator().manual_seed(self.seed))
         return (u < self.keep_prob).to(device=x.device, dtype=x.dtype)
 
-    def forward(self, x):
+    def forward(self, x):  # (B, C, H, W) -> (B, classes)
         if self.training:
-            return self.model(x * self._mask(x))
-        gen = torch.Generator().manual_seed(self.seed)
-        probs = torch.stack([F.softmax(self.model(x * self._mask(x, gen)), -1) for _ in range(self.samples)])
-        return probs.mean(0).clamp_min(1e-30).log()
+            mask = torch.rand((x.shape[0], 1, *x.shape[2:]), device=x.device) < self.keep_prob  # (B, 1, H, W)
+            return self.model(x * mask.to(x.dtype))
+        logp = torch.stack([F.log_softmax(self.model(x * m), -1) for m in self.eval_masks(x)])  # (samples, B, K)
+        return logp.logsumexp(0) - math.log(self.samples)  # log of the mean probability, without underflow
 
 
 def augment_batch(x: torch.Tensor, pad_value: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
@@ -143,14 +149,6 @@ def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, devic
     return (predict(model, images, device=device).argmax(1) == labels).float().mean().item()
 
 
-def take(split: "D.Split", n: int | None, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """The first ``n`` images of a seeded permutation of ``split`` (all when ``n`` is None)."""
-    if n is None or n >= len(split):
-        return split.images, split.labels
-    idx = torch.randperm(len(split), generator=torch.Generator().manual_seed(seed))[:n]
-    return split.images[idx], split.labels[idx]
-
-
 def model_config(dataset: str, arch: str, profile: str = "quick", seed: int = 0, **train_changes) -> dict:
     """Everything that determines a trained model: the artifact key of ``trained_model``."""
     p = get_profile(profile)
@@ -196,6 +194,6 @@ def trained_model(dataset: str, arch: str, profile: str = "quick", seed: int = 0
     train_split, test_split = D.load(dataset, "train"), D.load(dataset, "test")
     torch.manual_seed(seed)  # the replicate seed fixes the initialisation too
     model = make_model(cfg, train_split.images.shape[1], len(train_split.classes))
-    X, Y = take(train_split, cfg["train_size"], seed=0)
+    X, Y = D.take(train_split, cfg["train_size"], seed=0)
     return cached_fit("model", cfg, model, X, Y, cfg["train"], seed, device, store, progress,
                       desc=f"{arch} seed {seed}", eval_data=(test_split.images, test_split.labels))

@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from overinterp.artifacts import ArtifactMismatch, Store, atomic_save, config_key
+from overinterp.artifacts import VERSIONS, ArtifactMismatch, Store, atomic_save, config_key
 from overinterp.profiles import TrainConfig
 
 
@@ -22,14 +22,14 @@ def test_save_then_load_roundtrip_and_absent_is_none(tmp_path):
     assert store.load("model", cfg) is None
     store.save("model", cfg, {"w": torch.arange(3)})
     assert torch.equal(store.load("model", cfg)["w"], torch.arange(3))
-    assert json.loads((store.dir("model", cfg) / "config.json").read_text()) == cfg
+    assert json.loads((store.dir("model", cfg) / "config.json").read_text()) == {"version": VERSIONS["model"], "config": cfg}
 
 
 def test_a_stored_artifact_of_another_config_is_refused(tmp_path):
     store = Store(tmp_path)
     cfg = {"arch": "cnn", "seed": 0}
     store.save("model", cfg, 1)
-    (store.dir("model", cfg) / "config.json").write_text(json.dumps({"arch": "vgg16", "seed": 0}))
+    (store.dir("model", cfg) / "config.json").write_text(json.dumps(Store.versioned("model", {"arch": "vgg16", "seed": 0})))
     with pytest.raises(ArtifactMismatch):
         store.check("model", cfg)
 
@@ -51,3 +51,18 @@ def test_atomic_save_leaves_old_file_intact_when_writing_fails(tmp_path):
 def test_store_root_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(tmp_path))
     assert Store().root == tmp_path
+
+
+def test_a_code_version_bump_gives_a_new_key_and_refuses_the_old_file(tmp_path, monkeypatch):
+    store = Store(tmp_path)
+    cfg = {"arch": "cnn", "seed": 0}
+    store.save("backselect", cfg, "old engine")
+    old_dir = store.dir("backselect", cfg)
+    monkeypatch.setitem(VERSIONS, "backselect", VERSIONS["backselect"] + 1)
+    assert store.dir("backselect", cfg) != old_dir and store.load("backselect", cfg) is None
+    (store.dir("backselect", cfg)).mkdir(parents=True)
+    os.replace(old_dir / "result.pt", store.dir("backselect", cfg) / "result.pt")  # an old result moved by hand
+    with pytest.raises(ArtifactMismatch, match="version"):
+        store.load("backselect", cfg)
+    with pytest.raises(ValueError, match="valid kinds"):
+        store.dir("metric", cfg)

@@ -29,30 +29,36 @@ def _one_thread():
 
 # ----------------------------------------------------------------------------- the oracle
 
-def oracle_backselect(model, x, block=1, keep=None, mask_value=0.0):
+def oracle_backselect(model, x, block=1, keep=None, mask_value=0.0, target=None):
     """BackSelect of ONE image (C, H, W) as in the SIS paper, one candidate mask after another.
 
-    f = softmax probability of the class predicted on the unmasked image. Returns the
-    removal order and f after each removal, for the features visible in ``keep`` (P,) only.
+    f = log-odds log(p / (1 - p)) of the class predicted on the unmasked image (or ``target``),
+    from the logits in float64: monotone in the softmax probability p, so the order is the
+    paper's. Returns the removal order and f after each removal, for the features visible in
+    ``keep`` (P,) only. ``mask_value``: a number or one per channel.
     """
     C, H, W = x.shape
     hf, wf = math.ceil(H / block), math.ceil(W / block)
     P = hf * wf
+    mv = torch.as_tensor(mask_value, dtype=x.dtype).flatten().expand(C).reshape(C, 1, 1)
 
     def masked(visible):  # a copy of x with every feature not in `visible` set to mask_value
         out = x.clone()
         for i in range(P):
             if not visible[i]:
                 r, c = divmod(i, wf)
-                out[:, r * block:(r + 1) * block, c * block:(c + 1) * block] = mask_value
+                patch = out[:, r * block:(r + 1) * block, c * block:(c + 1) * block]
+                patch[:] = mv
         return out
 
     def f(img, cls):
         with torch.no_grad():
-            return torch.softmax(model(img[None]), -1)[0, cls].item()
+            z = model(img[None])[0].double()
+        others = torch.cat([z[:cls], z[cls + 1:]])
+        return (z[cls] - torch.logsumexp(others, 0)).item()
 
     with torch.no_grad():
-        cls = model(x[None]).argmax(1).item()
+        cls = model(x[None]).argmax(1).item() if target is None else int(target)
     visible = [True] * P if keep is None else list(keep.tolist())
     order, values = [], []
     while any(visible):
@@ -92,17 +98,16 @@ class TinyNet(nn.Module):
         return (h[:, None, :] * self.fc.weight).sum(-1) + self.fc.bias      # (B, classes)
 
 
-def assert_matches_oracle(model, x, block=1, keep=None, bitwise=True, **kw):
-    """Identical orders; values identical (``bitwise``) or equal up to BLAS rounding."""
-    res = backselect(model, x, "exact", block=block, keep=keep, progress=False, **kw)
+def assert_matches_oracle(model, x, block=1, keep=None, mask_value=0.0, target=None, **kw):
+    """Identical orders; log-odds equal up to the rounding of logsumexp (and of BLAS, for nn.Linear)."""
+    res = backselect(model, x, "exact", block=block, keep=keep, mask_value=mask_value, target=target,
+                     progress=False, **kw)
     for b in range(len(x)):
-        order, values = oracle_backselect(model, x[b], block, None if keep is None else keep[b])
+        order, values = oracle_backselect(model, x[b], block, None if keep is None else keep[b], mask_value,
+                                          None if target is None else target[b])
         nf = int(res.n_fixed[b])
         assert res.order[b, nf:].tolist() == order, f"image {b}"
-        if bitwise:
-            assert res.values[b, nf:].tolist() == values, f"image {b}"
-        else:
-            torch.testing.assert_close(res.values[b, nf:], torch.tensor(values, dtype=F64), rtol=1e-12, atol=1e-14)
+        torch.testing.assert_close(res.log_odds[b, nf:], torch.tensor(values, dtype=F64), rtol=1e-10, atol=1e-12)
     return res
 
 
@@ -112,7 +117,7 @@ def test_exact_equals_oracle_batch_of_one():
     model = TinyNet(seed=1).double().eval()
     x = torch.randn(1, 1, 4, 4, dtype=F64, generator=torch.Generator().manual_seed(0))
     res = assert_matches_oracle(model, x)
-    assert res.order.shape == res.values.shape == (1, 16) and res.values.dtype == F64
+    assert res.order.shape == res.log_odds.shape == (1, 16) and res.log_odds.dtype == F64
     assert sorted(res.order[0].tolist()) == list(range(16))
 
 
@@ -233,7 +238,7 @@ def hand_result(values, confidence, order=None, n_fixed=0):
     values = torch.tensor([values], dtype=F64)
     P = values.shape[1]
     order = torch.tensor([order or list(range(P))])
-    return BackSelectResult(order, values, torch.tensor([0]), torch.tensor([confidence], dtype=F64),
+    return BackSelectResult(order, torch.logit(values), torch.tensor([0]), torch.logit(torch.tensor([confidence], dtype=F64)),
                             torch.tensor([n_fixed]), torch.zeros(1, dtype=F64), (1, P))
 
 
@@ -309,7 +314,7 @@ def test_layouts_caller_inference_mode_and_autocast():
         pruned = backselect(model, x, "pruned", m=3, progress=False)
     assert grad.order.shape == pruned.order.shape == (3, 25)
     fast = backselect(model.float(), x.float(), "pruned", m=3, autocast=True, progress=False)  # bf16: runs
-    assert fast.values.dtype == torch.float32 and (fast.order.sort(1).values == torch.arange(25)).all()
+    assert fast.log_odds.dtype == F64 and (fast.order.sort(1).values == torch.arange(25)).all()
 
 
 def test_features_to_pixels_and_grid():
@@ -367,4 +372,215 @@ def test_real_every_sis_is_sufficient_and_collections_disjoint(fmnist):
 def test_real_exact_matches_oracle_with_the_zoo_cnn(fmnist):
     # the zoo's CNN (batch norm, nn.Linear: last-bit rounding depends on the batch size)
     model = random_cnn(2).double()
-    assert_matches_oracle(model, fmnist[:2].double(), block=7, bitwise=False, chunk_size=5)  # 4x4 grid
+    assert_matches_oracle(model, fmnist[:2].double(), block=7, chunk_size=5)  # 4x4 grid
+
+
+# ----------------------------------------------------------------------------- log-odds (confident float32 models)
+
+def confident_tinynet(margin=30.0, seed=12, C=1):
+    """A float32 TinyNet whose readout is scaled so that the predicted class leads by >= ``margin``
+    logits on every test image: float32 softmax is exactly 1.0 there."""
+    model = TinyNet(C=C, seed=seed).eval()
+    x = torch.randn(3, C, 4, 4, generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        z = model(x).sort(1, descending=True).values
+        scale = margin / (z[:, 0] - z[:, 1]).min().item()
+        model.fc.weight *= scale
+        model.fc.bias *= scale
+    return model, x
+
+
+def test_float32_confident_model_exact_order_equals_float64_log_odds_reference():
+    model, x = confident_tinynet()
+    with torch.no_grad():
+        z = model(x).sort(1, descending=True).values
+        assert ((z[:, 0] - z[:, 1]) >= 30 - 1e-3).all()
+        assert (model(x).softmax(-1).max(1).values == 1.0).all()        # float32 softmax saturates
+    res = assert_matches_oracle(model, x, chunk_size=5)
+    # with f = softmax every first-step candidate would score exactly 1.0 and the tie-break would
+    # mask pixels 0, 1, 2, ... in raster order; ranked by log-odds the order is not raster order
+    assert all(res.order[b].tolist() != list(range(16)) for b in range(3))
+    assert (res.values[:, 0] == 1.0).all() and torch.isfinite(res.log_odds).all()
+
+
+def test_gradient_of_log_odds_moves_where_softmax_saturates():
+    from overinterp.backselect import _Evaluator
+    model, x = confident_tinynet()
+    keep = torch.ones(3, 16, dtype=torch.bool)
+    pix = torch.arange(16)
+    ev = _Evaluator(model, torch.device("cpu"), None, False, False)
+    pred = model(x).argmax(1)
+    _, grad = ev.mask_grad(x, keep, pred, pix, torch.zeros(1))
+    assert (grad.abs() > 1e-4).all()                                      # every pixel has a gradient
+    xm = x.clone().requires_grad_()                                       # d softmax / dx: p (1 - p) ~ e^-30
+    p = model(xm).softmax(-1).gather(1, pred[:, None]).sum()
+    assert (torch.autograd.grad(p, xm)[0].abs() < 1e-9).all()
+    res = backselect(model, x, "gradient", k=1, progress=False)
+    assert all(res.order[b].tolist() != list(range(16)) for b in range(3))
+
+
+def oracle_pruned(model, x, m, mask_value=0.0):
+    """Pruned BackSelect of ONE image (C, H, W), pixels as features: while more than ``m`` remain,
+    rank them by the mask gradient of the log-odds (largest first, lowest index on ties), then
+    mask the best of the top ``m`` by exact evaluation; with ``m`` or fewer left, exact."""
+    C, H, W = x.shape
+    P = H * W
+    with torch.no_grad():
+        cls = model(x[None]).argmax(1).item()
+
+    def log_odds_at(M):  # M (P,) float, 1 = masked; differentiable in M
+        Mp = M.view(1, 1, H, W)
+        z = model((x * (1 - Mp) + mask_value * Mp))[0].double()
+        return z[cls] - torch.logsumexp(torch.cat([z[:cls], z[cls + 1:]]), 0)
+
+    M = torch.zeros(P, dtype=x.dtype)
+    order = []
+    while len(order) < P:
+        remaining = [i for i in range(P) if M[i] == 0]
+        if len(remaining) > m:
+            Mg = M.clone().requires_grad_()
+            g = torch.autograd.grad(log_odds_at(Mg), Mg)[0]
+            remaining = sorted(remaining, key=lambda i: (-g[i].item(), i))[:m]
+            remaining.sort()
+        best, best_value = None, None
+        for i in remaining:
+            trial = M.clone()
+            trial[i] = 1
+            with torch.no_grad():
+                v = log_odds_at(trial).item()
+            if best is None or v > best_value:
+                best, best_value = i, v
+        M[best] = 1
+        order.append(best)
+    return order
+
+
+def test_pruned_with_m_below_the_remaining_features_equals_a_per_image_reference():
+    model = TinyNet(C=1, seed=13).double().eval()
+    x = torch.randn(3, 1, 4, 4, dtype=F64, generator=torch.Generator().manual_seed(10))
+    for m in (1, 3, 6):
+        res = backselect(model, x, "pruned", m=m, chunk_size=4, progress=False)
+        for b in range(3):
+            assert res.order[b].tolist() == oracle_pruned(model, x[b], m), (m, b)
+
+
+def test_exact_equals_oracle_with_nonzero_and_per_channel_mask_values_and_a_target():
+    model = TinyNet(C=1, seed=14).double().eval()
+    x = torch.randn(2, 1, 4, 4, dtype=F64, generator=torch.Generator().manual_seed(11))
+    res = assert_matches_oracle(model, x, mask_value=0.7)
+    assert res.mask_value.tolist() == [0.7]
+    model3 = TinyNet(C=3, seed=15).double().eval()
+    x3 = torch.randn(2, 3, 4, 4, dtype=F64, generator=torch.Generator().manual_seed(12))
+    assert_matches_oracle(model3, x3, mask_value=[0.5, -1.0, 2.0])
+    with torch.no_grad():
+        runner_up = model3(x3).argsort(1)[:, -2]                          # not the predicted class
+    res = assert_matches_oracle(model3, x3, mask_value=[0.5, -1.0, 2.0], target=runner_up)
+    assert torch.equal(res.pred, runner_up)
+
+
+def test_subsets_use_the_results_mask_value():
+    model = TinyNet(C=3, seed=16).double().eval()
+    x = torch.randn(2, 3, 4, 4, dtype=F64, generator=torch.Generator().manual_seed(13))
+    res = backselect(model, x, "exact", mask_value=[0.5, -1.0, 2.0], progress=False)
+    xs, keep = pixel_subset(res, x, 0.25)
+    masked = xs.permute(0, 2, 3, 1)[~keep]                                 # (n masked pixels, C)
+    assert torch.equal(masked, torch.tensor([0.5, -1.0, 2.0], dtype=F64).expand_as(masked))
+
+
+# ----------------------------------------------------------------------------- SIS verification and collection
+
+def test_verified_grows_only_the_sis_that_fails_its_forward_pass_and_warns_when_it_cannot():
+    from overinterp.sis import _verified
+    # log-odds of class 1 = sum of the kept contributions c_i = w_i x_i: c = (3, -1, 2, 0.5) on
+    # image 0, removed in the order (1, 3, 2, 0) with log-odds (5.5, 5, 3, 0); c = (1, 1, 1, 1) on
+    # image 1, removed (0, 1, 2, 3) (ties: lowest index) with (3, 2, 1, 0). At tau = sigmoid(2.4)
+    # the SIS are {0} (log-odds 3) and {1, 2, 3} (log-odds 3).
+    model = TwoClassLinear(torch.tensor([3.0, -1.0, 2.0, 0.5])).eval()
+    x = torch.tensor([[1.0, 1.0, 1.0, 1.0], [1 / 3, -1.0, 0.5, 2.0]], dtype=F64).view(2, 1, 2, 2)
+    res = backselect(model, x, "exact", progress=False)
+    tau = float(torch.sigmoid(torch.tensor(2.4)))
+    true = find_sis(res, tau)
+    assert true.size.tolist() == [1, 3]
+    # a result whose log-odds claim too much for image 0 only (as batch rounding could):
+    lying = res[[0, 1]]
+    lying.log_odds = res.log_odds.clone()
+    lying.log_odds[0, -1] = 10.0                                          # "the empty SIS works"
+    claimed = find_sis(lying, tau)
+    assert claimed.size.tolist() == [0, 3]
+    fixed = _verified(model, x, lying, tau, claimed)
+    assert fixed.size.tolist() == [1, 3] and torch.equal(fixed.keep, true.keep)
+    # an image whose whole input fails the forward pass cannot be verified: it keeps the whole
+    # input (what FindSIS gives when only f(x) reaches tau), with a warning
+    lying.full_log_odds = res.full_log_odds.clone()
+    lying.full_log_odds[1] = 10.0
+    lying.log_odds[1] = 10.0
+    with pytest.warns(UserWarning, match=r"image\(s\) \[1\]"):
+        out = _verified(model, x, lying, 0.999, find_sis(lying, 0.999))
+    assert out.size.tolist() == [-1, 4] and out.keep[1].all()             # image 0: f(x) < tau, no SIS
+
+
+class Constant(nn.Module):
+    """Logits (0, 10) whatever the input: even the fully masked input is class 1 with p = 0.99995."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(1, dtype=F64))
+
+    def forward(self, x):
+        return torch.stack([x.flatten(1).sum(1) * self.w, torch.full((len(x),), 10.0, dtype=x.dtype)], 1)
+
+
+def test_sis_collection_gives_one_empty_sis_when_the_masked_input_suffices(monkeypatch):
+    import overinterp.sis as S
+    x = torch.randn(2, 1, 3, 3, dtype=F64, generator=torch.Generator().manual_seed(14))
+    monkeypatch.setattr(S, "backselect", lambda *a, **k: pytest.fail("backselect ran for an empty SIS"))
+    coll = sis_collection(Constant().eval(), x, 0.99)
+    assert [tuple(c.shape) for c in coll] == [(1, 3, 3), (1, 3, 3)] and not any(c.any() for c in coll)
+
+
+def test_sis_collection_max_sis_and_invalid_values():
+    # log-odds = number of kept pixels (16 contributions of 1): at tau = sigmoid(2.5) every SIS
+    # holds 3 pixels; ties go lowest index first, so the SIS are {13,14,15}, {10,11,12}, ..., {1,2,3}
+    # and pixel 0 alone is left over (log-odds 1 < 2.5).
+    model = TwoClassLinear(torch.ones(16)).eval()
+    x = torch.ones(1, 1, 4, 4, dtype=F64)
+    tau = float(torch.sigmoid(torch.tensor(2.5)))
+    every = sis_collection(model, x, tau, progress=False)[0]
+    assert [m.flatten().nonzero().flatten().tolist() for m in every] == [[13, 14, 15], [10, 11, 12], [7, 8, 9],
+                                                                          [4, 5, 6], [1, 2, 3]]
+    two = sis_collection(model, x, tau, max_sis=2, progress=False)[0]
+    assert torch.equal(two, every[:2])
+    with pytest.raises(ValueError, match="max_sis"):
+        sis_collection(model, x, tau, max_sis=0)
+
+
+# ----------------------------------------------------------------------------- deterministic models
+
+def test_input_dropout_output_does_not_depend_on_batch_position_or_size():
+    from overinterp.train import InputDropout
+    torch.manual_seed(0)
+    model = InputDropout(build_model("cnn", 1, 10, width=2), keep_prob=0.8, samples=3).eval()
+    x = torch.randn(5, 1, 8, 8, generator=torch.Generator().manual_seed(15))
+    with torch.no_grad():
+        alone = model(x[3:4])
+        in_batch = model(x)[3:4]
+        reversed_batch = model(x.flip(0))[1:2]
+    torch.testing.assert_close(alone, in_batch)
+    torch.testing.assert_close(alone, reversed_batch)
+    backselect(model, x[:2], "gradient", k=16, progress=False)            # accepted by the engine
+
+
+def test_the_engine_refuses_a_model_whose_output_depends_on_the_batch():
+    class PerRowNoise(nn.Module):  # the old InputDropout: eval mask row i drawn for batch position i
+        def __init__(self):
+            super().__init__()
+            self.net = TinyNet(seed=17)
+
+        def forward(self, x):
+            g = torch.Generator().manual_seed(0)
+            mask = (torch.rand(len(x), 1, *x.shape[2:], generator=g) < 0.5).to(x.dtype)
+            return self.net(x * mask)
+
+    x = torch.randn(2, 1, 4, 4, generator=torch.Generator().manual_seed(16))
+    with pytest.raises(ValueError, match="other images of the batch"):
+        backselect(PerRowNoise().eval(), x, progress=False)

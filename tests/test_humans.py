@@ -112,7 +112,7 @@ def test_levels_are_nested_supersets(bench):
 
 
 def test_subset_sizes_match_subset_size(run, bench):
-    b, (H, W) = run.profile.bs_block, bench.keep.shape[2:]
+    b, (H, W) = run.profile.backselect.block, bench.keep.shape[2:]
     P = -(-H // b) * -(-W // b)
     assert H % b == 0 and W % b == 0
     for lvl, f in enumerate(FRACS):
@@ -269,12 +269,10 @@ def test_quiz_plays_through_in_a_browser(bench, test_split, tmp_path):
 
 def test_reuses_a_stored_backselection_of_the_whole_test_sample(run):
     """After the pixel-subsets chapter backselected the test sample, the benchmark cuts its subsets from it."""
-    from overinterp.analysis import backselect_set
+    from overinterp.analysis import backselect_set, selection
     from overinterp.sis import pixel_subset
-    from overinterp.train import take
-    pool, _ = take(D.load(run.dataset, "test"), run.profile.test_size)
     a = run.profile.archs[0]
-    full = backselect_set(run, a, "test", pool, progress=False)
+    full = backselect_set(run, a, selection(run, "test"), progress=False)
     again = build_benchmark(run, per_class=PER_CLASS, fracs=FRACS)
     rows = torch.tensor([i for i, x in enumerate(again.arch) if x == a])
     _, keep = pixel_subset(full[again.pool_index[rows]], again.images[rows], FRACS[0])

@@ -15,7 +15,7 @@ import torch
 from overinterp.artifacts import ArtifactMismatch, Store
 from overinterp.backselect import BackSelectConfig, backselect
 from overinterp.models import build_model
-from overinterp.runner import KIND, add_cli, parse_shards, run_backselect, run_config
+from overinterp.runner import KIND, run_backselect, run_config
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = {"dataset": "toy", "split": "test"}
@@ -33,11 +33,11 @@ def run(store, method="pruned", k=1, m=5, **kw):
     model, images = toy()
     kw = {"shard_size": 3, "progress": False, **kw}
     return run_backselect(model, images, model_config={"arch": "cnn", "width": 2}, data_config=DATA, store=store,
-                          method=method, k=k, m=m, **kw)
+                          config=BackSelectConfig(method, k=k, m=m), **kw)
 
 
 def assert_same(a, b):
-    for name in ("order", "values", "pred", "confidence", "n_fixed", "mask_value"):
+    for name in ("order", "log_odds", "pred", "full_log_odds", "n_fixed", "mask_value"):
         assert torch.equal(getattr(a, name), getattr(b, name)), name
     assert (a.image_size, a.block, a.method) == (b.image_size, b.block, b.method)
 
@@ -53,7 +53,7 @@ def test_uninterrupted_run_equals_one_engine_call(reference):
     assert reference.order.shape == (10, 64)
     # float32: other batch compositions than the shards' change f in the last bits only
     assert torch.equal(reference.order, direct.order)
-    torch.testing.assert_close(reference.values, direct.values)
+    torch.testing.assert_close(reference.log_odds, direct.log_odds)
 
 
 def test_exception_after_a_shard_then_rerun_gives_the_same_result(tmp_path, reference):
@@ -100,6 +100,8 @@ def test_shard_ranges_in_separate_calls_assemble_the_same(tmp_path, reference):
     assert_same(run(store), reference)
     with pytest.raises(ValueError, match="outside 0:4"):
         run(store, shards=range(3, 5))
+    with pytest.raises(ValueError, match="empty"):
+        run(store, shards=range(3, 3))
 
 
 def test_a_shard_of_another_config_is_refused(tmp_path):
@@ -109,9 +111,8 @@ def test_a_shard_of_another_config_is_refused(tmp_path):
     dirs = {d.name: d for d in (tmp_path / KIND).iterdir()}
     assert len(dirs) == 2                                    # method -> another key
     model, images = toy()
-    from overinterp.artifacts import config_key
-    grad_dir = dirs[config_key(run_config(model, images, {"arch": "cnn", "width": 2}, DATA,
-                                          BackSelectConfig("gradient", k=2), shard_size=3))]
+    grad_dir = store.dir(KIND, run_config(model, images, {"arch": "cnn", "width": 2}, DATA,
+                                          BackSelectConfig("gradient", k=2), shard_size=3))
     pruned_dir = next(d for d in dirs.values() if d != grad_dir)
     shutil.copy(grad_dir / "shard-00001.pt", pruned_dir / "shard-00001.pt")  # a gradient shard in the pruned run
     with pytest.raises(ArtifactMismatch):
@@ -135,50 +136,22 @@ def test_the_key_holds_what_determines_the_result():
         key(method="fast")
 
 
-def test_parse_shards():
-    assert parse_shards("0:10") == slice(0, 10) and parse_shards("3") == slice(3, 4)
-    assert parse_shards("5:") == slice(5, None) and parse_shards(None) is None
-    import argparse
-    with pytest.raises(argparse.ArgumentTypeError):
-        parse_shards("a:b")
-
-
-def test_cli_help_and_invalid_choices(capsys):
-    import argparse
-    parser = argparse.ArgumentParser(prog="overinterp")
-    add_cli(parser.add_subparsers(dest="command"))
-    with pytest.raises(SystemExit) as e:
-        parser.parse_args(["backselect", "--help"])
-    assert e.value.code == 0
-    out = capsys.readouterr().out
-    for opt in ("--dataset", "--split", "--arch", "--profile", "--seed", "--method", "--block", "--k", "--m",
-                "--shard-size", "--shards", "--device", "--artifacts"):
-        assert opt in out
-    with pytest.raises(SystemExit) as e:
-        parser.parse_args(["backselect", "--method", "fast"])
-    assert e.value.code == 2 and "valid choices: exact, gradient, pruned" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        parser.parse_args(["backselect", "--arch", "resnet1000"])
-    assert "valid choices" in capsys.readouterr().err
-    args = parser.parse_args(["backselect", "--shards", "0:2"])
-    assert callable(args.func) and args.shards == slice(0, 2)
-
-
-def test_cli_end_to_end_on_fashion_mnist(tmp_path, monkeypatch):
-    monkeypatch.setenv("OVERINTERP_DATA", str(tmp_path / "data"))
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "overinterp", "backselect", "--profile", "tiny", "--arch", "cnn", "--limit", "6",
-           "--shard-size", "4", "--device", "cpu", "--artifacts", str(tmp_path / "art")]
-    first = subprocess.run(cmd + ["--shards", "0"], capture_output=True, text=True, env=env, timeout=300)
-    assert first.returncode == 0, first.stderr
-    assert '"complete": false' in first.stdout
-    second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-    assert second.returncode == 0, second.stderr
-    from overinterp.backselect import feature_grid
-    from overinterp.profiles import get_profile
-    tiny = get_profile("tiny")                               # method and block default to the profile's
-    assert '"complete": true' in second.stdout and f'"method": "{tiny.bs_method}"' in second.stdout
-    result = next((tmp_path / "art" / KIND).iterdir()) / "result.pt"
-    payload = torch.load(result, weights_only=False)["payload"]
-    hf, wf = feature_grid(28, 28, tiny.bs_block)
-    assert payload["order"].shape == (6, hf * wf) and payload["method"] == tiny.bs_method
+def test_shards_record_what_produced_them_and_assembly_refuses_another_engine_version(tmp_path):
+    from overinterp.artifacts import VERSIONS, atomic_save
+    from overinterp.runner import assemble
+    store = Store(tmp_path)
+    model, images = toy()
+    run_backselect(model, images, model_config={"arch": "cnn", "width": 2}, data_config=DATA, store=store,
+                   config=BackSelectConfig("pruned", m=5), shard_size=3, device=torch.device("cpu"), chunk_size=7,
+                   progress=False)
+    d = next((tmp_path / KIND).iterdir())
+    shard = torch.load(d / "shard-00002.pt", weights_only=False)
+    meta = shard["payload"]["meta"]
+    assert meta["engine_version"] == VERSIONS[KIND] and meta["device"].startswith("cpu")
+    assert meta["torch"] == torch.__version__ and meta["dtype"] == "float32" and meta["chunk_size"] == 7
+    shard["payload"]["meta"]["engine_version"] = VERSIONS[KIND] - 1      # a shard of an older engine
+    atomic_save(shard, d / "shard-00002.pt")
+    (d / "result.pt").unlink()
+    cfg = run_config(model, images, {"arch": "cnn", "width": 2}, DATA, BackSelectConfig("pruned", m=5), 3)
+    with pytest.raises(ArtifactMismatch, match="engine versions"):
+        assemble(store, cfg, 4)

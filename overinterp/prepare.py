@@ -1,0 +1,76 @@
+"""Precompute what the book needs for a profile: every model, backward selection and
+retrained model, resumably and in shards, so heavy work can run on a GPU machine (or
+several processes) and the chapters then render from the artifact store.
+
+The work is a fixed, ordered list of units (:func:`plan`): first the model zoo
+(section 3.2), then the backward selections of the chapters (one unit per shard of
+each run: the test and OOD selections of 4.1, the training selection of 4.2, the SIS
+chapter's confident images), then the models retrained on pixel subsets (4.2). Each
+unit calls the very library function its chapter calls (:mod:`overinterp.analysis`),
+so it writes exactly the artifact the chapter loads, and a unit whose artifact exists
+costs nothing: rerunning resumes. ``units=slice(a, b)`` (``--shards a:b``) runs a
+part of the list, for several processes or machines; a unit whose model another
+process has not finished yet trains that model itself (same key, same result).
+
+    python -m overinterp prepare --profile quick --list       # the plan
+    python -m overinterp prepare --profile quick              # all of it
+    python -m overinterp prepare --profile paper --shards 0:15 --device cuda
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from tqdm import tqdm
+
+from . import analysis as A
+from .runner import n_shards
+from .train import trained_model
+
+__all__ = ["Unit", "plan", "prepare"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One resumable piece of work; ``run()`` computes its artifact unless stored."""
+    kind: str                  # model | backselect | retrained
+    name: str                  # what a reader of --list sees
+    run: Callable[[], object]
+
+
+def plan(run) -> list[Unit]:
+    """Every unit the book's chapters need for ``run`` (a :class:`overinterp.book.Run`), in order."""
+    p, units = run.profile, []
+    for a in p.archs:
+        for r in range(p.replicates):
+            units.append(Unit("model", f"{a} seed {run.seed + r}",
+                              lambda a=a, s=run.seed + r: trained_model(run.dataset, a, p.name, seed=s,
+                                                                        device=run.device, progress=False)))
+    for a in p.archs:
+        for name, sel in A.eval_selections(run, train=True).items():
+            total = n_shards(len(sel.load()[1]), p.shard_size)
+            for i in range(total):
+                units.append(Unit("backselect", f"{a} {name} shard {i + 1}/{total}",
+                                  lambda a=a, sel=sel, i=i: A.backselect_set(run, a, sel, shards=range(i, i + 1),
+                                                                             progress=False)))
+        units.append(Unit("backselect", f"{a} SIS images (tau {p.sis_threshold})",
+                          lambda a=a: A.backselect_set(run, a, A.confident_selection(run, p.sis_threshold),
+                                                       progress=False)))
+    for a in p.archs:
+        for kind in ("bs", "random"):
+            for augment in (False, True):
+                units.append(Unit("retrained", f"{a} on 5% {kind} subsets{' (+aug)' if augment else ''}",
+                                  lambda a=a, k=kind, g=augment: A.retrain_on_subsets(run, a, k, g)))
+    return units
+
+
+def prepare(run, units: slice | None = None, progress: bool = True) -> dict:
+    """Run ``plan(run)[units]`` (default: all); returns seconds per unit name."""
+    todo = plan(run)[units or slice(None)]
+    seconds = {}
+    for u in tqdm(todo, desc=f"prepare {run.profile.name}", unit="unit", disable=not progress):
+        t0 = time.perf_counter()
+        u.run()
+        seconds[f"{u.kind}: {u.name}"] = round(time.perf_counter() - t0, 1)
+    return seconds

@@ -1,0 +1,127 @@
+"""The command line (`python -m overinterp`): one config path with the chapters, sharded runs the
+book reuses, the prepare plan, and one-line errors with exit code 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from overinterp import analysis as A
+from overinterp import train as T
+from overinterp.__main__ import build_parser, main, parse_shards
+from overinterp.backselect import BackSelectConfig
+from overinterp.book import Run
+from overinterp.profiles import get_profile
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args, store: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "overinterp", *args, "--profile", "tiny", "--device", "cpu",
+                           "--artifacts", str(store)], capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_parse_shards():
+    assert parse_shards("0:10") == slice(0, 10) and parse_shards("3") == slice(3, 4)
+    assert parse_shards("5:") == slice(5, None)
+    for bad in ("a:b", "5:3", "2:2", "-1:2"):
+        with pytest.raises(argparse.ArgumentTypeError, match="--shards"):
+            parse_shards(bad)
+
+
+def test_help_documents_every_option(capsys):
+    for command, options in {"backselect": ("--dataset", "--set", "--n", "--arch", "--profile", "--seed", "--method",
+                                            "--block", "--k", "--m", "--mask-value", "--shards", "--device",
+                                            "--chunk-size", "--artifacts"),
+                             "prepare": ("--profile", "--dataset", "--shards", "--list", "--device", "--artifacts"),
+                             "train": ("--dataset", "--arch", "--profile", "--seed", "--device", "--artifacts")}.items():
+        with pytest.raises(SystemExit) as e:
+            build_parser().parse_args([command, "--help"])
+        assert e.value.code == 0
+        out = capsys.readouterr().out
+        assert all(opt in out for opt in options), command
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["backselect", "--shards", "5:3"], "--shards '5:3' is empty"),
+    (["backselect", "--k", "0"], "--k must be an integer >= 1, got '0'"),
+    (["backselect", "--method", "fast"], "valid choices: exact, gradient, pruned"),
+    (["train", "--dataset", "cifar10-c"], "unknown dataset 'cifar10-c'; valid choices: fashion-mnist, cifar10"),
+    (["prepare", "--profile", "huge"], "unknown profile 'huge'; valid choices: tiny, quick, paper"),
+])
+def test_bad_arguments_end_with_one_line_and_exit_code_2(capsys, argv, says):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and says in err and "Traceback" not in err
+
+
+def test_errors_while_running_end_with_one_line_and_exit_code_2(capsys, monkeypatch, tmp_path):
+    from overinterp import data as D
+    monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(tmp_path))
+
+    def missing(*a, **k):
+        raise D.DataUnavailable("CIFAR-10 is not available (no network).\nPut the files in data/cifar-10-batches-py")
+    monkeypatch.setattr(D, "load", missing)
+    assert main(["train", "--dataset", "cifar10", "--profile", "tiny", "--artifacts", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("python -m overinterp train: error: CIFAR-10 is not available (no network). "
+                   "Put the files in data/cifar-10-batches-py")
+    monkeypatch.undo()
+    monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(tmp_path))
+    assert main(["backselect", "--set", "validation", "--profile", "tiny", "--device", "cpu",
+                 "--artifacts", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "valid sets: train, test, fashion-mnist-c" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def sharded(tmp_path_factory):
+    """The tiny profile's test selection (64 images, shards of 32) backselected by two CLI processes."""
+    store = tmp_path_factory.mktemp("cli-store")
+    first = cli("backselect", "--arch", "cnn", "--shards", "0", store=store)
+    second = cli("backselect", "--arch", "cnn", "--shards", "1", store=store)
+    return store, first, second
+
+
+def test_a_sharded_command_line_run_is_the_artifact_a_chapter_loads(sharded, monkeypatch):
+    store, first, second = sharded
+    assert first.returncode == 0, first.stderr
+    assert second.returncode == 0, second.stderr
+    a, b = json.loads(first.stdout), json.loads(second.stdout)
+    assert (a["complete"], b["complete"]) == (False, True) and a["shards"] == "0:1 of 2" and b["reused_by_the_book"]
+    monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(store))
+    monkeypatch.setattr(T, "fit", lambda *a, **k: pytest.fail("the chapter retrained the CLI's model"))
+    monkeypatch.setattr(BackSelectConfig, "run", lambda *a, **k: pytest.fail("the chapter recomputed the run"))
+    run = Run("fashion-mnist", get_profile("tiny"), torch.device("cpu"), 0)
+    res = A.backselect_set(run, "cnn", A.selection(run, "test"), progress=False)
+    assert len(res) == 64 and res.method == get_profile("tiny").backselect.method
+    result = next((store / "backselect").iterdir()) / "result.pt"
+    payload = torch.load(result, weights_only=False)["payload"]
+    assert torch.equal(payload["order"].long(), res.order)
+    assert [m["engine_version"] for m in payload["meta"]] == [2, 2]
+
+
+def test_prepare_lists_the_plan_and_runs_a_range_of_it(tmp_path, monkeypatch):
+    listed = cli("prepare", "--list", store=tmp_path)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    tiny = get_profile("tiny")
+    assert sum(" model " in l for l in lines) == len(tiny.archs) * tiny.replicates
+    assert sum(" retrained " in l for l in lines) == len(tiny.archs) * 4
+    assert any("test shard 2/2" in l for l in lines) and any("SIS images" in l for l in lines)
+    done = cli("prepare", "--shards", "0:1", store=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert list(json.loads(done.stdout)["seconds"]) == [f"model: {tiny.archs[0]} seed 0"]
+    monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(tmp_path))
+    monkeypatch.setattr(T, "fit", lambda *a, **k: pytest.fail("prepare did not store the model"))
+    T.trained_model("fashion-mnist", tiny.archs[0], "tiny", seed=0, device="cpu", progress=False)
+    outside = cli("prepare", "--shards", f"{len(lines)}:", store=tmp_path)
+    assert outside.returncode == 2 and "outside the plan" in outside.stderr
