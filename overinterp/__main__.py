@@ -61,14 +61,19 @@ def parse_shards(text: str) -> slice:
     return slice(lo, hi)
 
 
-def _run(args):
-    """The chapters' :class:`overinterp.book.Run` for these arguments (artifact store from --artifacts)."""
+def _run(args, local_rank: int | None = None):
+    """The chapters' :class:`overinterp.book.Run` for these arguments (artifact store from --artifacts);
+    under torchrun, ``cuda`` / ``auto`` means the GPU of the process's ``local_rank``."""
+    import torch
     from .book import Run
     from .profiles import get_profile
     from .train import resolve_device
     if args.artifacts:
         os.environ["OVERINTERP_ARTIFACTS"] = args.artifacts
-    return Run(args.dataset, get_profile(args.profile), resolve_device(args.device), args.seed)
+    device = resolve_device(args.device)
+    if device.type == "cuda" and device.index is None and local_rank is not None:
+        device = torch.device("cuda", local_rank % torch.cuda.device_count())
+    return Run(args.dataset, get_profile(args.profile), device, args.seed)
 
 
 def cmd_train(args) -> int:
@@ -88,7 +93,7 @@ def cmd_backselect(args) -> int:
     run = _run(args)
     sel = A.selection(run, args.set, args.n)
     overrides = {k: getattr(args, k) for k in ("method", "block", "k", "m", "mask_value") if getattr(args, k) is not None}
-    config = replace(run.profile.backselect, **overrides)
+    config = replace(run.profile.engine(sel.set), **overrides)
     total = n_shards(len(sel.load()[1]), run.profile.shard_size)
     sl = args.shards or slice(0, None)
     shards = range(sl.start, total if sl.stop is None else sl.stop)
@@ -97,14 +102,15 @@ def cmd_backselect(args) -> int:
     print(json.dumps({**sel.key(), "arch": args.arch, "profile": args.profile, "model_seed": args.seed,
                       **config.key(), "shards": f"{shards.start}:{shards.stop} of {total}",
                       "seconds": round(time.perf_counter() - t0, 1), "complete": res is not None,
-                      "reused_by_the_book": config == run.profile.backselect and args.n is None}, indent=2))
+                      "reused_by_the_book": config == run.profile.engine(sel.set) and args.n is None}, indent=2))
     return 0
 
 
 def cmd_prepare(args) -> int:
-    from .prepare import plan, prepare
-    run = _run(args)
-    units = args.shards or slice(None)
+    from .prepare import plan, prepare, worker
+    rank, world, local_rank = worker()
+    run = _run(args, local_rank)
+    units = args.shards or slice(0, None)
     if args.list:
         for i, u in enumerate(plan(run)):
             print(f"{i:4d}  {u.kind:10s} {u.name}")
@@ -113,9 +119,10 @@ def cmd_prepare(args) -> int:
     if units.start >= n:
         raise ValueError(f"--shards {units.start}:{units.stop or ''} is outside the plan's 0:{n} units")
     t0 = time.perf_counter()
-    seconds = prepare(run, units)
+    seconds = prepare(run, units, rank, world)
     print(json.dumps({"profile": args.profile, "dataset": args.dataset, "device": str(run.device),
-                      "units": f"{units.start}:{min(n, units.stop or n)} of {n}", "seconds": seconds,
+                      "units": f"{units.start}:{min(n, units.stop or n)} of {n}", "process": f"{rank} of {world}",
+                      "seconds": seconds,
                       "total_seconds": round(time.perf_counter() - t0, 1)}, indent=2))
     return 0
 
@@ -169,7 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
         "prepare", help="precompute every model and backward selection the book needs (resumable)",
         description="Train the model zoo, run every backward selection and retrain every model the chapters "
                     "need for PROFILE, skipping what the artifact store holds. --list shows the numbered units; "
-                    "--shards a:b runs units a to b-1 (e.g. one range per process or machine).")
+                    "--shards a:b runs units a to b-1 (e.g. one range per process or machine). Under torchrun "
+                    "(RANK, WORLD_SIZE) or a SLURM job array (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT) each "
+                    "process takes every N-th unit of the range.")
     _common(p, "first replicate's seed (default 0)")
     p.add_argument("--shards", type=parse_shards, default=None, help="unit range, e.g. 0:10 (default all)")
     p.add_argument("--list", action="store_true", help="print the units and exit")

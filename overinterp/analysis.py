@@ -104,12 +104,12 @@ def backselect_set(run, arch: str, sel: Selection, seed: int | None = None, conf
                    shards: range | None = None, progress: bool = True, chunk_size: int | None = None,
                    after_shard=None) -> BackSelectResult | None:
     """Backward selection of the images of ``sel`` by replicate ``seed`` (default run.seed) of
-    ``arch``, with the profile's engine (or ``config``), cached in the artifact store and
+    ``arch``, with the profile's engine for that set (:meth:`Profile.engine`, or ``config``), cached in the artifact store and
     resumable by shard (:func:`overinterp.runner.run_backselect`; None while shards are missing)."""
     p, seed = run.profile, run.seed if seed is None else seed
     model = trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
     return run_backselect(model, sel.load()[0], model_config=model_config(run.dataset, arch, p.name, seed),
-                          data_config=sel.key(), config=config or p.backselect, shard_size=p.shard_size,
+                          data_config=sel.key(), config=config or p.engine(sel.set), shard_size=p.shard_size,
                           shards=shards, device=run.device, chunk_size=chunk_size, progress=progress,
                           after_shard=after_shard)
 
@@ -166,8 +166,8 @@ def subsets(run, arch: str, frac: float = 0.05, train: bool = False) -> dict[str
         X, Y = sel.load()
         res = backselect_set(run, arch, sel)
         out[name] = {"bs": pixel_subset(res, X, frac), "labels": Y,
-                     "random": random_subset(X, frac, seed=SUBSET_SEED, block=run.profile.backselect.block,
-                                             mask_value=run.profile.backselect.mask_value)}
+                     "random": random_subset(X, frac, seed=SUBSET_SEED, block=res.block,
+                                             mask_value=res.mask_value)}
     return out
 
 

@@ -33,7 +33,7 @@ __all__ = ["Store", "ArtifactMismatch", "VERSIONS", "config_key", "atomic_write"
 
 #: Code version of each artifact kind, part of its key. Bump a kind when its results change.
 VERSIONS = {
-    "model": 2,       # 2: InputDropout evaluates with masks shared by the batch
+    "model": 2,       # 2: InputDropout evaluates with masks shared by the batch; augmentation drawn per epoch
     "retrained": 2,   # as "model"
     "backselect": 2,  # 2: ranks by float64 log-odds (was float32 softmax, which saturates at 1.0)
 }

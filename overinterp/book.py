@@ -12,6 +12,14 @@ any chapter also runs alone:
 ``setup`` is what a chapter's first cell calls: it checks the parameters (an
 error names the bad parameter and the valid values) and shows what this
 execution used.
+
+**Editions.** An edition is a committed, executed copy of the whole book at another
+profile (the paper-scale ``gpu`` profile, executed on a GPU): ``editions/<name>/``
+holds the executed notebooks and a ``manifest.json`` (profile, dataset, device,
+torch version, commit, date, per-chapter seconds). ``python -m overinterp.book
+--profile gpu --device cuda --edition`` executes and saves one; ``make book``
+renders every edition found as its own part of the book, beside the chapters it
+has just executed, from the outputs stored in the edition (nothing re-executed).
 """
 from __future__ import annotations
 
@@ -31,8 +39,10 @@ from .profiles import Profile, default_profile, get_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 STATIC = ["_config.yml", "_toc.yml", "book/references.bib"]
+EDITIONS = ROOT / "editions"
 
-__all__ = ["Run", "setup", "check_fraction", "check_threshold", "chapters", "build", "main"]
+__all__ = ["Run", "setup", "check_fraction", "check_threshold", "chapters", "execute", "save_edition", "editions",
+           "render", "build", "main"]
 
 
 @dataclass
@@ -119,18 +129,9 @@ def chapters(root: Path = ROOT) -> list[Path]:
     return [root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").exists()]
 
 
-def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: list[str] | None = None,
-          render: bool = True) -> dict:
-    """Execute the chapters with papermill into ``out/stage`` and render ``out/html``."""
+def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | None = None) -> dict:
+    """Execute the chapters with papermill into ``stage/book``; returns seconds per chapter."""
     import papermill as pm
-    out = Path(out or root / "_build")
-    stage = out / "stage"
-    if stage.exists():
-        shutil.rmtree(stage)
-    for f in STATIC:
-        if (root / f).exists():
-            (stage / f).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(root / f, stage / f)
     timings = {}
     for nb in chapters(root):
         target = stage / nb.relative_to(root)
@@ -147,13 +148,82 @@ def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: li
                              f"         the executed notebook is at {target}")
         timings[nb.stem] = round(time.perf_counter() - t0, 1)
         print(f"[book] {nb.stem}: {timings[nb.stem]} s", flush=True)
-    (out / "timings.json").write_text(json.dumps({"parameters": parameters, "seconds": timings}, indent=2))
-    if render:
-        _render(stage, out)
     return timings
 
 
-def _render(stage: Path, out: Path) -> None:
+def _device_name(device: str) -> str:
+    from .train import resolve_device
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        return torch.cuda.get_device_name(dev)
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        cpu = platform.processor() or platform.machine()
+    return f"CPU ({cpu}, {torch.get_num_threads()} threads)"
+
+
+def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = EDITIONS,
+                 name: str | None = None) -> Path:
+    """Copy the executed chapters of ``stage`` into ``folder/<name>/book`` with a manifest."""
+    from datetime import datetime, timezone
+    from .artifacts import code_version
+    profile = parameters.get("profile") or default_profile()
+    name = name or f"{parameters.get('dataset', 'fashion-mnist')}-{profile}"
+    target = Path(folder) / name
+    if target.exists():
+        shutil.rmtree(target)
+    (target / "book").mkdir(parents=True)
+    for nb in sorted((stage / "book").glob("*.ipynb")):
+        shutil.copy(nb, target / "book" / nb.name)
+    manifest = {"name": name, "profile": profile, "dataset": parameters.get("dataset", "fashion-mnist"),
+                "device": _device_name(parameters.get("device", "auto")), "torch": torch.__version__,
+                "commit": code_version(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "seconds": timings, "parameters": parameters}
+    (target / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return target
+
+
+def editions(folder: Path = EDITIONS) -> list[dict]:
+    """The manifests of the editions in ``folder`` (with their ``path``), by name."""
+    return [{**json.loads(m.read_text()), "path": m.parent} for m in sorted(Path(folder).glob("*/manifest.json"))]
+
+
+def _edition_page(e: dict) -> str:
+    """The Markdown page that opens an edition's part: what ran where, and how long each chapter took."""
+    rows = "\n".join(f"| {stem} | {sec:.0f} |" for stem, sec in e["seconds"].items())
+    total = sum(e["seconds"].values())
+    return (f"# {e['dataset']} at the `{e['profile']}` profile, executed on {e['device']}\n\n"
+            f"These pages were executed once with the `{e['profile']}` profile on {e['device']} "
+            f"(torch {e['torch']}, commit `{e['commit']}`, {e['date']}) and are shown as they were executed: "
+            f"`make book` renders them without running them again. The chapters before this part are "
+            f"executed afresh by every build.\n\n| chapter | seconds |\n|---|---|\n{rows}\n| total | {total:.0f} |\n")
+
+
+def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | None = None) -> None:
+    """Render ``stage`` (executed chapters) and every edition into ``out/html`` with Jupyter Book."""
+    import yaml
+    for f in STATIC:
+        if (root / f).exists():
+            (stage / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / f, stage / f)
+    found = editions(edition_folder or root / "editions")
+    if found:  # the chapters become a part, each edition another one
+        toc = yaml.safe_load((root / "_toc.yml").read_text())
+        profile = json.loads((out / "timings.json").read_text())["parameters"].get("profile") or default_profile()
+        parts = [{"caption": f"Executed by this build ({profile} profile)", "chapters": toc.pop("chapters")}]
+        for e in found:
+            dest = stage / "editions" / e["name"]
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree(e["path"] / "book", dest / "book")
+            (dest / "index.md").write_text(_edition_page(e))
+            files = [f"editions/{e['name']}/book/{nb.stem}" for nb in chapters(root)
+                     if (dest / "book" / nb.name).exists()]
+            parts.append({"caption": f"{e['dataset']} at the {e['profile']} profile, executed on {e['device']}",
+                          "chapters": [{"file": f"editions/{e['name']}/index"}] + [{"file": f} for f in files]})
+        toc["parts"] = parts
+        (stage / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(stage), "--path-output", str(stage)]
     subprocess.run(cmd, check=True)
     html = out / "html"
@@ -161,6 +231,24 @@ def _render(stage: Path, out: Path) -> None:
         shutil.rmtree(html)
     shutil.move(str(stage / "_build" / "html"), html)
     print(f"[book] rendered {html / 'index.html'}", flush=True)
+
+
+def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: list[str] | None = None,
+          render_html: bool = True, edition: bool = False, edition_folder: Path | None = None) -> dict:
+    """Execute the chapters into ``out/stage``, then render ``out/html`` with the editions, or with
+    ``edition`` save the executed chapters as an edition (``edition_folder``, default editions/)."""
+    out = Path(out or root / "_build")
+    stage = out / "stage"
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    timings = execute(parameters, stage, root, only)
+    (out / "timings.json").write_text(json.dumps({"parameters": parameters, "seconds": timings}, indent=2))
+    if edition:
+        print(f"[book] saved edition {save_edition(stage, parameters, timings, edition_folder or root / 'editions')}")
+    elif render_html:
+        render(stage, out, root, edition_folder)
+    return timings
 
 
 def main(argv=None) -> int:
@@ -172,10 +260,12 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--only", nargs="*", help="execute only these chapters (notebook stems)")
     p.add_argument("--out", default=None, help="build folder (default _build)")
+    p.add_argument("--edition", action="store_true",
+                   help="save the executed chapters as an edition (editions/<dataset>-<profile>/) instead of rendering")
     a = p.parse_args(argv)
     t0 = time.perf_counter()
     build({"dataset": a.dataset, "profile": a.profile, "device": a.device, "seed": a.seed},
-          out=Path(a.out) if a.out else None, only=a.only)
+          out=Path(a.out) if a.out else None, only=a.only, edition=a.edition)
     print(f"[book] total {time.perf_counter() - t0:.0f} s", flush=True)
     return 0
 

@@ -15,9 +15,18 @@ process has not finished yet trains that model itself (same key, same result).
     python -m overinterp prepare --profile quick --list       # the plan
     python -m overinterp prepare --profile quick              # all of it
     python -m overinterp prepare --profile paper --shards 0:15 --device cuda
+
+On the launchers researchers already use, each process takes every N-th unit of the
+range (no scheduler of ours; whichever process writes a run's last shard assembles it):
+
+    torchrun --nproc-per-node 8 -m overinterp prepare --profile gpu     # rank r: units r, r+8, ...
+    sbatch --array=0-15 --wrap "python -m overinterp prepare --profile gpu"   # one task each
+
+Under torchrun each rank uses the GPU of its ``LOCAL_RANK`` (with ``--device auto``/``cuda``).
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -28,7 +37,7 @@ from . import analysis as A
 from .runner import n_shards
 from .train import trained_model
 
-__all__ = ["Unit", "plan", "prepare"]
+__all__ = ["Unit", "plan", "prepare", "worker"]
 
 
 @dataclass(frozen=True)
@@ -65,11 +74,26 @@ def plan(run) -> list[Unit]:
     return units
 
 
-def prepare(run, units: slice | None = None, progress: bool = True) -> dict:
-    """Run ``plan(run)[units]`` (default: all); returns seconds per unit name."""
-    todo = plan(run)[units or slice(None)]
+def worker(env=os.environ) -> tuple[int, int, int | None]:
+    """(rank, number of processes, local rank) of this process: from torchrun (``RANK``,
+    ``WORLD_SIZE``, ``LOCAL_RANK``), from a SLURM job array (``SLURM_ARRAY_TASK_ID`` counted from
+    ``SLURM_ARRAY_TASK_MIN``, ``SLURM_ARRAY_TASK_COUNT``; local rank None), else (0, 1, None)."""
+    if "WORLD_SIZE" in env and "RANK" in env:
+        return int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", 0))
+    if "SLURM_ARRAY_TASK_COUNT" in env and "SLURM_ARRAY_TASK_ID" in env:
+        task = int(env["SLURM_ARRAY_TASK_ID"]) - int(env.get("SLURM_ARRAY_TASK_MIN", 0))
+        return task, int(env["SLURM_ARRAY_TASK_COUNT"]), None
+    return 0, 1, None
+
+
+def prepare(run, units: slice | None = None, rank: int = 0, world: int = 1, progress: bool = True) -> dict:
+    """Run this process's share of ``plan(run)[units]`` (default: all): units ``rank``,
+    ``rank + world``, ... of the range. Returns seconds per unit name."""
+    if not 0 <= rank < world:
+        raise ValueError(f"rank {rank} is outside 0:{world}")
+    todo = plan(run)[units or slice(None)][rank::world]
     seconds = {}
-    for u in tqdm(todo, desc=f"prepare {run.profile.name}", unit="unit", disable=not progress):
+    for u in tqdm(todo, desc=f"prepare {run.profile.name} [{rank}/{world}]", unit="unit", disable=not progress):
         t0 = time.perf_counter()
         u.run()
         seconds[f"{u.kind}: {u.name}"] = round(time.perf_counter() - t0, 1)

@@ -7,6 +7,10 @@ run. A notebook's papermill parameters ``dataset`` / ``profile`` pick one.
 * ``tiny``  -- seconds; what the tests run. Numbers are meaningless.
 * ``quick`` -- the book's default: Fashion-MNIST on a 2-core laptop CPU, the whole
   book in about 20 minutes. Models are narrowed and trained briefly on a subset.
+* ``gpu``   -- Fashion-MNIST at the paper's widths and recipe, scaled to about 25
+  minutes of one H100 (the paper-scale edition of the book, issue 11): exact
+  backward selection on a stated sample of test and OOD images, ``pruned`` on the
+  retraining images. Sizes are first estimates, to be calibrated on the GPU.
 * ``paper`` -- CIFAR-10 with the paper's hyperparameters (200 epochs, 5 replicates,
   full widths, exact backward selection on every image). Needs a GPU.
 """
@@ -48,6 +52,7 @@ class Profile:
     test_size: int | None = None       # test / OOD images evaluated (None = all)
     train: TrainConfig = field(default_factory=TrainConfig)
     backselect: BackSelectConfig = field(default_factory=BackSelectConfig)  # paper 3.3: exact, pixels, mean pixel
+    backselect_train: BackSelectConfig | None = None  # for the retraining images (4.2); None = ``backselect``
     shard_size: int = 256              # images per saved shard of a backward-selection run (part of its key)
     sis_images: int = 100              # confidently classified test images for the SIS chapter
     sis_threshold: float = 0.99        # tau of the SIS chapter (paper 4.1: 0.99)
@@ -55,6 +60,10 @@ class Profile:
 
     def width(self, arch: str) -> int | None:
         return dict(self.widths).get(arch)
+
+    def engine(self, set_name: str) -> BackSelectConfig:
+        """The backward selection run on images of ``set_name`` ("train" for retraining, 4.2)."""
+        return self.backselect_train if set_name == "train" and self.backselect_train else self.backselect
 
 
 PROFILES = {p.name: p for p in [
@@ -72,6 +81,13 @@ PROFILES = {p.name: p for p in [
         replicates=2, train_size=40000, test_size=500,
         train=TrainConfig(epochs=3, augment=False),  # short runs learn faster without augmentation
         backselect=BackSelectConfig("gradient", k=8), sis_images=20, retrain_images=2000),
+    Profile(
+        name="gpu", doc="Fashion-MNIST at the paper's widths and recipe on one GPU (~25 min of an H100)",
+        dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
+        replicates=3, train_size=None, test_size=200, shard_size=100,
+        train=TrainConfig(epochs=30),
+        backselect=BackSelectConfig("exact"), backselect_train=BackSelectConfig("pruned", m=16),
+        sis_images=32, retrain_images=10000),
     Profile(
         name="paper", doc="CIFAR-10, the paper's hyperparameters (S1); needs a GPU",
         dataset="cifar10", archs=("resnet20", "resnet18", "vgg16"),

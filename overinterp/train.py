@@ -27,7 +27,7 @@ from .artifacts import Store
 from .models import build_model
 from .profiles import TrainConfig, get_profile
 
-__all__ = ["InputDropout", "augment_batch", "fit", "predict", "accuracy", "resolve_device",
+__all__ = ["InputDropout", "augment_draws", "augment_batch", "fit", "predict", "accuracy", "resolve_device",
            "model_config", "make_model", "cached_fit", "trained_model"]
 
 
@@ -69,22 +69,34 @@ class InputDropout(nn.Module):
         return logp.logsumexp(0) - math.log(self.samples)  # log of the mean probability, without underflow
 
 
-def augment_batch(x: torch.Tensor, pad_value: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
-    """Random crop with 4 pixels of padding, then random horizontal flip, on a batch.
+PAD = 4  # random-crop padding (S1)
+
+
+def augment_draws(n: int, gen: torch.Generator | None = None, device="cpu") -> torch.Tensor:
+    """(3, n) int64 random crop offsets (rows dy, columns dx in [0, 2*PAD]) and horizontal flips
+    (0/1) for ``n`` images, drawn on the CPU from ``gen`` and moved to ``device`` in one copy."""
+    d = torch.randint(0, 2 * PAD + 1, (2, n), generator=gen)
+    flip = (torch.rand(n, generator=gen) < 0.5).long()
+    return torch.cat([d, flip[None]]).to(device)
+
+
+def augment_batch(x: torch.Tensor, pad_value: torch.Tensor, gen: torch.Generator | None = None,
+                  draws: torch.Tensor | None = None) -> torch.Tensor:
+    """Random crop with ``PAD`` pixels of padding, then random horizontal flip, on a batch.
 
     ``pad_value`` (C,) is what padding is filled with (black, as torchvision pads raw pixels).
+    ``draws`` (3, B) from :func:`augment_draws` (default: drawn now from ``gen``); passing an
+    epoch's draws keeps the training loop free of host-device copies.
     """
     B, C, H, W = x.shape
-    pad = 4
-    xp = pad_value.view(1, C, 1, 1).expand(B, C, H + 2 * pad, W + 2 * pad).clone()
-    xp[:, :, pad:pad + H, pad:pad + W] = x
-    dy, dx = (torch.randint(0, 2 * pad + 1, (2, B), generator=gen, device="cpu")).to(x.device)
+    dy, dx, flip = augment_draws(B, gen, x.device) if draws is None else draws
+    xp = pad_value.view(1, C, 1, 1).expand(B, C, H + 2 * PAD, W + 2 * PAD).clone()
+    xp[:, :, PAD:PAD + H, PAD:PAD + W] = x
     rows = (dy[:, None] + torch.arange(H, device=x.device))[:, None, :, None]  # (B, 1, H, 1)
     cols = (dx[:, None] + torch.arange(W, device=x.device))[:, None, None, :]  # (B, 1, 1, W)
     out = xp[torch.arange(B, device=x.device)[:, None, None, None], torch.arange(C, device=x.device)[None, :, None, None],
              rows, cols]
-    flip = (torch.rand(B, generator=gen, device="cpu") < 0.5).to(x.device)
-    return torch.where(flip[:, None, None, None], out.flip(3), out)
+    return torch.where(flip.bool()[:, None, None, None], out.flip(3), out)
 
 
 def _autocast(device: torch.device, bf16: bool):
@@ -109,13 +121,18 @@ def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: Train
     sched = torch.optim.lr_scheduler.MultiStepLR(opt, [int(f * total) for f in cfg.milestones], cfg.gamma)
     history, bar = [], tqdm(total=total, desc=desc, disable=not progress, unit="step")
     for epoch in range(cfg.epochs):
-        t0, loss_sum, correct = time.perf_counter(), 0.0, 0
+        # one host->device copy per epoch (permutation, augmentation draws); the loss and accuracy
+        # accumulate on the device and are read once per epoch: no host round trip per step
+        t0 = time.perf_counter()
+        loss_sum = torch.zeros((), device=device)
+        correct = torch.zeros((), dtype=torch.long, device=device)
         perm = torch.randperm(len(X), generator=gen).to(device)
+        draws = augment_draws(len(X), gen, device) if cfg.augment else None
         for i in range(steps_per_epoch):
-            idx = perm[i * cfg.batch_size:(i + 1) * cfg.batch_size]
-            x, y = X[idx], Y[idx]
+            sl = slice(i * cfg.batch_size, (i + 1) * cfg.batch_size)
+            x, y = X[perm[sl]], Y[perm[sl]]
             if cfg.augment:
-                x = augment_batch(x, pad_value, gen)
+                x = augment_batch(x, pad_value, draws=draws[:, sl])
             with _autocast(device, fast):
                 out = model(x.contiguous(memory_format=memory_format))
                 loss = F.cross_entropy(out, y)
@@ -123,13 +140,12 @@ def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: Train
             loss.backward()
             opt.step()
             sched.step()
-            loss_sum += loss.item() * len(idx)
-            correct += (out.argmax(1) == y).sum().item()
+            loss_sum += loss.detach().float() * len(y)
+            correct += (out.argmax(1) == y).sum()
             bar.update(1)
-            if i % 20 == 0:
-                bar.set_postfix(epoch=epoch + 1, loss=f"{loss.item():.3f}", acc=f"{correct / ((i + 1) * cfg.batch_size):.3f}")
-        history.append({"epoch": epoch + 1, "loss": loss_sum / len(X), "train_acc": correct / len(X),
-                        "seconds": time.perf_counter() - t0})
+        loss_mean, acc = loss_sum.item() / len(X), correct.item() / len(X)
+        bar.set_postfix(epoch=epoch + 1, loss=f"{loss_mean:.3f}", acc=f"{acc:.3f}")
+        history.append({"epoch": epoch + 1, "loss": loss_mean, "train_acc": acc, "seconds": time.perf_counter() - t0})
     bar.close()
     return history
 

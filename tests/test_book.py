@@ -51,3 +51,32 @@ def test_bad_parameters_fail_in_the_first_cell_naming_the_parameter(tmp_path, pa
                             kernel_name="python3", cwd=str(ROOT))
     assert f"parameter {bad}=" in str(err.value)
     assert err.value.exec_count == 3   # parameters cell, papermill's injected cell, then the setup cell
+
+
+def test_an_edition_is_saved_with_its_manifest_and_rendered_as_its_own_part(built, tmp_path):
+    """The edition machinery without a GPU: the tiny chapters executed here on the CPU become an
+    edition, rendered from their stored outputs beside freshly executed chapters."""
+    from overinterp.book import editions, render, save_edition
+    out, timings = built
+    folder = tmp_path / "editions"
+    params = {"dataset": "fashion-mnist", "profile": "tiny", "device": "cpu", "seed": 0}
+    path = save_edition(out / "stage", params, timings, folder)
+    (found,) = editions(folder)
+    assert found["path"] == path and found["profile"] == "tiny" and found["device"].startswith("CPU")
+    assert found["seconds"] == timings and found["commit"] and found["torch"]
+    for nb in chapters():                                   # executed copies, outputs kept
+        cells = json.loads((path / "book" / nb.name).read_text())["cells"]
+        assert any(c.get("outputs") for c in cells if c["cell_type"] == "code"), nb.name
+    html_out = tmp_path / "site"
+    html_out.mkdir()
+    (html_out / "timings.json").write_text((out / "timings.json").read_text())
+    stage = tmp_path / "stage"
+    import shutil
+    shutil.copytree(out / "stage" / "book", stage / "book")
+    render(stage, html_out, edition_folder=folder)
+    index = (html_out / "html" / "editions" / "fashion-mnist-tiny" / "index.html").read_text()
+    assert "executed on CPU" in index and "commit" in index
+    page = (html_out / "html" / "editions" / "fashion-mnist-tiny" / "book" / "03_sis.html").read_text()
+    assert "<img" in page and "This execution" in page
+    toc_page = (html_out / "html" / "book" / "02_model_zoo.html").read_text()
+    assert "Executed by this build (tiny profile)" in toc_page and "at the tiny profile, executed on CPU" in toc_page

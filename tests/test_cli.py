@@ -125,3 +125,43 @@ def test_prepare_lists_the_plan_and_runs_a_range_of_it(tmp_path, monkeypatch):
     T.trained_model("fashion-mnist", tiny.archs[0], "tiny", seed=0, device="cpu", progress=False)
     outside = cli("prepare", "--shards", f"{len(lines)}:", store=tmp_path)
     assert outside.returncode == 2 and "outside the plan" in outside.stderr
+
+
+def _artifacts(store: Path) -> dict:
+    """kind/key -> payload of result.pt, for every artifact of a store."""
+    return {f"{p.parent.parent.name}/{p.parent.name}": torch.load(p, weights_only=False)["payload"]
+            for p in sorted(store.glob("*/*/result.pt"))}
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):       # bit for bit; NaN (inside gradient blocks) equals NaN
+        return a.shape == b.shape and a.dtype == b.dtype and bool(((a == b) | (a.isnan() & b.isnan())).all())
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a if k not in ("seconds", "meta", "device"))
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def test_prepare_under_torchrun_with_two_processes_equals_one_process(tmp_path):
+    one = cli("prepare", store=tmp_path / "one")
+    assert one.returncode == 0, one.stderr
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    two = subprocess.run([str(Path(sys.executable).parent / "torchrun"), "--nproc-per-node", "2", "-m", "overinterp",
+                          "prepare", "--profile", "tiny", "--device", "cpu", "--artifacts", str(tmp_path / "two")],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert '"process": "0 of 2"' in two.stdout and '"process": "1 of 2"' in two.stdout
+    a, b = _artifacts(tmp_path / "one"), _artifacts(tmp_path / "two")
+    kinds = {k.split("/")[0] for k in a}
+    assert kinds == {"model", "backselect", "retrained"}
+    assert a.keys() == b.keys()                       # same keys: same weights, images and engine everywhere
+    for key in a:
+        assert _same(a[key], b[key]), key
+
+
+def test_worker_reads_torchrun_and_slurm_array_variables():
+    from overinterp.prepare import worker
+    assert worker({}) == (0, 1, None)
+    assert worker({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"}) == (3, 4, 1)
+    assert worker({"SLURM_ARRAY_TASK_ID": "12", "SLURM_ARRAY_TASK_MIN": "10", "SLURM_ARRAY_TASK_COUNT": "4"}) == (2, 4, None)

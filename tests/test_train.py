@@ -93,7 +93,7 @@ def test_input_dropout_masks_whole_pixels_in_training_and_is_deterministic_in_ev
 def test_trained_model_is_cached_in_the_store_with_its_config(tmp_path, monkeypatch):
     store = Store(tmp_path)
     model = T.trained_model("fashion-mnist", "cnn", "tiny", seed=0, device="cpu", store=store, progress=False)
-    assert 0.0 <= model.info["test_acc"] <= 1.0 and not model.training
+    assert model.info["test_acc"] > 0.5 and not model.training          # 10 classes: well above chance
     monkeypatch.setattr(T, "fit", lambda *a, **k: pytest.fail("retrained a cached model"))
     again = T.trained_model("fashion-mnist", "cnn", "tiny", seed=0, device="cpu", store=store, progress=False)
     for a, b in zip(model.state_dict().values(), again.state_dict().values()):
