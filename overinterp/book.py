@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import shutil
 import subprocess
 import sys
@@ -59,11 +58,8 @@ class Run:
         return f"ours ({self.dataset}, {self.profile.name}, {self.device.type})"
 
     def describe(self) -> str:
-        dev = self.device.type
-        if dev == "cuda":
-            dev += f" ({torch.cuda.get_device_name(self.device)})"
-        else:
-            dev += f" ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+        from .train import device_name
+        dev = device_name(self.device)
         return (f"**This execution:** dataset `{self.dataset}`, profile `{self.profile.name}` "
                 f"({self.profile.doc}), device {dev}, seed {self.seed}, torch {torch.__version__}.")
 
@@ -151,23 +147,12 @@ def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | 
     return timings
 
 
-def _device_name(device: str) -> str:
-    from .train import resolve_device
-    dev = resolve_device(device)
-    if dev.type == "cuda":
-        return torch.cuda.get_device_name(dev)
-    try:
-        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
-    except (OSError, StopIteration):
-        cpu = platform.processor() or platform.machine()
-    return f"CPU ({cpu}, {torch.get_num_threads()} threads)"
-
-
 def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = EDITIONS,
                  name: str | None = None) -> Path:
     """Copy the executed chapters of ``stage`` into ``folder/<name>/book`` with a manifest."""
     from datetime import datetime, timezone
     from .artifacts import code_version
+    from .train import device_name
     profile = parameters.get("profile") or default_profile()
     name = name or f"{parameters.get('dataset', 'fashion-mnist')}-{profile}"
     target = Path(folder) / name
@@ -177,7 +162,7 @@ def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = ED
     for nb in sorted((stage / "book").glob("*.ipynb")):
         shutil.copy(nb, target / "book" / nb.name)
     manifest = {"name": name, "profile": profile, "dataset": parameters.get("dataset", "fashion-mnist"),
-                "device": _device_name(parameters.get("device", "auto")), "torch": torch.__version__,
+                "device": device_name(parameters.get("device", "auto")), "torch": torch.__version__,
                 "commit": code_version(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "seconds": timings, "parameters": parameters}
     (target / "manifest.json").write_text(json.dumps(manifest, indent=2))

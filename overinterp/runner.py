@@ -35,6 +35,7 @@ from tqdm import tqdm
 
 from .artifacts import VERSIONS, ArtifactMismatch, Store
 from .backselect import BackSelectConfig, BackSelectResult
+from .train import device_name
 
 __all__ = ["KIND", "run_config", "run_backselect", "assemble", "fingerprint", "n_shards", "ArtifactMismatch"]
 
@@ -113,7 +114,7 @@ def run_backselect(model: nn.Module, images: torch.Tensor, *, model_config: dict
         return _from_payload(done)
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(device)
-    meta = {"engine_version": VERSIONS[KIND], "device": _device_name(device), "torch": torch.__version__,
+    meta = {"engine_version": VERSIONS[KIND], "device": device_name(device), "torch": torch.__version__,
             "dtype": cfg["engine"]["dtype"], "chunk_size": chunk_size}
     size = lambda i: min(len(images), (i + 1) * shard_size) - i * shard_size
     todo = [i for i in shards if not store.exists(KIND, cfg, _shard_name(i))]
@@ -128,13 +129,6 @@ def run_backselect(model: nn.Module, images: torch.Tensor, *, model_config: dict
             after_shard(i)
     bar.close()
     return assemble(store, cfg, total)
-
-
-def _device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return f"cuda ({torch.cuda.get_device_name(device)})"
-    import platform
-    return f"cpu ({platform.processor() or platform.machine()})"
 
 
 def assemble(store: Store, cfg: dict, total: int) -> BackSelectResult | None:

@@ -27,7 +27,7 @@ from .artifacts import Store
 from .models import build_model
 from .profiles import TrainConfig, get_profile
 
-__all__ = ["InputDropout", "augment_draws", "augment_batch", "fit", "predict", "accuracy", "resolve_device",
+__all__ = ["InputDropout", "augment_draws", "augment_batch", "fit", "predict", "accuracy", "resolve_device", "device_name",
            "model_config", "make_model", "cached_fit", "trained_model"]
 
 
@@ -35,6 +35,19 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     if device in (None, "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(device)
+
+
+def device_name(device: str | torch.device | None = "auto") -> str:
+    """What ran it, for manifests and shards: the GPU's name, or 'CPU (<model>, <n> threads)'."""
+    device = resolve_device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    import platform
+    try:
+        cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+    except (OSError, StopIteration):
+        cpu = platform.processor() or platform.machine()
+    return f"CPU ({cpu}, {torch.get_num_threads()} threads)"
 
 
 class InputDropout(nn.Module):

@@ -147,7 +147,7 @@ def test_shards_record_what_produced_them_and_assembly_refuses_another_engine_ve
     d = next((tmp_path / KIND).iterdir())
     shard = torch.load(d / "shard-00002.pt", weights_only=False)
     meta = shard["payload"]["meta"]
-    assert meta["engine_version"] == VERSIONS[KIND] and meta["device"].startswith("cpu")
+    assert meta["engine_version"] == VERSIONS[KIND] and meta["device"].startswith("CPU")
     assert meta["torch"] == torch.__version__ and meta["dtype"] == "float32" and meta["chunk_size"] == 7
     shard["payload"]["meta"]["engine_version"] = VERSIONS[KIND] - 1      # a shard of an older engine
     atomic_save(shard, d / "shard-00002.pt")
