@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from overinterp.backselect import (METHODS, BackSelectResult, apply_keep, backselect, feature_grid,
+from overinterp.backselect import (BackSelectResult, apply_keep, backselect, feature_grid,
                                    features_to_pixels)
 from overinterp.models import Ensemble, build_model
 from overinterp.sis import (class_probability, find_sis, pixel_subset, random_subset, sis_collection, sis_size,

@@ -82,6 +82,19 @@ def test_errors_while_running_end_with_one_line_and_exit_code_2(capsys, monkeypa
     assert "valid sets: train, test, fashion-mnist-c" in err and len(err.strip().splitlines()) == 1
 
 
+def test_a_mismatched_artifact_ends_with_one_line_and_exit_code_2(capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(tmp_path))
+    argv = ["train", "--arch", "cnn", "--profile", "tiny", "--device", "cpu", "--artifacts", str(tmp_path)]
+    assert main(argv) == 0 and main(argv + ["--seed", "1"]) == 0
+    seed0, seed1 = sorted(tmp_path.glob("model/*/result.pt"), key=lambda p: json.loads(
+        (p.parent / "config.json").read_text())["config"]["seed"])
+    seed0.write_bytes(seed1.read_bytes())                  # another model's weights under seed 0's key
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "was produced by model version" in err and '"seed": 1' not in err and len(err.strip().splitlines()) == 1
+
+
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
     """The tiny profile's test selection (64 images, shards of 32) backselected by two CLI processes."""

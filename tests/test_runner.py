@@ -1,7 +1,6 @@
 """Tests for overinterp.runner: resumable, sharded, config-keyed backward selection of a split."""
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
