@@ -5,13 +5,14 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 FMNIST := /usr/share/datasets/fashion-mnist
+MATHJAX := .mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
 
-.PHONY: book test setup data browser clean bench
+.PHONY: book test setup data browser mathjax clean bench
 
-book: setup data  ## execute every chapter (quick profile, Fashion-MNIST) and render _build/html
+book: setup data mathjax  ## execute every chapter (quick profile, Fashion-MNIST) and render _build/html
 	$(PY) -m overinterp.book
 
-test: setup data browser  ## the test suite (tiny profile)
+test: setup data browser mathjax  ## the test suite (tiny profile)
 	$(PY) -m pytest -q
 
 setup: $(STAMP)
@@ -35,6 +36,19 @@ data:
 
 browser:
 	@if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then $(call APT,chromium); fi
+
+# MathJax 3 served with the book (see _config.yml), so formulas render offline and in the
+# headless-chromium tests: npm's mathjax package in .mathjax/, which ignores itself in git.
+# Nothing to do when it is there; without npm the book still builds, with raw formulas offline.
+mathjax:
+	@if [ ! -f $(MATHJAX) ]; then \
+	  if ! command -v npm >/dev/null; then \
+	    echo "npm not found: no local MathJax, formulas stay raw LaTeX (install npm and rerun make)"; \
+	  elif mkdir -p .mathjax && echo '*' > .mathjax/.gitignore && \
+	       npm install --prefix .mathjax --no-save --no-audit --no-fund --loglevel=error mathjax@3 >/dev/null 2>&1 && \
+	       [ -f $(MATHJAX) ]; then echo "installed MathJax 3 in .mathjax/"; \
+	  else echo "could not npm install mathjax@3: formulas stay raw LaTeX (rerun make when the npm registry is reachable)"; fi; \
+	fi
 
 bench: setup data  ## benchmarks writing JSON under benchmarks/results/
 	$(PY) benchmarks/bench_train.py

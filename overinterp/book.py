@@ -37,7 +37,8 @@ import torch
 from .profiles import Profile, default_profile, get_profile
 
 ROOT = Path(__file__).resolve().parent.parent
-STATIC = ["_config.yml", "_toc.yml", "book/references.bib"]
+# copied into the stage as they are; MathJax 3 (`make mathjax`) is served as _static/mathjax/es5/
+STATIC = ["_config.yml", "_toc.yml", "book/references.bib", ".mathjax/node_modules/mathjax/es5"]
 EDITIONS = ROOT / "editions"
 
 __all__ = ["Run", "setup", "check_fraction", "check_threshold", "chapters", "execute", "save_edition", "editions",
@@ -189,7 +190,9 @@ def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | Non
     """Render ``stage`` (executed chapters) and every edition into ``out/html`` with Jupyter Book."""
     import yaml
     for f in STATIC:
-        if (root / f).exists():
+        if (root / f).is_dir():
+            shutil.copytree(root / f, stage / f, dirs_exist_ok=True)
+        elif (root / f).exists():
             (stage / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(root / f, stage / f)
     found = editions(edition_folder or root / "editions")
