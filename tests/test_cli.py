@@ -178,3 +178,17 @@ def test_worker_reads_torchrun_and_slurm_array_variables():
     assert worker({}) == (0, 1, None)
     assert worker({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"}) == (3, 4, 1)
     assert worker({"SLURM_ARRAY_TASK_ID": "12", "SLURM_ARRAY_TASK_MIN": "10", "SLURM_ARRAY_TASK_COUNT": "4"}) == (2, 4, None)
+
+
+def test_the_retraining_images_get_the_profiles_train_engine(monkeypatch):
+    from dataclasses import replace
+    seen = {}
+    monkeypatch.setattr(A, "run_backselect", lambda model, images, **kw: seen.setdefault(kw["data_config"]["set"],
+                                                                                        kw["config"]))
+    monkeypatch.setattr(A, "trained_model", lambda *a, **k: None)
+    train_engine = BackSelectConfig("pruned", block=4, m=3)
+    profile = replace(get_profile("tiny"), backselect_train=train_engine)
+    run = Run("fashion-mnist", profile, torch.device("cpu"), 0)
+    for name in ("train", "test", "fashion-mnist-c"):
+        A.backselect_set(run, "cnn", A.selection(run, name))
+    assert seen == {"train": train_engine, "test": profile.backselect, "fashion-mnist-c": profile.backselect}
