@@ -54,7 +54,7 @@ def test_help_documents_every_option(capsys):
     (["backselect", "--k", "0"], "--k must be an integer >= 1, got '0'"),
     (["backselect", "--method", "fast"], "valid choices: exact, gradient, pruned"),
     (["train", "--dataset", "cifar10-c"], "unknown dataset 'cifar10-c'; valid choices: fashion-mnist, cifar10"),
-    (["prepare", "--profile", "huge"], "unknown profile 'huge'; valid choices: tiny, quick, paper"),
+    (["prepare", "--profile", "huge"], "unknown profile 'huge'; valid choices: tiny, quick, gpu, paper"),
 ])
 def test_bad_arguments_end_with_one_line_and_exit_code_2(capsys, argv, says):
     with pytest.raises(SystemExit) as e:
