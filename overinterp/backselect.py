@@ -66,9 +66,9 @@ __all__ = ["METHODS", "DEFAULT_M", "DEFAULT_CHUNK", "BackSelectConfig", "BackSel
            "features_to_pixels", "apply_keep", "log_odds", "logit", "check_batch_independent"]
 
 METHODS = ("exact", "gradient", "pruned")
-# pruned: candidates evaluated exactly per step. 16 = the smallest m whose SIS were no larger than exact's
-# (mean ratio <= 1.1 at tau 0.9 and 0.99) and whose 5% subsets were as confident, for the quick CNN on
-# 8 Fashion-MNIST test images: 2.9 s/image against exact's 62 s (benchmarks/bench_backselect.py)
+# pruned: candidates evaluated exactly per step. 16 = the smallest m whose mean SIS size stayed within 1.1x of
+# exact's (1.01x at tau 0.9, 1.05x at 0.99; m = 8: 1.07x, 1.19x), for the quick CNN on 32 Fashion-MNIST test
+# images, at 1/49 of exact's time (benchmarks/results/backselect-cpu.json)
 DEFAULT_M = 16
 # forward passes per chunk: 128 was fastest for both the CNN and ResNet20 on 28x28 on the 2-core CPU
 # (benchmarks/bench_backselect.py); on CUDA a chunk that runs out of memory is halved
