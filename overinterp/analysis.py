@@ -27,11 +27,13 @@ from .paper import ARCH_NAMES
 from .profiles import TrainConfig
 from .runner import fingerprint, run_backselect
 from .sis import pixel_subset, random_subset
-from .train import accuracy, cached_fit, make_model, model_config, predict, trained_model
+from .train import accuracy, cached_fit, make_model, model_config, plateaued, predict, trained_model
 
-__all__ = ["zoo", "selection", "eval_selections", "eval_sets", "ensembles", "accuracy_table", "mean_std", "mean_of",
+__all__ = ["zoo", "selection", "eval_selections", "eval_sets", "ensembles", "accuracies", "accuracy_table", "mean_std", "model_stats", "zoo_table",
            "backselect_set", "confident", "confident_selection", "confidence_drop", "beside_paper",
-           "transfer_table", "location_frequency", "subsets", "retrain", "retrain_on_subsets", "SUBSET_SEED"]
+           "transfer_table", "location_frequency", "subsets", "subset_accuracies", "retrain", "retrain_on_subsets", "retrained_accuracies",
+           "RETRAIN_KINDS",
+           "SUBSET_SEED"]
 
 SUBSET_SEED = 0  # the random 5% subsets: the same for every model (paper 4.2)
 
@@ -71,33 +73,49 @@ def ensembles(models: dict[str, list[nn.Module]]) -> dict[str, Ensemble]:
     return out
 
 
-def mean_std(values, scale: float = 100.0, digits: int = 2) -> str:
-    """'mean ± std' (sample std) of accuracies, in percent by default; one value: just it."""
-    t = torch.as_tensor(values, dtype=torch.float64) * scale
-    if len(t) == 1:
-        return f"{t.item():.{digits}f}"
-    return f"{t.mean().item():.{digits}f} ± {t.std().item():.{digits}f}"
+def accuracies(models: nn.Module | list, sets: dict[str, tuple], device="cpu") -> pd.DataFrame:
+    """Accuracy (%) of each replicate (rows) on each set (columns), as numbers."""
+    models = models if isinstance(models, (list, tuple)) else [models]
+    return pd.DataFrame([{s: 100 * accuracy(m, X, Y, device) for s, (X, Y) in sets.items()} for m in models])
 
 
-def beside_paper(ours: pd.DataFrame, paper: dict[str, dict], ours_label: str) -> pd.DataFrame:
-    """The paper's CIFAR-10 columns and ours side by side, rows aligned; '—' where the paper has none."""
-    p = pd.DataFrame.from_dict(paper, orient="index").reindex(ours.index)
-    p = p.reindex(columns=list(dict.fromkeys(c for row in paper.values() for c in row))).fillna("—")
-    return pd.concat({"paper (CIFAR-10)": p, ours_label: ours}, axis=1)
-
-
-def mean_of(cell) -> float:
-    """The mean of a :func:`mean_std` cell ('89.60 ± 0.57' -> 89.6; '91.00' -> 91.0)."""
-    return float(str(cell).split(" ")[0])
+def mean_std(runs: pd.DataFrame) -> pd.Series:
+    """Columns (set, 'mean') and (set, 'std') of a replicates x sets table (sample std; 0 for one)."""
+    stats = [(c, s, runs[c].mean() if s == "mean" else (runs[c].std() if len(runs) > 1 else 0.0))
+             for c in runs.columns for s in ("mean", "std")]
+    return pd.Series([v for *_, v in stats], index=pd.MultiIndex.from_tuples([(c, s) for c, s, _ in stats]))
 
 
 def accuracy_table(models: dict[str, nn.Module | list], sets: dict[str, tuple], device="cpu") -> pd.DataFrame:
-    """Accuracy (%) of each model (or 'mean ± std' over a list of replicates) on each set."""
-    rows = {}
-    for name, ms in models.items():
-        ms = ms if isinstance(ms, (list, tuple)) else [ms]
-        rows[name] = {s: mean_std([accuracy(m, X, Y, device) for m in ms]) for s, (X, Y) in sets.items()}
-    return pd.DataFrame.from_dict(rows, orient="index")
+    """Accuracy (%) of each model, mean and std over its replicates, per set: numeric columns
+    (set, 'mean' | 'std'); :func:`overinterp.plots.mean_std` formats it for display."""
+    return pd.DataFrame({name: mean_std(accuracies(ms, sets, device)) for name, ms in models.items()}).T
+
+
+def model_stats(model: nn.Module, sets: dict[str, tuple], device="cpu", threshold: float = 0.99) -> dict:
+    """What chapter 2 reports of one trained model (paper 3.2): accuracy (%) per set, mean test
+    confidence, the share (%) of test images at confidence >= ``threshold``, final training loss,
+    epochs and whether training plateaued (:func:`overinterp.train.plateaued`)."""
+    out = {f"{s} accuracy": 100 * accuracy(model, X, Y, device) for s, (X, Y) in sets.items()}
+    conf = predict(model, sets["test"][0], device=device).max(1).values
+    h = model.info["history"]
+    return {**out, "mean confidence": conf.mean().item(), f"test at ≥ {threshold:g} (%)":
+            100 * (conf >= threshold).float().mean().item(), "final training loss": h[-1]["loss"],
+            "epochs": len(h), "plateaued": float(plateaued(h))}
+
+
+def zoo_table(models: dict[str, list], sets: dict[str, tuple], device="cpu") -> pd.DataFrame:
+    """:func:`model_stats` of every replicate, mean and std per model (numeric columns
+    (measure, 'mean' | 'std'); "plateaued" is the share of replicates)."""
+    return pd.DataFrame({name: mean_std(pd.DataFrame([model_stats(m, sets, device) for m in ms]))
+                         for name, ms in models.items()}).T
+
+
+def beside_paper(ours: pd.DataFrame, paper: dict[str, dict], ours_label: str) -> pd.DataFrame:
+    """The paper's CIFAR-10 columns and ours (formatted) side by side, rows aligned; '—' where the paper has none."""
+    p = pd.DataFrame.from_dict(paper, orient="index").reindex(ours.index)
+    p = p.reindex(columns=list(dict.fromkeys(c for row in paper.values() for c in row))).fillna("—")
+    return pd.concat({"paper (CIFAR-10)": p, ours_label: ours}, axis=1)
 
 
 def backselect_set(run, arch: str, sel: Selection, seed: int | None = None, config: BackSelectConfig | None = None,
@@ -157,28 +175,42 @@ def location_frequency(keep: torch.Tensor) -> torch.Tensor:
     return keep.float().mean(0)
 
 
-def subsets(run, arch: str, frac: float = 0.05, train: bool = False) -> dict[str, dict]:
+def subsets(run, arch: str, frac: float = 0.05, train: bool = False, seed: int | None = None) -> dict[str, dict]:
     """Per set of :func:`eval_selections`: the ``frac`` backward-selection subsets of ``arch``
-    (replicate run.seed) and the random ``frac`` subsets:
-    {"bs": (images, keep), "random": (images, keep), "labels": labels}."""
+    (replicate ``seed``, default run.seed) and the random ``frac`` subsets:
+    {"bs": (images, keep), "random": (images, keep), "full": (images, all-True keep), "labels": labels}."""
     out = {}
     for name, sel in eval_selections(run, train).items():
         X, Y = sel.load()
-        res = backselect_set(run, arch, sel)
+        res = backselect_set(run, arch, sel, seed)
         out[name] = {"bs": pixel_subset(res, X, frac), "labels": Y,
+                     "full": (X, torch.ones_like(X[:, 0], dtype=torch.bool)),
                      "random": random_subset(X, frac, seed=SUBSET_SEED, block=res.block,
                                              mask_value=res.mask_value)}
     return out
+
+
+def subset_accuracies(run, arch: str, models: list[nn.Module], frac: float = 0.05) -> dict[str, pd.DataFrame]:
+    """Table 1's rows for the original models (paper 4.1): per kind "full", "bs" (each replicate on
+    its own BS subsets) and "random" (the shared random subsets), the accuracy (%) of each
+    replicate (rows) on each evaluation set (columns). Replicate r has seed run.seed + r."""
+    out = {k: [] for k in ("full", "bs", "random")}
+    for r, model in enumerate(models):
+        subs = subsets(run, arch, frac, seed=run.seed + r)
+        for k, rows in out.items():
+            rows.append({s: 100 * accuracy(model, d[k][0], d["labels"], run.device) for s, d in subs.items()})
+    return {k: pd.DataFrame(rows) for k, rows in out.items()}
 
 
 def retrain(run, arch: str, images: torch.Tensor, labels: torch.Tensor, name: str, augment: bool,
             replicates: int | None = None, eval_data: tuple | None = None) -> list[nn.Module]:
     """New models of ``arch`` trained on (images, labels), e.g. 5% pixel subsets (paper 4.2, S3).
 
-    Same recipe as the original models (augmentation on or off); one model per replicate seed."""
+    The profile's retraining recipe (``Profile.retrain``, default its ``train``) with augmentation
+    on or off; one model per replicate seed; ``model.info`` holds the training curve."""
     p = run.profile
     base = model_config(run.dataset, arch, p.name, run.seed)
-    train_cfg = TrainConfig(**{**p.train.__dict__, "augment": augment})
+    train_cfg = TrainConfig(**{**(p.retrain or p.train).__dict__, "augment": augment})
     out = []
     for r in range(replicates or p.replicates):
         cfg = {**base, "seed": run.seed + r, "train": train_cfg, "train_on": name, "images": fingerprint(images),
@@ -190,12 +222,24 @@ def retrain(run, arch: str, images: torch.Tensor, labels: torch.Tensor, name: st
     return out
 
 
+RETRAIN_KINDS = ("bs", "random", "full")
+
+
 def retrain_on_subsets(run, arch: str, kind: str, augment: bool, frac: float = 0.05,
                        subs: dict | None = None) -> list[nn.Module]:
-    """Section 4.2: new ``arch`` models trained on the ``kind`` ("bs" or "random") ``frac`` subsets
-    of the training selection, one per replicate; ``subs`` = :func:`subsets` (train=True) if at hand."""
-    if kind not in ("bs", "random"):
-        raise ValueError(f"kind must be 'bs' or 'random', got {kind!r}")
+    """Section 4.2: new ``arch`` models trained on the ``kind`` ``frac`` subsets of the training
+    selection ("bs" or "random"), or on its full images ("full": the control with the same images
+    and budget), one per replicate, evaluated on the same kind of test images;
+    ``subs`` = :func:`subsets` (train=True) if at hand."""
+    if kind not in RETRAIN_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(RETRAIN_KINDS)}, got {kind!r}")
     subs = subs or subsets(run, arch, frac, train=True)
-    return retrain(run, arch, subs["train"][kind][0], subs["train"]["labels"], f"{kind}{frac:g}", augment,
+    name = "full" if kind == "full" else f"{kind}{frac:g}"
+    return retrain(run, arch, subs["train"][kind][0], subs["train"]["labels"], name, augment,
                    eval_data=(subs["test"][kind][0], subs["test"]["labels"]))
+
+
+def retrained_accuracies(run, models: list[nn.Module], kind: str, subs: dict) -> pd.DataFrame:
+    """Accuracy (%) of each retrained model (rows) on the ``kind`` images of each evaluation set of
+    ``subs`` (columns; paper 4.2: trained and evaluated on BS, random or full images)."""
+    return accuracies(models, {s: (d[kind][0], d["labels"]) for s, d in subs.items() if s != "train"}, run.device)

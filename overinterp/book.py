@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STATIC = ["_config.yml", "_toc.yml", "book/references.bib", ".mathjax/node_modules/mathjax/es5"]
 EDITIONS = ROOT / "editions"
 
-__all__ = ["Run", "setup", "check_fraction", "check_threshold", "chapters", "execute", "save_edition", "editions",
+__all__ = ["Run", "setup", "figure", "check_fraction", "check_threshold", "chapters", "execute", "save_edition", "editions",
            "render", "build", "main"]
 
 
@@ -83,8 +83,10 @@ def check_fraction(name: str, value: float) -> float:
 
 
 def setup(dataset: str = "fashion-mnist", profile: str | None = None, device: str = "auto", seed: int = 0,
-          archs=None, show: bool = True) -> Run:
-    """Validate a chapter's parameters, glue them for the prose, and show them in a box."""
+          archs=None, show: bool = True, deviations: tuple = ()) -> Run:
+    """Validate a chapter's parameters, glue them for the prose, and show them in a box with the
+    profile's deviations from the paper's protocol on the ``deviations`` topics of the chapter
+    (:meth:`overinterp.profiles.Profile.deviations`)."""
     from .data import DATASETS
     from .models import ARCHS
     from .train import resolve_device
@@ -102,11 +104,23 @@ def setup(dataset: str = "fashion-mnist", profile: str | None = None, device: st
     if show:
         from IPython.display import Markdown, display
         from myst_nb import glue
-        display(Markdown(f":::{{note}}\n{run.describe()}\n:::"))
+        devs = run.profile.deviations(*deviations) if deviations else []
+        listed = "".join(f"\n- {d}" for d in devs)
+        more = f"\n\n**Deviations from the paper's protocol in this chapter:**\n{listed}" if devs else ""
+        display(Markdown(f":::{{note}}\n{run.describe()}{more}\n:::"))
         glue("run_dataset", dataset, display=False)
         glue("run_profile", profile, display=False)
         glue("run_device", run.device.type, display=False)
     return run
+
+
+def figure(name: str, fig) -> None:
+    """Glue a matplotlib figure for a captioned ``{glue:figure}`` in the prose, without showing it here."""
+    import matplotlib.pyplot as plt
+    from myst_nb import glue
+    fig = getattr(fig, "figure", fig)  # an Axes gives its figure
+    glue(name, fig, display=False)
+    plt.close(fig)
 
 
 def chapters(root: Path = ROOT) -> list[Path]:
@@ -124,6 +138,18 @@ def chapters(root: Path = ROOT) -> list[Path]:
 
     walk(toc)
     return [root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").exists()]
+
+
+def hide_injected(notebook: Path) -> None:
+    """Tag papermill's injected-parameters cell ``remove-cell``: the chapter's own parameters cell
+    and its box already show the values, so the rendered page does not show them twice."""
+    import nbformat
+    nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+    nbformat.write(nb, notebook)
 
 
 def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | None = None) -> dict:
@@ -144,6 +170,7 @@ def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | 
             raise SystemExit(f"[book] chapter {nb.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n"
                              f"         the executed notebook is at {target}")
         timings[nb.stem] = round(time.perf_counter() - t0, 1)
+        hide_injected(target)
         print(f"[book] {nb.stem}: {timings[nb.stem]} s", flush=True)
     return timings
 

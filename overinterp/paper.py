@@ -1,12 +1,13 @@
 """Numbers quoted from the paper (Carter et al., NeurIPS 2021), in one place.
 
 Every value is the paper's, on CIFAR-10 (or ImageNet where said); the book sets them
-beside ours and never presents one of ours as one of these. Accuracies in percent,
-"mean ± std" over five runs where the paper gives a std.
+beside ours and never presents one of ours as one of these. Accuracies in percent as
+numbers: (mean, std over five runs) where the paper gives a std, (value, None) where it
+does not; :func:`table1` formats a row for display, :func:`table1_test` gives the number.
 """
 from __future__ import annotations
 
-__all__ = ["TABLE1", "TABLE_S1", "TABLE2", "CONFIDENCE_DROP", "TRANSFER_RESNET18", "ARCH_NAMES", "table1",
+__all__ = ["TABLE1", "TABLE_S1", "TABLE2", "CONFIDENCE_DROP", "TRANSFER_RESNET18", "ARCH_NAMES", "table1", "table1_test", "fmt",
            "SIS_MEAN_SIZE_BELOW", "PARAMS"]
 
 ARCH_NAMES = {"resnet20": "ResNet20", "resnet18": "ResNet18", "vgg16": "VGG16", "cnn": "small CNN",
@@ -15,33 +16,33 @@ SETS = ("CIFAR-10 test", "CIFAR-10.1", "CIFAR-10-C")
 
 #: Table 1: (model, train on, evaluate on) -> accuracy on (CIFAR-10 test, CIFAR-10.1, CIFAR-10-C).
 TABLE1 = {
-    ("resnet20", "full", "full"): ("92.23 ± 0.35", "83.85 ± 0.75", "69.99 ± 0.67"),
-    ("resnet20", "full", "bs"): ("92.48", "82.80", "70.65"),
-    ("resnet20", "full", "random"): ("9.99 ± 0.07", "10.01 ± 0.02", "10.03 ± 0.03"),
-    ("resnet20", "bs", "bs"): ("92.50 ± 0.02", "82.74 ± 0.02", "70.57 ± 0.08"),
-    ("resnet20", "random", "random"): ("50.05 ± 0.18", "39.53 ± 0.24", "43.89 ± 0.15"),
-    ("resnet18", "full", "full"): ("95.28 ± 0.17", "89.07 ± 0.70", "75.28 ± 0.51"),
-    ("resnet18", "full", "bs"): ("94.76", "89.35", "75.15"),
-    ("resnet18", "full", "random"): ("10.01 ± 0.15", "10.08 ± 0.12", "10.02 ± 0.08"),
-    ("resnet18", "bs", "bs"): ("94.97 ± 0.04", "89.57 ± 0.08", "75.27 ± 0.08"),
-    ("resnet18", "random", "random"): ("51.20 ± 0.78", "39.79 ± 1.18", "44.77 ± 0.56"),
-    ("vgg16", "full", "full"): ("93.62 ± 0.10", "86.07 ± 0.59", "73.96 ± 0.59"),
-    ("vgg16", "full", "bs"): ("93.27", "86.45", "73.95"),
-    ("vgg16", "full", "random"): ("9.97 ± 0.17", "10.02 ± 0.24", "10.08 ± 0.12"),
-    ("vgg16", "bs", "bs"): ("92.56 ± 0.05", "85.65 ± 0.16", "73.26 ± 0.22"),
-    ("vgg16", "random", "random"): ("53.80 ± 1.31", "41.32 ± 1.30", "47.19 ± 1.02"),
-    ("ensemble 5x resnet18", "full", "full"): ("96.15", "90.50", "77.21"),
-    ("ensemble 5x resnet18", "full", "random"): ("9.98", "10.00", "10.00"),
+    ("resnet20", "full", "full"): ((92.23, 0.35), (83.85, 0.75), (69.99, 0.67)),
+    ("resnet20", "full", "bs"): ((92.48, None), (82.8, None), (70.65, None)),
+    ("resnet20", "full", "random"): ((9.99, 0.07), (10.01, 0.02), (10.03, 0.03)),
+    ("resnet20", "bs", "bs"): ((92.5, 0.02), (82.74, 0.02), (70.57, 0.08)),
+    ("resnet20", "random", "random"): ((50.05, 0.18), (39.53, 0.24), (43.89, 0.15)),
+    ("resnet18", "full", "full"): ((95.28, 0.17), (89.07, 0.7), (75.28, 0.51)),
+    ("resnet18", "full", "bs"): ((94.76, None), (89.35, None), (75.15, None)),
+    ("resnet18", "full", "random"): ((10.01, 0.15), (10.08, 0.12), (10.02, 0.08)),
+    ("resnet18", "bs", "bs"): ((94.97, 0.04), (89.57, 0.08), (75.27, 0.08)),
+    ("resnet18", "random", "random"): ((51.2, 0.78), (39.79, 1.18), (44.77, 0.56)),
+    ("vgg16", "full", "full"): ((93.62, 0.1), (86.07, 0.59), (73.96, 0.59)),
+    ("vgg16", "full", "bs"): ((93.27, None), (86.45, None), (73.95, None)),
+    ("vgg16", "full", "random"): ((9.97, 0.17), (10.02, 0.24), (10.08, 0.12)),
+    ("vgg16", "bs", "bs"): ((92.56, 0.05), (85.65, 0.16), (73.26, 0.22)),
+    ("vgg16", "random", "random"): ((53.8, 1.31), (41.32, 1.3), (47.19, 1.02)),
+    ("ensemble 5x resnet18", "full", "full"): ((96.15, None), (90.5, None), (77.21, None)),
+    ("ensemble 5x resnet18", "full", "random"): ((9.98, None), (10.0, None), (10.0, None)),
 }
 
 #: Table S1: retraining on subsets WITH data augmentation (+).
 TABLE_S1 = {
-    ("resnet20", "bs", "bs"): ("92.23 ± 0.03", "82.42 ± 0.12", "70.33 ± 0.14"),
-    ("resnet20", "random", "random"): ("48.85 ± 0.17", "37.52 ± 0.30", "42.58 ± 0.13"),
-    ("resnet18", "bs", "bs"): ("94.67 ± 0.02", "89.11 ± 0.13", "75.00 ± 0.06"),
-    ("resnet18", "random", "random"): ("48.69 ± 0.92", "37.74 ± 0.97", "42.77 ± 0.52"),
-    ("vgg16", "bs", "bs"): ("91.13 ± 0.12", "84.07 ± 0.24", "72.16 ± 0.19"),
-    ("vgg16", "random", "random"): ("51.55 ± 1.14", "39.96 ± 2.68", "44.93 ± 1.05"),
+    ("resnet20", "bs", "bs"): ((92.23, 0.03), (82.42, 0.12), (70.33, 0.14)),
+    ("resnet20", "random", "random"): ((48.85, 0.17), (37.52, 0.3), (42.58, 0.13)),
+    ("resnet18", "bs", "bs"): ((94.67, 0.02), (89.11, 0.13), (75.0, 0.06)),
+    ("resnet18", "random", "random"): ((48.69, 0.92), (37.74, 0.97), (42.77, 0.52)),
+    ("vgg16", "bs", "bs"): ((91.13, 0.12), (84.07, 0.24), (72.16, 0.19)),
+    ("vgg16", "random", "random"): ((51.55, 1.14), (39.96, 2.68), (44.93, 1.05)),
 }
 
 #: Section 4.1: mean (std) drop in confidence from full image to 5% BS subset, all test images.
@@ -60,7 +61,20 @@ SIS_MEAN_SIZE_BELOW = 0.05
 PARAMS = {"resnet20": 0.27e6, "resnet18": 11.2e6, "vgg16": 14.7e6}
 
 
+def fmt(value: tuple) -> str:
+    """'92.23 ± 0.35' for (92.23, 0.35); '92.48' for (92.48, None)."""
+    mean, std = value
+    return f"{mean:.2f}" if std is None else f"{mean:.2f} ± {std:.2f}"
+
+
 def table1(arch: str, train_on: str, evaluate_on: str, table: dict = TABLE1) -> dict:
-    """The paper's row as {set: value}, or {} where the paper has no such row (e.g. our small CNN)."""
+    """The paper's row formatted for display, {set: 'mean ± std'}, or {} where the paper has no
+    such row (e.g. our small CNN)."""
     row = table.get((arch, train_on, evaluate_on))
-    return dict(zip(SETS, row)) if row else {}
+    return {s: fmt(v) for s, v in zip(SETS, row)} if row else {}
+
+
+def table1_test(arch: str, train_on: str, evaluate_on: str, table: dict = TABLE1) -> tuple | None:
+    """The paper's (mean, std or None) CIFAR-10 test accuracy of a Table 1 / S1 row, or None."""
+    row = table.get((arch, train_on, evaluate_on))
+    return row[0] if row else None

@@ -1,5 +1,6 @@
 """Figures of the book: SIS panels (paper Fig. 1, S1), backward-selection curves,
-pixel-location heatmaps (Fig. 2) and size distributions.
+pixel-location heatmaps (Fig. 2), training curves, the factor plots of the
+chapter on why a claim holds, and numeric tables formatted for display.
 
 Images come in normalised (the models' input); ``to_pixels`` turns them back
 into [0, 1] pixels with the dataset's mean/std. Masked pixels are drawn in a
@@ -13,7 +14,8 @@ import numpy as np
 import seaborn as sns
 import torch
 
-__all__ = ["to_pixels", "show_masked", "image_rows", "backselect_curves", "heatmaps", "MASK_RGB"]
+__all__ = ["to_pixels", "show_masked", "image_rows", "backselect_curves", "heatmaps", "training_curves", "factor_plot",
+           "mean_std", "MASK_RGB"]
 
 MASK_RGB = (0.78, 0.84, 0.92)  # what a masked pixel is drawn as
 
@@ -87,3 +89,39 @@ def heatmaps(freqs: dict[str, torch.Tensor], titles: dict[str, str] | None = Non
         ax.set_title((titles or {}).get(name, name), fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def training_curves(histories: dict[str, list[dict]], key: str = "loss", ax=None, ylabel: str = "training loss"):
+    """One line per model of a per-epoch statistic of :func:`overinterp.train.fit`'s history."""
+    ax = ax or plt.subplots(figsize=(5, 3.2))[1]
+    for name, h in histories.items():
+        ax.plot([e["epoch"] for e in h], [e[key] for e in h], marker=".", lw=1, label=name)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(ylabel)
+    if key == "loss":
+        ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def factor_plot(df, x: str, y: str, hue: str | None = None, ax=None, reference: float | None = None,
+                reference_label: str = "paper"):
+    """A claim's measure ``y`` against one factor ``x`` (mean and spread over rows of ``df``)."""
+    ax = ax or plt.subplots(figsize=(4.2, 3.0))[1]
+    sns.pointplot(data=df, x=x, y=y, hue=hue, ax=ax, errorbar="sd", capsize=0.1, markersize=4, linewidth=1)
+    if reference is not None:
+        ax.axhline(reference, color="k", ls=":", lw=1, label=reference_label)
+        ax.legend(fontsize=7)
+    return ax
+
+
+def mean_std(table, digits: int = 2):
+    """A table with numeric (column, 'mean' | 'std') pairs, formatted 'mean ± std' for display
+    (just the mean where the std is 0 from a single replicate)."""
+    import pandas as pd
+    cols = list(dict.fromkeys(c[0] for c in table.columns))
+    out = {}
+    for c in cols:
+        m, s = table[(c, "mean")], table[(c, "std")]
+        out[c] = [f"{a:.{digits}f}" if b == 0 else f"{a:.{digits}f} ± {b:.{digits}f}" for a, b in zip(m, s)]
+    return pd.DataFrame(out, index=table.index)

@@ -4,8 +4,9 @@ several processes) and the chapters then render from the artifact store.
 
 The work is a fixed, ordered list of units (:func:`plan`): first the model zoo
 (section 3.2), then the backward selections of the chapters (one unit per shard of
-each run: the test and OOD selections of 4.1, the training selection of 4.2, the SIS
-chapter's confident images), then the models retrained on pixel subsets (4.2). Each
+each run: the test and OOD selections of 4.1 for every replicate, the training selection
+of 4.2, the SIS chapter's confident images), then the models retrained on pixel subsets
+and the full-image controls (4.2). Each
 unit calls the very library function its chapter calls (:mod:`overinterp.analysis`),
 so it writes exactly the artifact the chapter loads, and a unit whose artifact exists
 costs nothing: rerunning resumes. ``units=slice(a, b)`` (``--shards a:b``) runs a
@@ -59,17 +60,20 @@ def plan(run) -> list[Unit]:
     for a in p.archs:
         for name, sel in A.eval_selections(run, train=True).items():
             total = n_shards(len(sel.load()[1]), p.shard_size)
-            for i in range(total):
-                units.append(Unit("backselect", f"{a} {name} shard {i + 1}/{total}",
-                                  lambda a=a, sel=sel, i=i: A.backselect_set(run, a, sel, shards=range(i, i + 1),
-                                                                             progress=False)))
+            # every replicate's subsets of the test and OOD images (4.1); seed run.seed's of training images (4.2)
+            for r in range(1 if name == "train" else p.replicates):
+                for i in range(total):
+                    units.append(Unit("backselect", f"{a} seed {run.seed + r} {name} shard {i + 1}/{total}",
+                                      lambda a=a, sel=sel, i=i, s=run.seed + r: A.backselect_set(
+                                          run, a, sel, s, shards=range(i, i + 1), progress=False)))
         units.append(Unit("backselect", f"{a} SIS images (tau {p.sis_threshold})",
                           lambda a=a: A.backselect_set(run, a, A.confident_selection(run, p.sis_threshold),
                                                        progress=False)))
     for a in p.archs:
-        for kind in ("bs", "random"):
-            for augment in (False, True):
-                units.append(Unit("retrained", f"{a} on 5% {kind} subsets{' (+aug)' if augment else ''}",
+        for kind in A.RETRAIN_KINDS:
+            for augment in (False, True) if p.retrain_augment_rows and kind != "full" else (False,):
+                what = "full images (control)" if kind == "full" else f"5% {kind} subsets"
+                units.append(Unit("retrained", f"{a} on {what}{' (+aug)' if augment else ''}",
                                   lambda a=a, k=kind, g=augment: A.retrain_on_subsets(run, a, k, g)))
     return units
 

@@ -27,7 +27,7 @@ from .artifacts import Store
 from .models import build_model
 from .profiles import TrainConfig, get_profile
 
-__all__ = ["InputDropout", "augment_draws", "augment_batch", "fit", "predict", "accuracy", "resolve_device", "device_name",
+__all__ = ["InputDropout", "augment_draws", "augment_batch", "fit", "predict", "accuracy", "resolve_device", "device_name", "plateaued",
            "model_config", "make_model", "cached_fit", "trained_model"]
 
 
@@ -163,6 +163,16 @@ def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: Train
     return history
 
 
+def plateaued(history: list[dict], tail: float = 1 / 3, rtol: float = 0.1) -> bool:
+    """Our stopping criterion (issue 8): training has plateaued when the mean training loss fell
+    by less than ``rtol`` (relative) over the last ``tail`` of the epochs, i.e. the last epoch's
+    loss is at least (1 - rtol) times the loss at the start of that tail."""
+    if len(history) < 2:
+        return False
+    start = history[max(0, len(history) - 1 - max(1, round(tail * len(history))))]["loss"]
+    return history[-1]["loss"] >= (1 - rtol) * start
+
+
 @torch.inference_mode()
 def predict(model: nn.Module, images: torch.Tensor, batch_size: int = 1000, device="auto") -> torch.Tensor:
     """Softmax probabilities (N, num_classes) on the CPU, model in eval mode."""
@@ -178,11 +188,13 @@ def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, devic
     return (predict(model, images, device=device).argmax(1) == labels).float().mean().item()
 
 
-def model_config(dataset: str, arch: str, profile: str = "quick", seed: int = 0, **train_changes) -> dict:
-    """Everything that determines a trained model: the artifact key of ``trained_model``."""
+def model_config(dataset: str, arch: str, profile: str = "quick", seed: int = 0, width: int | None = None,
+                 train_size: int | None = None, **train_changes) -> dict:
+    """Everything that determines a trained model: the artifact key of ``trained_model``.
+    ``width`` / ``train_size`` / ``train_changes`` (TrainConfig fields) override the profile's."""
     p = get_profile(profile)
     cfg = p.train if not train_changes else TrainConfig(**{**p.train.__dict__, **train_changes})
-    return {"dataset": dataset, "arch": arch, "width": p.width(arch), "train_size": p.train_size,
+    return {"dataset": dataset, "arch": arch, "width": width or p.width(arch), "train_size": train_size or p.train_size,
             "seed": seed, "train": cfg}
 
 
@@ -216,10 +228,12 @@ def cached_fit(kind: str, cfg: dict, model: nn.Module, images: torch.Tensor, lab
 
 
 def trained_model(dataset: str, arch: str, profile: str = "quick", seed: int = 0, device="auto",
-                  store: Store | None = None, progress: bool = True, **train_changes) -> nn.Module:
+                  store: Store | None = None, progress: bool = True, width: int | None = None,
+                  train_size: int | None = None, **train_changes) -> nn.Module:
     """The model of the zoo trained with this config on full images (paper 3.2), from the
-    artifact store or trained now (then saved). ``model.info['test_acc']``: test accuracy."""
-    cfg = model_config(dataset, arch, profile, seed, **train_changes)
+    artifact store or trained now (then saved). ``model.info['test_acc']``: test accuracy.
+    ``width``, ``train_size`` and ``train_changes`` vary one factor of the profile's model."""
+    cfg = model_config(dataset, arch, profile, seed, width, train_size, **train_changes)
     train_split, test_split = D.load(dataset, "train"), D.load(dataset, "test")
     torch.manual_seed(seed)  # the replicate seed fixes the initialisation too
     model = make_model(cfg, train_split.images.shape[1], len(train_split.classes))

@@ -1,7 +1,6 @@
 """The book executes under the tiny profile and renders pages with their figures and tables."""
 import json
 import re
-from pathlib import Path
 
 import papermill as pm
 import pytest
@@ -9,9 +8,11 @@ import pytest
 from overinterp.book import ROOT, build, chapters
 
 # chapter stem -> what its rendered page must contain
-EXPECT = {"01_introduction": ["<table"], "02_model_zoo": ["<table"], "03_sis": ["<img", "<table"],
-          "04_pixel_subsets": ["<img", "<table"], "05_retraining": ["<img", "<table"],
-          "06_humans": ["<img", "<table", "<script"]}
+VERDICT = "Verdict: the claim"
+EXPECT = {"01_introduction": ["<table"], "02_model_zoo": ["<table", "<figcaption"],
+          "03_sis": ["<img", "<table", "<figcaption", VERDICT], "04_pixel_subsets": ["<img", "<table", "<figcaption", VERDICT],
+          "05_retraining": ["<img", "<table", "<figcaption", VERDICT],
+          "06_humans": ["<img", "<table", "<script", "<figcaption"]}
 
 
 def test_notebooks_are_committed_without_outputs():
@@ -39,6 +40,9 @@ def test_every_chapter_executes_and_renders_with_its_figures_and_tables(built):
             assert marker in html, f"{page.name} lacks {marker}"
         assert "This execution" in html and "tiny" in html, page.name   # the run box
         assert not re.search(r"\{glue:?\w*\}", html), f"{page.name} has an unresolved glue role"
+        # plumbing hidden: no setup call, and papermill's injected parameters not shown a second time
+        assert '<span class="n">setup</span>' not in html, f"{page.name} shows its setup cell"
+        assert "&quot;tiny&quot;" not in html, f"{page.name} shows papermill's injected parameters"
     assert (out / "html" / "index.html").exists()
 
 

@@ -128,8 +128,13 @@ def test_prepare_lists_the_plan_and_runs_a_range_of_it(tmp_path, monkeypatch):
     lines = listed.stdout.splitlines()
     tiny = get_profile("tiny")
     assert sum(" model " in l for l in lines) == len(tiny.archs) * tiny.replicates
-    assert sum(" retrained " in l for l in lines) == len(tiny.archs) * 4
+    # bs and random with and without augmentation, and the full-image control
+    assert sum(" retrained " in l for l in lines) == len(tiny.archs) * 5
+    assert sum("full images (control)" in l for l in lines) == len(tiny.archs)
     assert any("test shard 2/2" in l for l in lines) and any("SIS images" in l for l in lines)
+    # every replicate backselects the test images (4.1); only the first the training images (4.2)
+    last = tiny.replicates - 1
+    assert any(f"seed {last} test shard" in l for l in lines) and not any(f"seed {last} train" in l for l in lines)
     done = cli("prepare", "--shards", "0:1", store=tmp_path)
     assert done.returncode == 0, done.stderr
     assert list(json.loads(done.stdout)["seconds"]) == [f"model: {tiny.archs[0]} seed 0"]

@@ -1,0 +1,197 @@
+"""The paper's claims as verdicts: our numbers, a criterion in words, and whether it holds.
+
+One function per claim that a chapter tests (sections 4.1 and 4.2). Each takes our
+measurements as plain numbers (accuracies in percent, one per model replicate;
+SIS sizes and confidence drops one per image) and returns a :class:`Verdict`. The
+criteria are the same at every profile and can hold or fail on any data: they
+compare with the paper's own gaps and spreads (from :mod:`overinterp.paper`), with
+the spread of our replicates, with the random-subset baseline and, for transfer,
+with the source model's own accuracy. A claim that the numbers cannot test (say,
+a model no better on its own subsets than on random ones, or a full-image control
+that learned nothing) "cannot be tested", never "holds" or "does not hold".
+
+    v = subsets_accurate(full={"ResNet20": [89.1, 88.7]}, bs={"ResNet20": [31.0, 28.4]})
+    v.word, v.numbers      # 'does not hold', the table the criterion read
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from . import paper
+
+__all__ = ["Verdict", "spread", "sis_size", "subsets_accurate", "confidence_kept", "no_transfer",
+           "retrain_beats_random", "retrain_near_full", "summary", "paper_gap"]
+
+WORDS = {True: "holds", False: "does not hold", None: "cannot be tested"}
+
+
+@dataclass
+class Verdict:
+    """One claim of the paper tested on our numbers."""
+    claim: str                 # the paper's claim, with its section and numbers
+    criterion: str             # what must be true of our numbers for the claim to hold here
+    holds: bool | None         # None: the numbers cannot test the claim (``criterion`` says when)
+    numbers: pd.DataFrame = field(repr=False)  # what the criterion read, numeric, one row per model
+
+    @property
+    def word(self) -> str:
+        """'holds', 'does not hold' or 'cannot be tested'."""
+        return WORDS[self.holds]
+
+    def _repr_markdown_(self) -> str:
+        return (f":::{{admonition}} Verdict: the claim {self.word} here\n**Claim.** {self.claim}\n\n"
+                f"**Criterion.** {self.criterion}\n:::")
+
+
+def spread(values: Sequence[float]) -> tuple[float, float, int]:
+    """(mean, sample std, n) of ``values``; the std of a single value is 0."""
+    v = [float(x) for x in values]
+    if not v:
+        raise ValueError("spread of no values")
+    mean = sum(v) / len(v)
+    std = math.sqrt(sum((x - mean) ** 2 for x in v) / (len(v) - 1)) if len(v) > 1 else 0.0
+    return mean, std, len(v)
+
+
+def _all(flags: list) -> bool | None:
+    """None when any row cannot be tested, else whether every row holds."""
+    return None if any(f is None for f in flags) else all(flags)
+
+
+def paper_gap(train_on: str, evaluate_on: str) -> float:
+    """The paper's largest drop of CIFAR-10 test accuracy (points) from full-image models to
+    (train_on, evaluate_on) over its three architectures (Table 1), at least 0."""
+    gaps = [paper.table1_test(a, "full", "full")[0] - paper.table1_test(a, train_on, evaluate_on)[0]
+            for a in ("resnet20", "resnet18", "vgg16")]
+    return max(0.0, max(gaps))
+
+
+def sis_size(sizes: Mapping[str, Sequence[float]], tau: float, bound: float = paper.SIS_MEAN_SIZE_BELOW) -> Verdict:
+    """Section 4.1: at tau = 0.99 the mean SIS is below 5% of the image. ``sizes``: model ->
+    SIS size of each image as a fraction of the pixels."""
+    rows, flags = {}, []
+    for name, s in sizes.items():
+        mean, std, n = spread(s)
+        rows[name] = {"images": n, "mean SIS size (%)": 100 * mean, "std (%)": 100 * std}
+        flags.append(mean < bound)
+    return Verdict(
+        claim=f"The mean size of a sufficient input subset at τ = 0.99 is below {100 * bound:g}% of the image "
+              "(section 4.1, CIFAR-10).",
+        criterion=f"for every model, the mean SIS size at τ = {tau:g} over the images is below {100 * bound:g}% "
+                  "of the pixels.",
+        holds=_all(flags), numbers=pd.DataFrame.from_dict(rows, orient="index"))
+
+
+def subsets_accurate(full: Mapping[str, Sequence[float]], bs: Mapping[str, Sequence[float]]) -> Verdict:
+    """Section 4.1, Table 1: models classify their own 5% BS subsets about as accurately as full
+    images. ``full`` and ``bs``: model -> test accuracy (%) of each replicate, on full images and
+    on that replicate's own BS subsets."""
+    allowed = paper_gap("full", "bs")
+    rows, flags = {}, []
+    for name in full:
+        (f, fs, n), (b, bsd, _) = spread(full[name]), spread(bs[name])
+        tol = allowed + 2 * math.hypot(fs, bsd)
+        rows[name] = {"replicates": n, "full images": f, "full std": fs, "BS subsets": b, "BS std": bsd,
+                      "drop (points)": f - b, "allowed drop": tol}
+        flags.append(f - b <= tol)
+    return Verdict(
+        claim="Models classify their own 5% backward-selection subsets about as accurately as full images "
+              "(section 4.1, Table 1: at most 0.52 points lower on CIFAR-10).",
+        criterion=f"for every architecture, mean test accuracy on the replicates' own 5% BS subsets is at most "
+                  f"{allowed:.2f} points (the paper's largest drop) plus two standard deviations of our replicates "
+                  "below the mean full-image accuracy.",
+        holds=_all(flags), numbers=pd.DataFrame.from_dict(rows, orient="index"))
+
+
+def confidence_kept(drops: Mapping[str, Sequence[float]]) -> Verdict:
+    """Section 4.1: the mean drop of confidence from full image to 5% BS subset is about zero or
+    negative. ``drops``: model -> per-image drop of the predicted class's probability."""
+    worst = max(m for m, _ in paper.CONFIDENCE_DROP.values())
+    rows, flags = {}, []
+    for name, d in drops.items():
+        mean, std, n = spread(d)
+        allowed = worst + 2 * std / math.sqrt(n)
+        rows[name] = {"images": n, "mean drop": mean, "std": std, "allowed mean drop": allowed}
+        flags.append(mean <= allowed)
+    return Verdict(
+        claim="Models are about as confident on their 5% BS subsets as on full images (section 4.1: mean drop "
+              "of confidence −0.035 to −0.012 on CIFAR-10).",
+        criterion=f"for every model, the mean drop of confidence is at most {worst:g} (the paper's largest mean "
+                  "drop) plus two standard errors of ours.",
+        holds=_all(flags), numbers=pd.DataFrame.from_dict(rows, orient="index"))
+
+
+def no_transfer(own: Mapping[str, float], others: Mapping[str, Sequence[float]], random: Mapping[str, float],
+                min_lift: float = 10.0) -> Verdict:
+    """Section 4.1: one model's 5% BS subsets are not classified correctly by other models.
+
+    Per source model: ``own`` its accuracy (%) on its own subsets, ``others`` the accuracies of
+    the other models on them, ``random`` its accuracy on random 5% subsets. The subsets do not
+    transfer when the other models recover less than half of the source's lift above random."""
+    rows, flags = {}, []
+    for name in own:
+        o, r = float(own[name]), float(random[name])
+        m, s, n = spread(others[name])
+        lift = o - r
+        share = (m - r) / lift if lift > 0 else float("nan")
+        rows[name] = {"own accuracy": o, "others' accuracy": m, "others std": s, "other models": n,
+                      "random subsets": r, "share of lift transferred": share}
+        flags.append(None if lift < min_lift else share < 0.5)
+    return Verdict(
+        claim="The 5% BS subsets of one model are not classified correctly by other models (section 4.1: "
+              "ResNet18's, 94.8% by itself, get 27.5–29.2% from a ResNet18 replicate, a ResNet20 and a VGG16).",
+        criterion="for every source model, the other models' mean accuracy on its subsets recovers less than "
+                  "half of the source's own lift above random 5% subsets ((others − random) < ½ (own − random); "
+                  f"the paper: 0.21). Cannot be tested where the lift is under {min_lift:g} points.",
+        holds=_all(flags), numbers=pd.DataFrame.from_dict(rows, orient="index"))
+
+
+def retrain_beats_random(bs: Mapping[str, Sequence[float]], random: Mapping[str, Sequence[float]]) -> Verdict:
+    """Section 4.2: new models trained and evaluated on 5% BS subsets are far more accurate than
+    ones on random 5% subsets. Inputs: model -> test accuracy (%) per retrained replicate."""
+    rows, flags = {}, []
+    for name in bs:
+        (b, bsd, n), (r, rsd, _) = spread(bs[name]), spread(random[name])
+        margin = 2 * math.hypot(bsd, rsd)
+        rows[name] = {"replicates": n, "BS subsets": b, "BS std": bsd, "random subsets": r, "random std": rsd,
+                      "difference": b - r, "required": margin}
+        flags.append(b - r > margin)
+    return Verdict(
+        claim="Models trained on 5% BS subsets are far more accurate than models trained on random 5% subsets "
+              "(section 4.2, Table 1: 92.5–95.0% against 50.1–53.8% on CIFAR-10).",
+        criterion="for every architecture, mean test accuracy of the models retrained on BS subsets exceeds that "
+                  "of the models retrained on random subsets by more than two standard deviations of the "
+                  "difference over our replicates.",
+        holds=_all(flags), numbers=pd.DataFrame.from_dict(rows, orient="index"))
+
+
+def retrain_near_full(bs: Mapping[str, Sequence[float]], full: Mapping[str, Sequence[float]], chance: float,
+                      min_lift: float = 10.0) -> Verdict:
+    """Section 4.2: models trained on 5% BS subsets are nearly as accurate as models trained on full
+    images. ``full``: the full-image control, same architecture, images and training budget;
+    ``chance``: accuracy (%) of guessing (100 / classes)."""
+    allowed = paper_gap("bs", "bs")
+    rows, flags = {}, []
+    for name in bs:
+        (b, bsd, n), (f, fsd, _) = spread(bs[name]), spread(full[name])
+        tol = allowed + 2 * math.hypot(bsd, fsd)
+        rows[name] = {"replicates": n, "full images": f, "full std": fsd, "BS subsets": b, "BS std": bsd,
+                      "drop (points)": f - b, "allowed drop": tol}
+        flags.append(None if f - chance < min_lift else f - b <= tol)
+    return Verdict(
+        claim="Models trained on 5% BS subsets are nearly as accurate as models trained on full images "
+              f"(section 4.2, Table 1: at most {allowed:.2f} points lower on CIFAR-10).",
+        criterion=f"for every architecture, mean test accuracy of the models retrained on BS subsets is at most "
+                  f"{allowed:.2f} points (the paper's largest drop) plus two standard deviations of our replicates "
+                  "below a control of the same architecture trained on the same images, full, with the same budget. "
+                  f"Cannot be tested where the control is less than {min_lift:g} points above chance.",
+        holds=_all(flags), numbers=pd.DataFrame.from_dict(rows, orient="index"))
+
+
+def summary(verdicts: Mapping[str, Verdict]) -> pd.DataFrame:
+    """One row per verdict: claim, criterion, verdict (the closing table of a chapter)."""
+    return pd.DataFrame([{"claim": name, "verdict": v.word, "criterion": v.criterion} for name, v in verdicts.items()])
