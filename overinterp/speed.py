@@ -1,0 +1,412 @@
+"""How fast is backward selection? The engine benchmark's results, read back (paper 3.3, S5).
+
+``benchmarks/bench_backselect.py`` writes one JSON file per device into
+``benchmarks/results/`` (``backselect-<device>.json``). This module only *reads*
+them (the chapter "How fast is backward selection?", ``book/08_speed``, costs
+seconds) and turns each section into a tidy numeric table, one row per device and
+measured case:
+
+* :func:`exact_vs_reference` -- exact BackSelect against a per-image implementation
+  shaped like the reference ``sis.py``: same order? forward evaluations/s, speedup;
+* :func:`efficiency` -- exact BackSelect's forward evaluations/s over the same model's
+  best plain batched inference images/s, measured alternately in one run;
+* :func:`fidelity` -- ``gradient`` (paper S5) and ``pruned`` against ``exact`` on a
+  trained model's test images: s/image against the SIS size ratio to exact at each
+  tau, IoU of the 5% subsets with exact's, accuracy on them; :func:`plot_fidelity`;
+* :func:`projections` -- wall time of a full backward selection of whole datasets;
+* :func:`s5` -- the paper's S5 figure (:data:`PAPER_S5`) beside what we measured.
+
+Which files: every ``backselect-*.json`` of the folder, labelled by the device that
+produced it (the GPU's name, or 'CPU (<model>, <n> threads)'). Smoke runs
+(``--smoke``: tiny models, to check the wiring) are read only when no other file
+exists, and are then labelled as such. A file that is not a benchmark result raises a
+one-line ``ValueError`` naming it; a section a file lacks is skipped (:func:`missing`
+says which and why); :func:`caveats` lists what each file says about a shared CPU.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from contextlib import contextmanager
+from pathlib import Path
+
+import pandas as pd
+
+from .paper import ARCH_NAMES
+
+__all__ = ["RESULTS", "PAPER_S5", "SECTIONS", "load_results", "device_label", "files", "caveats", "missing",
+           "exact_vs_reference", "efficiency", "fidelity", "fidelity_context", "projections", "s5", "plot_fidelity",
+           "span", "for_display"]
+
+RESULTS = Path(__file__).resolve().parent.parent / "benchmarks" / "results"
+
+#: Paper S5, "Scaling SIS to ImageNet": "We use k = 100 in this paper, which allows us to find one SIS
+#: for each of 32 ImageNet images (i.e., a mini-batch) in ~1-2 minutes using Batched Gradient FindSIS."
+#: The paper names no GPU. Exact backward selection of one 299x299 image "would require ~4 billion
+#: forward passes" (P(P+1)/2 for P = 89401).
+PAPER_S5 = {"images": 32, "minutes": (1, 2), "k": 100, "pixels": 299 * 299, "size": 299,
+            "model": "Inception-v3 (pre-trained, PyTorch)", "data": "ImageNet images, 299×299",
+            "what": "one SIS per image with Batched Gradient BackSelect + FindSIS (k = 100)",
+            "hardware": "not stated", "section": "S5"}
+
+#: sections of a result file -> why a file may lack one
+SECTIONS = {"efficiency": "the run stopped before it", "reference_style_baseline": "the run stopped before it",
+            "fidelity": "the run stopped before it", "projections": "the run stopped before it",
+            "inception_v3_gradient_sis": "the benchmark measures Inception-v3 on CUDA only (or tiny with `--smoke`)"}
+
+_SHAPES = {"fashion-mnist": (28, 28), "mnist": (28, 28), "cifar10": (32, 32)}  # (H, W) of the fidelity model's images
+_CONTENDED = re.compile(r"shared|contention|contended|other jobs|inflated", re.I)
+
+
+# ----------------------------------------------------------------------------- loading
+
+def device_label(info: dict) -> str:
+    """What produced a file: the GPU's name, or 'CPU (<model>, <n> threads)'."""
+    if str(info["device"]).startswith("cuda"):
+        return info.get("gpu") or str(info["device"])
+    cpu = re.sub(r"\((R|TM)\)", "", info.get("cpu", "unknown model"))
+    return f"CPU ({cpu}, {info.get('threads', '?')} threads)"
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise ValueError(f"{path.name}: not a readable JSON file ({type(e).__name__}: {first})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("info"), dict) or "device" not in data["info"]:
+        raise ValueError(f"{path.name}: not a bench_backselect.py result (no info.device)")
+    for s in SECTIONS:
+        if s in data and not isinstance(data[s], dict):
+            raise ValueError(f"{path.name}: section '{s}' is not a JSON object")
+    return data
+
+
+def load_results(folder: str | Path = RESULTS) -> dict[str, dict]:
+    """Every ``backselect-*.json`` of ``folder`` (a relative path is taken from the working directory),
+    keyed by device label, smoke runs only where no other file exists. Each value is the file's JSON
+    with ``file`` (its name) and ``smoke`` added."""
+    folder = Path(folder)
+    paths = sorted(folder.glob("backselect-*.json"))
+    if not paths:
+        raise FileNotFoundError(f"no backselect-*.json in {folder}: run benchmarks/bench_backselect.py")
+    data = {p: _read(p) for p in paths}
+    smoke = {p: p.stem.endswith("-smoke") or bool(d.get("smoke")) for p, d in data.items()}
+    out = {}
+    for p in [p for p in paths if not smoke[p]] or paths:
+        label = device_label(data[p]["info"]) + (" [smoke run]" if smoke[p] else "")
+        if label in out:
+            label += f" [{p.name}]"
+        out[label] = {**data[p], "file": p.name, "smoke": smoke[p]}
+    return out
+
+
+def files(results: dict) -> pd.DataFrame:
+    """One row per file read: device, file, torch, threads, wall hours, 1-min load average at start and end."""
+    rows = []
+    for label, d in results.items():
+        info = d["info"]
+        load = [info.get(k, [math.nan])[0] for k in ("loadavg_start", "loadavg_end")]
+        rows.append({"device": label, "file": d["file"], "smoke": d["smoke"], "torch": info.get("torch"),
+                     "threads": info.get("threads"), "wall_h": info.get("wall_s", math.nan) / 3600,
+                     "load_start": load[0], "load_end": load[1],
+                     "sections": ", ".join(s for s in SECTIONS if s in d)})
+    return pd.DataFrame(rows)
+
+
+def caveats(results: dict) -> dict[str, list[str]]:
+    """Per device, what its file says about its own numbers: a smoke run, and every note about a shared
+    CPU (or, without such a note, a 1-min load average above the threads used)."""
+    out = {}
+    for label, d in results.items():
+        info, notes = d["info"], [n for n in d.get("notes", []) if _CONTENDED.search(n)]
+        load = max((info.get(k, [0])[0] for k in ("loadavg_start", "loadavg_end")), default=0)
+        if not notes and info["device"] == "cpu" and load > info.get("threads", math.inf):
+            notes.append(f"1-min load average up to {load:.1f} with {info['threads']} threads: the CPU was shared, "
+                         "absolute rates are depressed")
+        if d["smoke"]:
+            notes.insert(0, "smoke run (--smoke): tiny models and sizes to check the wiring, not a speed measurement")
+        if notes:
+            out[label] = notes
+    return out
+
+
+def missing(results: dict, section: str) -> list[str]:
+    """One line per device whose file lacks ``section``, saying why it may."""
+    return [f"{label} (`{d['file']}`) has no `{section}` section: {SECTIONS.get(section, 'not measured')}."
+            for label, d in results.items() if section not in d]
+
+
+def _sections(results: dict, section: str):
+    for label, d in results.items():
+        if section in d:
+            yield label, d["file"], d[section]
+
+
+@contextmanager
+def _parsing(file: str, section: str):
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise ValueError(f"{file}: section '{section}' is malformed ({type(e).__name__}: {e})") from None
+
+
+_TEXT = {"device", "model", "best_plain", "method", "setting", "dataset", "arch", "profile", "chosen_m_rule"}
+
+
+def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+    """The rows as a table; without rows, empty numeric columns (so that sorting and ranges still work)."""
+    df = pd.DataFrame(rows, columns=columns)
+    return df if rows else df.astype({c: float for c in columns if c not in _TEXT})
+
+
+def _workload(name: str) -> tuple[str, str]:
+    """'fashion-mnist-70k-cnn' -> ('fashion-mnist', 'cnn')."""
+    dataset, _, arch = re.sub(r"-\d+k-", "|", name).partition("|")
+    return dataset, arch or name
+
+
+def _threads(key: str) -> int:
+    return int(key.split("=")[1])
+
+
+def _variant(name: str) -> tuple[str, str, float]:
+    """'exact' | 'pruned-m16' | 'gradient-k4' -> (method, setting, parameter)."""
+    method, _, rest = name.partition("-")
+    return (method, f"{rest[0]}={rest[1:]}", float(rest[1:])) if rest else (method, "", math.nan)
+
+
+# ----------------------------------------------------------------------------- tables
+
+def exact_vs_reference(results: dict) -> pd.DataFrame:
+    """Exact BackSelect against a per-image implementation shaped like the reference ``sis.py`` (one
+    image at a time, masks in NumPy, batches of 128), same model, images and steps: whether the orders
+    agree, forward evaluations/s of each, and the engine's speedup over it in NCHW and channels_last."""
+    rows = []
+    for label, file, sec in _sections(results, "reference_style_baseline"):
+        with _parsing(file, "reference_style_baseline"):
+            for th, cases in sec.items():
+                for model, r in cases.items():
+                    rows.append({"device": label, "threads": _threads(th), "model": model, "images": r["images"],
+                                 "steps": r["steps_timed"], "same_order": bool(r["same_order"]),
+                                 "engine_evals_s": r["engine_evals_s"],
+                                 "reference_evals_s": r["reference_nchw_evals_s"],
+                                 "reference_cl_evals_s": r["reference_channels_last_evals_s"],
+                                 "speedup": r["speedup_vs_reference_nchw"],
+                                 "speedup_cl": r["speedup_vs_reference_channels_last"]})
+    return _frame(rows, ["device", "threads", "model", "images", "steps", "same_order", "engine_evals_s",
+                         "reference_evals_s", "reference_cl_evals_s", "speedup", "speedup_cl"])
+
+
+def efficiency(results: dict) -> pd.DataFrame:
+    """Exact BackSelect's forward evaluations/s over the best plain batched inference images/s of the
+    same model (best over batch sizes and layouts), alternated ``rounds`` times in one run: the ratio
+    per round (median, min, max) and of the bests; and the seconds of a full exact run of one image
+    (P(P+1)/2 forwards at the best engine rate)."""
+    rows = []
+    for label, file, sec in _sections(results, "efficiency"):
+        with _parsing(file, "efficiency"):
+            for th, cases in sec.items():
+                for model, r in cases.items():
+                    ratios = [x["ratio"] for x in r["rounds"]]
+                    rows.append({"device": label, "threads": _threads(th), "model": model,
+                                 "best_plain": r["best_plain_config"],
+                                 "plain_img_s": max([x["plain_img_s"] for x in r["rounds"]] +
+                                                    [r["plain_sweep_img_s"][r["best_plain_config"]]]),
+                                 "engine_evals_s": max(x["engine_evals_s"] for x in r["rounds"]),
+                                 "ratio_median": r["ratio_median"], "ratio_min": min(ratios), "ratio_max": max(ratios),
+                                 "ratio_of_bests": r["ratio_of_bests"], "rounds": len(ratios), "images": r["images"],
+                                 "steps": r["steps_timed"], "exact_s_per_image": r["exact_s_per_image"]})
+    return _frame(rows, ["device", "threads", "model", "best_plain", "plain_img_s", "engine_evals_s",
+                         "ratio_median", "ratio_min", "ratio_max", "ratio_of_bests", "rounds", "images",
+                         "steps", "exact_s_per_image"])
+
+
+def _model(spec: str) -> dict:
+    """"trained_model('fashion-mnist', 'cnn', 'quick')" -> dataset, arch, profile (empty if not of that form)."""
+    m = re.fullmatch(r"trained_model\('([^']*)', '([^']*)', '([^']*)'\)", spec or "")
+    return dict(zip(("dataset", "arch", "profile"), m.groups())) if m else {"dataset": "", "arch": spec, "profile": ""}
+
+
+def fidelity_context(results: dict) -> pd.DataFrame:
+    """Per device, what the fidelity section ran on: the trained model, images, feature block, the
+    model's test accuracy, accuracy on the full and on random 5% versions of those images, the m
+    the benchmark chose for ``pruned`` and its rule."""
+    rows = []
+    for label, file, sec in _sections(results, "fidelity"):
+        with _parsing(file, "fidelity"):
+            rows.append({"device": label, **_model(sec["model"]), "images": sec["images"], "block": sec.get("block", 1),
+                         "test_acc": sec.get("test_acc"), "full_acc": sec["full_images"]["acc"],
+                         "random_5pct_acc": sec.get("random_5pct", {}).get("acc"), "chosen_m": sec.get("chosen_m"),
+                         "chosen_m_rule": sec.get("chosen_m_rule", "")})
+    return _frame(rows, ["device", "dataset", "arch", "profile", "images", "block", "test_acc", "full_acc",
+                         "random_5pct_acc", "chosen_m", "chosen_m_rule"])
+
+
+def fidelity(results: dict) -> pd.DataFrame:
+    """``gradient`` (S5, k features per step) and ``pruned`` (m candidates per step) against ``exact``
+    on the same trained model's test images (:func:`fidelity_context`): measured s/image and the speedup
+    over exact; per tau the mean SIS size over exact's on images where both find one
+    (``size_ratio_tau<t>``); whether every SIS was verified (f >= tau); IoU of the 5% subsets with
+    exact's; accuracy (fraction) and confidence on the 5% subsets."""
+    rows, taus = [], []
+    for label, file, sec in _sections(results, "fidelity"):
+        with _parsing(file, "fidelity"):
+            exact_s = sec["exact"]["s_per_image"]
+            for name, r in sec.items():
+                if not (isinstance(r, dict) and "s_per_image" in r):
+                    continue
+                method, setting, param = _variant(name)
+                row = {"device": label, "method": method, "setting": setting, "param": param,
+                       "s_per_image": r["s_per_image"], "speedup_vs_exact": exact_s / r["s_per_image"],
+                       "iou_5pct": r.get("iou_5pct_with_exact", math.nan),
+                       "overlap_5pct": r.get("overlap_5pct_with_exact", math.nan),
+                       "acc_5pct": r["subset_5pct"]["acc"], "confidence_5pct": r["subset_5pct"]["confidence"]}
+                verified = []
+                for key, s in r.items():
+                    if key.startswith("sis_tau"):
+                        tau = key[len("sis_tau"):]
+                        taus.append(tau)
+                        ratio = s.get("mean_size_ratio_vs_exact")
+                        row[f"size_ratio_tau{tau}"] = math.nan if ratio is None else ratio
+                        verified.append(bool(s["all_verified_f_ge_tau"]))
+                row["verified"] = all(verified)
+                rows.append(row)
+    ratio_cols = [f"size_ratio_tau{t}" for t in sorted(set(taus), key=float)]
+    return _frame(rows, ["device", "method", "setting", "param", "s_per_image", "speedup_vs_exact",
+                         *ratio_cols, "verified", "iou_5pct", "overlap_5pct", "acc_5pct",
+                         "confidence_5pct"])
+
+
+def projections(results: dict) -> pd.DataFrame:
+    """Projected wall time of a full backward selection of every image of a dataset, per method:
+    exact from its measured forward rate (P(P+1)/2 forwards per image), pruned and gradient from a
+    few timed lockstep steps of a batch scaled to a full run (for pruned an upper bound)."""
+    rows = []
+    for label, file, sec in _sections(results, "projections"):
+        with _parsing(file, "projections"):
+            for workload, r in sec.items():
+                dataset, arch = _workload(workload)
+                for name, s in r["s_per_image"].items():
+                    method, setting, param = _variant(name)
+                    rows.append({"device": label, "dataset": dataset, "arch": arch, "images": r["images"],
+                                 "batch": r["batch"], "method": method, "setting": setting, "param": param,
+                                 "s_per_image": s, "hours": s * r["images"] / 3600})
+    return _frame(rows, ["device", "dataset", "arch", "images", "batch", "method", "setting", "param",
+                         "s_per_image", "hours"])
+
+
+def s5(results: dict) -> pd.DataFrame:
+    """The paper's S5 figure (first row) beside ours: Batched Gradient BackSelect on 32 images, in
+    minutes. Ours, per device: Inception-v3 at the paper's size and k where measured (random weights,
+    random inputs: CUDA runs), the trained model of the fidelity section (measured on its test
+    images), and the projection workloads (scaled from a few timed steps); each scaled to 32 images
+    by its seconds per image. ``closest`` marks, per device, the row nearest the paper's setting:
+    measured before projected, then the fewest-steps-apart (the paper: ceil(89401 / 100) = 895)."""
+    p = PAPER_S5
+    paper_steps = math.ceil(p["pixels"] / p["k"])
+    rows = [{"who": "paper", "model": p["model"], "data": p["data"], "features": p["pixels"], "k": p["k"],
+             "steps": paper_steps, "images": p["images"], "how": f"quoted (S5), hardware {p['hardware']}",
+             "measured": True, "minutes_32": math.nan, "minutes_32_low": p["minutes"][0],
+             "minutes_32_high": p["minutes"][1]}]
+
+    def ours(label, model, data, features, k, images, s_per_image, how, measured):
+        m = s_per_image * p["images"] / 60
+        rows.append({"who": f"ours ({label})", "model": model, "data": data, "features": features, "k": k,
+                     "steps": math.ceil(features / k), "images": images, "how": how, "measured": measured,
+                     "minutes_32": m, "minutes_32_low": m, "minutes_32_high": m})
+
+    for label, d in results.items():
+        if "inception_v3_gradient_sis" in d:
+            with _parsing(d["file"], "inception_v3_gradient_sis"):
+                r = d["inception_v3_gradient_sis"]
+                ours(label, "Inception-v3 (torchvision, random weights)", f"random inputs, {r['size']}×{r['size']}",
+                     r["size"] ** 2, r["k"], r["images"], r["s_per_image"],
+                     f"measured, {r['images']} images in one batch (BackSelect; FindSIS untimed)", True)
+        if "fidelity" in d:
+            with _parsing(d["file"], "fidelity"):
+                sec, spec = d["fidelity"], _model(d["fidelity"]["model"])
+                h, w = _SHAPES.get(spec["dataset"], (math.nan, math.nan))
+                block = sec.get("block", 1)
+                features = math.ceil(h / block) * math.ceil(w / block) if h == h else math.nan
+                model = f"{ARCH_NAMES.get(spec['arch'], spec['arch'])} (trained, {spec['profile']} profile)"
+                for name, r in sec.items():
+                    if name.startswith("gradient-k") and features == features:
+                        ours(label, model, f"{spec['dataset']} test images, {h}×{w}", features, int(_variant(name)[2]),
+                             sec["images"], r["s_per_image"], f"measured, {sec['images']} images in one batch", True)
+        if "projections" in d:
+            with _parsing(d["file"], "projections"):
+                for workload, r in d["projections"].items():
+                    for name, s in r["s_per_image"].items():
+                        dataset, arch = _workload(workload)
+                        h, w = _SHAPES.get(dataset, (math.nan, math.nan))
+                        if name.startswith("gradient-k") and h == h:
+                            ours(label, f"{ARCH_NAMES.get(arch, arch)} (random weights)",
+                                 f"{dataset}-sized random inputs, {h}×{w}", h * w, int(_variant(name)[2]),
+                                 r["batch"], s, f"projected from timed steps of a batch of {r['batch']}", False)
+    df = pd.DataFrame(rows)
+    dist = (df["steps"] / paper_steps).map(lambda x: abs(math.log(x)))
+    df["closest"] = False
+    for who, g in df[df["who"] != "paper"].groupby("who", sort=False):
+        best = min(g.index, key=lambda i: (not g.at[i, "measured"], dist[i]))
+        df.loc[best, "closest"] = True
+    return df
+
+
+# ----------------------------------------------------------------------------- display
+
+_METHOD_COLOURS = {"exact": "black", "pruned": "tab:blue", "gradient": "tab:orange"}
+_MARKERS = "osD^v"
+
+
+def plot_fidelity(fid: pd.DataFrame):
+    """Fidelity against cost (paper S5 and our ``pruned``): seconds per image (log x) against the mean
+    SIS size over exact's, one panel per tau, one labelled marker per method and setting (colour:
+    method, shape: device); lower left is cheap and faithful. Returns the figure."""
+    import matplotlib.pyplot as plt
+    cols = [c for c in fid.columns if c.startswith("size_ratio_tau")] or ["size_ratio_tau?"]
+    fig, axes = plt.subplots(1, len(cols), figsize=(4.6 * len(cols), 3.8), squeeze=False, sharey=True)
+    devices = list(dict.fromkeys(fid["device"]))
+    for ax, col in zip(axes[0], cols):
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        shown = fid[fid[col].notna()] if col in fid else fid.iloc[:0]
+        for _, r in shown.iterrows():
+            ax.scatter(r["s_per_image"], r[col], color=_METHOD_COLOURS.get(r["method"], "tab:green"),
+                       marker=_MARKERS[devices.index(r["device"]) % len(_MARKERS)], s=36, zorder=3)
+            ax.annotate(r["setting"] or r["method"], (r["s_per_image"], r[col]), textcoords="offset points",
+                        xytext=(4, 4), fontsize=7)
+        if shown.empty:
+            ax.text(0.5, 0.5, "no image has an SIS at this τ", transform=ax.transAxes, ha="center")
+        else:
+            ax.set_xscale("log")
+        ax.set_title(f"τ = {col[len('size_ratio_tau'):]}", fontsize=10)
+        ax.set_xlabel("seconds per image (log scale)")
+    axes[0][0].set_ylabel("mean SIS size / exact's")
+    rows = [[plt.Line2D([], [], color=c, marker="o", ls="", label=m) for m, c in _METHOD_COLOURS.items()]]
+    if len(devices) > 1:  # a second row: the marker of each device
+        rows.append([plt.Line2D([], [], color="grey", marker=_MARKERS[i % len(_MARKERS)], ls="", label=d)
+                     for i, d in enumerate(devices)])
+    for i, handles in enumerate(rows):
+        fig.legend(handles=handles, loc="lower center", bbox_to_anchor=(0.5, 0.06 * (len(rows) - 1 - i)),
+                   ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.06 * len(rows) + 0.04, 1, 1))
+    return fig
+
+
+def span(values, fmt: str = "{:.2f}") -> str:
+    """'lo–hi' of the finite values as ``fmt`` writes them ('lo' when both read the same; '—' if none)."""
+    v = [x for x in values if x is not None and x == x]
+    if not v:
+        return "—"
+    lo, hi = fmt.format(min(v)), fmt.format(max(v))
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def for_display(df: pd.DataFrame, names: dict[str, str], index: list[str] | None = None,
+                digits: int | dict[str, int] = 2) -> pd.DataFrame:
+    """The columns of ``names`` renamed for a reader, floats rounded (``digits``, or per column with
+    2 for the others), ``index`` columns as the index."""
+    digits = digits if isinstance(digits, int) else {c: digits.get(c, 2) for c in names}
+    out = df[list(names)].round(digits).rename(columns=names)
+    return out.set_index([names[c] for c in index]) if index else out

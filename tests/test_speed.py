@@ -1,0 +1,178 @@
+"""The benchmark results chapter's reader (overinterp.speed): small files in the real structure."""
+import json
+import math
+
+import pytest
+
+from overinterp import speed as S
+
+
+def _result(device="cpu", gpu=None, smoke=False, notes=(), load=(0.5, 0.6), inception=False, drop=()):
+    """A bench_backselect.py result with the committed files' keys and made-up small numbers."""
+    info = {"device": device, "torch": "2.0", "threads": 2, "python": "3.11", "loadavg_start": [load[0], 0, 0],
+            "cpu": "Test CPU", "threads_fidelity_projections": 2, "loadavg_end": [load[1], 0, 0], "wall_s": 7200.0}
+    if gpu:
+        info["gpu"] = gpu
+    eff = {"arch": "cnn", "shape": [1, 28, 28], "width": None, "plain_sweep_img_s": {"nchw-64": 90.0, "cl-64": 100.0},
+           "best_plain_config": "cl-64", "engine_config": {"chunk_size": 128, "channels_last": True}, "images": 4,
+           "steps_timed": 4, "rounds": [{"plain_img_s": 100.0, "engine_evals_s": 80.0, "ratio": 0.8},
+                                        {"plain_img_s": 110.0, "engine_evals_s": 110.0, "ratio": 1.0}],
+           "ratio_median": 0.9, "ratio_of_bests": 1.0, "exact_s_per_image": 2793.1}
+    base = {"images": 2, "steps_timed": 4, "same_order": True, "reference_nchw_evals_s": 50.0,
+            "reference_channels_last_evals_s": 100.0, "engine_evals_s": 100.0, "speedup_vs_reference_nchw": 2.0,
+            "speedup_vs_reference_channels_last": 1.0}
+
+    def variant(s, r9, r99):
+        return {"s_per_image": s, "subset_5pct": {"acc": 0.25, "kept_prediction": 0.25, "confidence": 0.2},
+                "overlap_5pct_with_exact": 0.5, "iou_5pct_with_exact": 0.25,
+                "sis_tau0.9": {"images_with_sis": 3, "mean_size": 10.0, "mean_size_ratio_vs_exact": r9,
+                               "all_verified_f_ge_tau": True},
+                "sis_tau0.99": {"images_with_sis": 2, "mean_size": 20.0, "mean_size_ratio_vs_exact": r99,
+                                "all_verified_f_ge_tau": True}}
+    out = {"info": info, "smoke": smoke, "section_seconds": {}, "notes": list(notes),
+           "efficiency": {"threads=2": {"cnn-28x28x1": eff}, "threads=1": {"cnn-28x28x1": eff}},
+           "reference_style_baseline": {"threads=2": {"cnn-28x28x1": base}},
+           "fidelity": {"model": "trained_model('fashion-mnist', 'cnn', 'quick')", "block": 1, "test_acc": 0.9,
+                        "images": 32, "full_images": {"acc": 0.8, "confidence": 0.9},
+                        "random_5pct": {"acc": 0.1, "kept_prediction": 0.1, "confidence": 0.1},
+                        "exact": variant(100.0, 1.0, 1.0), "pruned-m16": variant(2.0, 1.05, None),
+                        "gradient-k1": variant(0.5, 1.5, 1.6), "chosen_m": 16, "chosen_m_rule": "rule"},
+           "projections": {"fashion-mnist-70k-cnn": {"images": 72000, "batch": 64,
+                                                     "s_per_image": {"exact": 100.0, "gradient-k1": 0.5},
+                                                     "projected_hours": {"exact": 2000.0, "gradient-k1": 10.0}}},
+           "default_m_in_code": 16}
+    if inception:
+        out["inception_v3_gradient_sis"] = {"images": 32, "size": 299, "k": 100, "seconds": 48.0,
+                                            "s_per_image": 1.5, "tau": 0.1, "sis_sizes": [1, 2],
+                                            "all_verified_f_ge_tau": True}
+    for section in drop:
+        del out[section]
+    return out
+
+
+def _write(folder, name, data):
+    (folder / name).write_text(json.dumps(data) if not isinstance(data, str) else data)
+
+
+def test_each_file_is_labelled_by_its_device_and_smoke_runs_are_skipped(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _result())
+    _write(tmp_path, "backselect-cuda.json", _result("cuda", gpu="NVIDIA H100 80GB HBM3", inception=True))
+    _write(tmp_path, "backselect-cpu-smoke.json", _result(smoke=True))
+    _write(tmp_path, "train-cpu.json", {"info": {"device": "cpu"}})           # another benchmark: not read
+    results = S.load_results(tmp_path)
+    assert list(results) == ["CPU (Test CPU, 2 threads)", "NVIDIA H100 80GB HBM3"]
+    assert results["NVIDIA H100 80GB HBM3"]["file"] == "backselect-cuda.json"
+    assert set(S.exact_vs_reference(results)["device"]) == set(results)
+    assert list(S.files(results)["wall_h"]) == [2.0, 2.0]
+
+
+def test_smoke_runs_are_read_and_labelled_when_no_other_file_exists(tmp_path):
+    _write(tmp_path, "backselect-cpu-smoke.json", _result(smoke=True))
+    (label,) = S.load_results(tmp_path)
+    assert label == "CPU (Test CPU, 2 threads) [smoke run]"
+    assert "smoke run" in S.caveats(S.load_results(tmp_path))[label][0]
+
+
+def test_two_files_of_the_same_device_keep_both_labels_apart(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _result())
+    _write(tmp_path, "backselect-cpu-2.json", _result())
+    assert list(S.load_results(tmp_path)) == ["CPU (Test CPU, 2 threads)",                 # backselect-cpu-2.json
+                                              "CPU (Test CPU, 2 threads) [backselect-cpu.json]"]
+
+
+def test_tables_are_tidy_numbers_from_the_json(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _result())
+    r = S.load_results(tmp_path)
+    ref = S.exact_vs_reference(r).iloc[0]
+    assert ref["same_order"] and ref["speedup"] == 2.0 and ref["threads"] == 2
+    eff = S.efficiency(r)
+    assert list(eff["threads"]) == [2, 1] and eff["ratio_min"].iloc[0] == 0.8 and eff["ratio_max"].iloc[0] == 1.0
+    assert eff["plain_img_s"].iloc[0] == 110.0 and eff["engine_evals_s"].iloc[0] == 110.0
+    fid = S.fidelity(r).set_index("setting")
+    assert list(fid["method"]) == ["exact", "pruned", "gradient"] and fid.loc["m=16", "param"] == 16
+    assert fid.loc["m=16", "speedup_vs_exact"] == 50.0 and fid.loc["k=1", "size_ratio_tau0.9"] == 1.5
+    assert math.isnan(fid.loc["m=16", "size_ratio_tau0.99"])                  # null in the JSON: no image had both
+    assert fid["verified"].all() and fid.loc["k=1", "iou_5pct"] == 0.25
+    assert S.fidelity_context(r).iloc[0][["dataset", "arch", "images", "chosen_m"]].tolist() == \
+        ["fashion-mnist", "cnn", 32, 16]
+    proj = S.projections(r).set_index("method")
+    assert proj.loc["exact", "hours"] == 2000.0 and proj.loc["gradient", "dataset"] == "fashion-mnist"
+    assert proj.loc["gradient", "arch"] == "cnn" and proj.loc["gradient", "images"] == 72000
+
+
+def test_s5_puts_the_paper_first_and_scales_ours_to_32_images(tmp_path):
+    _write(tmp_path, "backselect-cuda.json", _result("cuda", gpu="GPU X", inception=True))
+    t = S.s5(S.load_results(tmp_path))
+    paper = t.iloc[0]
+    assert paper["who"] == "paper" and (paper["minutes_32_low"], paper["minutes_32_high"]) == (1, 2)
+    assert paper["steps"] == 895 and paper["k"] == 100
+    inc = t[t["model"].str.startswith("Inception") & (t["who"] != "paper")].iloc[0]
+    assert inc["who"] == "ours (GPU X)" and inc["minutes_32"] == pytest.approx(1.5 * 32 / 60) and inc["closest"]
+    fid = t[t["how"].str.startswith("measured") & (t["features"] == 784)].iloc[0]
+    assert fid["minutes_32"] == pytest.approx(0.5 * 32 / 60) and fid["steps"] == 784
+    assert t["closest"].sum() == 1
+
+
+def test_missing_sections_are_skipped_with_a_message(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _result(drop=("fidelity", "projections")))
+    r = S.load_results(tmp_path)
+    assert S.fidelity(r).empty and S.projections(r).empty and "size_ratio_tau0.9" not in S.fidelity(r)
+    assert S.projections(r)["hours"].dtype == float                          # empty, yet sortable
+    (msg,) = S.missing(r, "fidelity")
+    assert "backselect-cpu.json" in msg and "no `fidelity` section" in msg
+    assert "CUDA only" in S.missing(r, "inception_v3_gradient_sis")[0]
+    assert len(S.s5(r)) == 1                                                  # the paper's row alone
+    S.plot_fidelity(S.fidelity(r))                                            # an empty panel, not an error
+
+
+@pytest.mark.parametrize("content, says", [("{not json", "not a readable JSON file"),
+                                           ({"efficiency": {}}, "no info.device"),
+                                           ({"info": {"device": "cpu"}, "fidelity": [1]}, "'fidelity' is not")])
+def test_a_malformed_file_raises_one_line_naming_the_file(tmp_path, content, says):
+    _write(tmp_path, "backselect-cpu.json", _result())
+    _write(tmp_path, "backselect-bad.json", content)
+    with pytest.raises(ValueError) as err:
+        S.load_results(tmp_path)
+    assert str(err.value).startswith("backselect-bad.json: ") and says in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_section_with_missing_keys_raises_naming_the_file(tmp_path):
+    data = _result()
+    del data["efficiency"]["threads=2"]["cnn-28x28x1"]["rounds"]
+    _write(tmp_path, "backselect-cpu.json", data)
+    with pytest.raises(ValueError, match=r"^backselect-cpu.json: section 'efficiency' is malformed"):
+        S.efficiency(S.load_results(tmp_path))
+
+
+def test_no_result_file_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no backselect-"):
+        S.load_results(tmp_path)
+
+
+def test_contention_notes_and_high_load_become_caveats(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _result(notes=["efficiency: timed 4 steps", "CPU shared with other jobs"]))
+    assert S.caveats(S.load_results(tmp_path)) == {"CPU (Test CPU, 2 threads)": ["CPU shared with other jobs"]}
+    _write(tmp_path, "backselect-cpu.json", _result(load=(0.5, 3.5)))
+    (note,) = S.caveats(S.load_results(tmp_path))["CPU (Test CPU, 2 threads)"]
+    assert "load average up to 3.5" in note
+    _write(tmp_path, "backselect-cpu.json", _result())
+    assert S.caveats(S.load_results(tmp_path)) == {}
+
+
+def test_the_fidelity_plot_has_one_panel_per_tau_and_one_marker_per_setting(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _result())
+    fig = S.plot_fidelity(S.fidelity(S.load_results(tmp_path)))
+    assert [ax.get_title() for ax in fig.axes] == ["τ = 0.9", "τ = 0.99"]
+    assert [len(ax.collections) for ax in fig.axes] == [3, 2]                 # tau 0.99: pruned has no ratio
+    assert fig.axes[0].get_xscale() == "log"
+
+
+def test_the_committed_cpu_results_load():
+    r = S.load_results(S.RESULTS)
+    label = next(k for k, v in r.items() if v["file"] == "backselect-cpu.json")
+    assert label.startswith("CPU (")
+    fid = S.fidelity({label: r[label]})
+    assert {"exact", "pruned", "gradient"} <= set(fid["method"]) and fid["verified"].all()
+    assert not S.efficiency(r).empty and not S.projections(r).empty and S.exact_vs_reference(r)["same_order"].all()
+    assert label in S.caveats(r)                                              # it was measured on a shared CPU
