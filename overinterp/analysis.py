@@ -80,8 +80,8 @@ def accuracies(models: nn.Module | list, sets: dict[str, tuple], device="cpu") -
 
 
 def mean_std(runs: pd.DataFrame) -> pd.Series:
-    """Columns (set, 'mean') and (set, 'std') of a replicates x sets table (sample std; 0 for one)."""
-    stats = [(c, s, runs[c].mean() if s == "mean" else (runs[c].std() if len(runs) > 1 else 0.0))
+    """Columns (set, 'mean') and (set, 'std') of a replicates x sets table (sample std; NaN for one)."""
+    stats = [(c, s, runs[c].mean() if s == "mean" else runs[c].std())  # std NaN for a single replicate
              for c in runs.columns for s in ("mean", "std")]
     return pd.Series([v for *_, v in stats], index=pd.MultiIndex.from_tuples([(c, s) for c, s, _ in stats]))
 

@@ -117,11 +117,11 @@ def factor_plot(df, x: str, y: str, hue: str | None = None, ax=None, reference: 
 
 def mean_std(table, digits: int = 2):
     """A table with numeric (column, 'mean' | 'std') pairs, formatted 'mean ± std' for display
-    (just the mean where the std is 0 from a single replicate)."""
+    (just the mean where the std is NaN: a single replicate)."""
     import pandas as pd
     cols = list(dict.fromkeys(c[0] for c in table.columns))
     out = {}
     for c in cols:
         m, s = table[(c, "mean")], table[(c, "std")]
-        out[c] = [f"{a:.{digits}f}" if b == 0 else f"{a:.{digits}f} ± {b:.{digits}f}" for a, b in zip(m, s)]
+        out[c] = [f"{a:.{digits}f}" if np.isnan(b) else f"{a:.{digits}f} ± {b:.{digits}f}" for a, b in zip(m, s)]
     return pd.DataFrame(out, index=table.index)

@@ -90,10 +90,12 @@ def test_accuracy_tables_are_numeric_and_formatted_only_for_display():
     table = A.accuracy_table({"m": [_Const(0), _Const(1)], "one": _Const(0)}, sets)
     assert table.loc["m", ("test", "mean")] == pytest.approx(37.5)
     assert table.loc["m", ("ood", "std")] == pytest.approx(math.sqrt(5000))
-    assert table.loc["one", ("test", "std")] == 0.0
+    assert math.isnan(table.loc["one", ("test", "std")])
     assert list(dict.fromkeys(c for c, _ in table.columns)) == ["test", "ood"]  # order kept
     shown = plots.mean_std(table)
     assert shown.loc["m", "test"] == "37.50 ± 17.68" and shown.loc["one", "test"] == "50.00"
+    same = plots.mean_std(A.accuracy_table({"m": [_Const(0), _Const(0)]}, sets))
+    assert same.loc["m", "test"] == "50.00 ± 0.00"   # two equal replicates still show their spread
 
 
 def test_plateau_criterion():
