@@ -28,7 +28,7 @@ Construction here (:func:`build_benchmark`), for the profile's architectures
   with :func:`overinterp.sis.pixel_subset`, so the levels are nested (5% in 30% in 50%).
 
 :func:`quiz_html` turns a benchmark into the paper's task as a static HTML+JavaScript
-widget; the chapter ``book/06_humans.ipynb`` explains both.
+widget; the chapter ``book/07_humans.ipynb`` explains both.
 
     bench = build_benchmark(run)                          # run = overinterp.book.setup(...)
     bench.model_accuracy                                  # {0.05: 100.0, 0.3: ..., 0.5: ...}

@@ -93,16 +93,22 @@ def run_backselect(model: nn.Module, images: torch.Tensor, *, model_config: dict
                    config: BackSelectConfig = BackSelectConfig(), shard_size: int = 256,
                    shards: range | None = None, store: Store | None = None, device=None,
                    chunk_size: int | None = None, progress: bool = True,
-                   after_shard=None) -> BackSelectResult | None:
+                   after_shard=None, target: torch.Tensor | None = None) -> BackSelectResult | None:
     """Backward selection of every image of ``images`` (N, C, H, W), resumable (module docstring).
 
     ``shards``: the range of shard indices this call computes (default: all). ``device``:
     where the engine runs (default: the model's). ``after_shard(i)`` is called after shard
-    ``i`` is saved. Returns the assembled result (on the CPU) once every shard exists,
+    ``i`` is saved. ``target`` (N,): the class whose confidence is f for each image instead of
+    the predicted one (a control of the retraining chapter); in the key only when given.
+    Returns the assembled result (on the CPU) once every shard exists,
     else None (other processes still working on their ranges).
     """
     store = store or Store()
     cfg = run_config(model, images, model_config, data_config, config, shard_size)
+    if target is not None:
+        if target.shape != (len(images),):
+            raise ValueError(f"target must have shape ({len(images)},), got {tuple(target.shape)}")
+        cfg["target"] = fingerprint(target.long())
     store.check(KIND, cfg)                         # ArtifactMismatch if the folder holds another run
     total = n_shards(len(images), shard_size)
     shards = range(total) if shards is None else shards
@@ -122,7 +128,8 @@ def run_backselect(model: nn.Module, images: torch.Tensor, *, model_config: dict
                desc=f"{KIND} {config.method} {data_config.get('set', '')}", unit="img", disable=not progress)
     for i in todo:
         x = images[i * shard_size:(i + 1) * shard_size].to(device)
-        res = config.run(model, x, chunk_size=chunk_size, progress=progress)
+        kw = {} if target is None else {"target": target[i * shard_size:(i + 1) * shard_size].long().to(device)}
+        res = config.run(model, x, chunk_size=chunk_size, progress=progress, **kw)
         store.save(KIND, cfg, _to_payload(res, meta), name=_shard_name(i))
         bar.update(len(x))
         if after_shard is not None:

@@ -12,8 +12,8 @@ VERDICT = "Verdict: the claim"
 EXPECT = {"01_introduction": ["<table"], "02_model_zoo": ["<table", "<figcaption"],
           "03_sis": ["<img", "<table", "<figcaption", VERDICT], "04_pixel_subsets": ["<img", "<table", "<figcaption", VERDICT],
           "05_retraining": ["<img", "<table", "<figcaption", VERDICT],
-          "06_humans": ["<img", "<table", "<script", "<figcaption"], "08_speed": ["<img", "<table", "<figcaption"],
-          "09_sis_accuracy": ["<img", "<table", "<figcaption", VERDICT]}
+          "06_why": ["<img", "<table", "<figcaption"], "07_humans": ["<img", "<table", "<script", "<figcaption"], "09_speed": ["<img", "<table", "<figcaption"],
+          "08_sis_accuracy": ["<img", "<table", "<figcaption", VERDICT]}
 
 
 def test_notebooks_are_committed_without_outputs():

@@ -1,0 +1,184 @@
+"""Tests for overinterp.factors: the one-factor-at-a-time sweeps of the chapter "Why it holds or fails
+here", on the tiny profile (numbers meaningless, behaviour real), and the runner's ``target``."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+
+import overinterp.backselect
+import overinterp.train
+from overinterp import analysis as A
+from overinterp import factors as F
+from overinterp import verdicts
+from overinterp.artifacts import Store
+from overinterp.backselect import BackSelectConfig
+from overinterp.book import setup
+from overinterp.models import build_model
+from overinterp.runner import KIND, run_backselect, run_config
+
+SWEEPS = {"method": F.method_sweep, "mask": F.mask_sweep, "epochs": F.epochs_sweep, "width": F.width_sweep}
+
+
+@pytest.fixture(scope="module")
+def run():
+    return setup(profile="tiny", device="cpu", show=False)
+
+
+@pytest.fixture(scope="module")
+def sweeps(run):
+    """Every sweep and the retraining controls, computed once (the first call trains and selects)."""
+    return {name: fn(run) for name, fn in SWEEPS.items()}, F.retrain_controls(run)
+
+
+# ----------------------------------------------------------------------------- the sweeps on the tiny profile
+
+def test_method_sweep_runs_every_method_and_exact_only_on_its_small_sample(run, sweeps):
+    df, f = sweeps[0]["method"], run.profile.factors
+    ks = sorted(set(f.ks) | {run.profile.backselect.k})
+    assert list(dict.fromkeys(df.setting)) == [f"gradient k={k}" for k in ks] + ["pruned m=16", "exact"]
+    assert set(df.loc[df.setting == "exact", "sample"]) == {f"first {f.exact_images}"}
+    assert (df.loc[df.setting == "exact", "images"] == f.exact_images).all()
+    assert set(df["images"]) == {f.images, f.exact_images}
+    base = df[df.baseline]
+    assert set(base.setting) == {f"gradient k={run.profile.backselect.k}"} and len(base) == 2
+    assert df.loc[df.paper, "setting"].tolist() == ["exact"]
+
+
+def test_mask_sweep_compares_the_mean_pixel_with_black(run, sweeps):
+    df = sweeps[0]["mask"]
+    assert df.setting.tolist() == ["mean pixel", "black"]
+    assert df.baseline.tolist() == [True, False] and df.paper.tolist() == [True, False]
+    assert F.black_value("fashion-mnist") == pytest.approx(-0.2860 / 0.3530)   # a 0 pixel, normalised
+    assert (df["images"] == run.profile.factors.images).all()
+
+
+@pytest.mark.parametrize("name,field", [("epochs", "epochs"), ("width", "widths")])
+def test_model_sweeps_train_one_model_per_setting_and_report_its_confidence(run, sweeps, name, field):
+    df = sweeps[0][name]
+    assert df.value.tolist() == list(getattr(run.profile.factors, field))
+    assert df.baseline.sum() == 1
+    for col in ("test accuracy (%)", "mean confidence", "confident test images (%)", "final training loss"):
+        assert df[col].map(math.isfinite).all(), col
+    assert df["mean confidence"].between(0.1, 1).all()   # at least 1/classes: the max of a softmax
+
+
+def test_every_measure_is_finite_where_it_is_defined(sweeps):
+    for name, df in sweeps[0].items():
+        for col in ("full images (%)", "own BS subsets (%)", "random subsets (%)", "other models (%)"):
+            assert df[col].between(0, 100).all(), (name, col)
+        assert df["drop (points)"].map(math.isfinite).all()
+        # a mean SIS size exactly where some image is confident; a share where the source beats random
+        assert (df["SIS size (% of pixels)"].notna() == (df["confident images"] > 0)).all(), name
+        lift = df["own BS subsets (%)"] > df["random subsets (%)"]
+        assert (df["share transferred"].notna() == lift).all(), name
+        words = set(verdicts.WORDS.values())
+        assert set(df.C1) | set(df.C2) | set(df.C3) <= words
+
+
+def test_other_models_are_the_zoo_without_the_source(run):
+    others, zoo = F.other_models(run), A.zoo(run)
+    assert len(others) == sum(len(ms) for ms in zoo.values()) - 1
+    assert all(m is not zoo[run.profile.factors.arch][0] for m in others)
+
+
+def test_retrain_controls_report_every_control_per_replicate(run, sweeps):
+    df = sweeps[1]
+    assert list(dict.fromkeys(df.control)) == ["BS subsets", "random subsets", "full images", "keep-mask alone",
+                                               "values of another class", "random target class"]
+    assert (df.groupby("control").size() == run.profile.replicates).all()
+    assert df["test accuracy (%)"].between(0, 100).all()
+    t = F.controls_table(df)
+    assert t.columns.tolist() == [f"replicate {r} (%)" for r in range(run.profile.replicates)] + [
+        "mean (%)", "std", "share surviving"]
+    if t.loc["BS subsets", "mean (%)"] > 10:   # a lift above chance: BS itself keeps all of it
+        assert t.loc["BS subsets", "share surviving"] == pytest.approx(1.0)
+    else:
+        assert df["share surviving"].isna().all()
+
+
+def test_summary_has_one_row_per_claim_with_a_verdict(run, sweeps):
+    s = F.summary(run, *sweeps)
+    assert s.index.tolist() == ["C1", "C2", "C3", "C4"]
+    assert s.columns.tolist() == ["verdict at the tiny profile", "which factor moves it",
+                                  "what we expect at paper scale"]
+    assert set(s.iloc[:3, 0]) <= set(verdicts.WORDS.values())
+    assert s.map(lambda v: isinstance(v, str) and len(v) > 0).all().all()
+
+
+def test_a_second_call_recomputes_nothing(run, sweeps, monkeypatch):
+    def refuse(*a, **k):
+        raise AssertionError("recomputed")
+    monkeypatch.setattr(overinterp.train, "fit", refuse)
+    monkeypatch.setattr(overinterp.backselect, "backselect", refuse)
+    for name, fn in SWEEPS.items():
+        pd.testing.assert_frame_equal(fn(run), sweeps[0][name])
+    pd.testing.assert_frame_equal(F.retrain_controls(run), sweeps[1])
+
+
+def test_random_target_subsets_are_selected_for_a_class_other_than_the_prediction(run):
+    sel = A.selection(run, "test")
+    pred = A.backselect_set(run, run.profile.factors.arch, sel, progress=False).pred
+    images, keep, target = F.random_target_subsets(run, "test")
+    assert (target != pred).all()
+    assert images.shape == sel.load()[0].shape and keep.shape == images[:, 0].shape
+
+
+# ----------------------------------------------------------------------------- the controls on hand-made tensors
+
+def test_keep_mask_images_are_the_mask_itself_in_every_channel():
+    keep = torch.tensor([[[True, False], [False, True]]])
+    x = F.keep_mask_images(keep, 3)
+    assert x.shape == (1, 3, 2, 2) and x.dtype == torch.float32
+    assert torch.equal(x, torch.tensor([[[1.0, 0.0], [0.0, 1.0]]]).expand(1, 3, 2, 2))
+
+
+def test_other_class_partner_has_another_label_and_is_seeded():
+    labels = torch.tensor([0, 0, 1, 2, 2, 2, 1, 0])
+    p = F.other_class_partner(labels, seed=3)
+    assert (labels[p] != labels).all()
+    assert torch.equal(p, F.other_class_partner(labels, seed=3))
+    with pytest.raises(ValueError, match="another class"):
+        F.other_class_partner(torch.tensor([4, 4]))
+
+
+def test_fill_from_other_class_puts_the_partners_values_at_the_kept_positions():
+    images = torch.arange(12, dtype=torch.float32).view(3, 1, 2, 2)   # image i holds 4i .. 4i+3
+    keep = torch.tensor([[[True, False], [False, False]], [[False, True], [True, False]],
+                         [[False, False], [False, True]]])
+    partner = torch.tensor([2, 0, 1])
+    out = F.fill_from_other_class(images, keep, partner, mask_value=-9.0)
+    expect = torch.tensor([[[8.0, -9], [-9, -9]], [[-9, 1], [2, -9]], [[-9, -9], [-9, 7]]]).view(3, 1, 2, 2)
+    assert torch.equal(out, expect)
+
+
+def test_random_other_class_never_draws_the_prediction_and_reaches_every_other_class():
+    pred = torch.arange(10).repeat(200)
+    t = F.random_other_class(pred, 10, seed=1)
+    assert (t != pred).all() and t.min() >= 0 and t.max() <= 9
+    assert all(set(t[pred == c].tolist()) == set(range(10)) - {c} for c in range(10))
+    assert torch.equal(t, F.random_other_class(pred, 10, seed=1))
+
+
+# ----------------------------------------------------------------------------- the runner's target
+
+def _toy():
+    torch.manual_seed(0)
+    return build_model("cnn", 1, 10, width=2).eval(), torch.randn(4, 1, 8, 8, generator=torch.Generator().manual_seed(1))
+
+
+def test_runner_key_is_unchanged_without_a_target_and_separate_with_one(tmp_path):
+    model, images = _toy()
+    store, cfg = Store(tmp_path), BackSelectConfig("gradient", k=8)
+    kw = dict(model_config={"arch": "cnn"}, data_config={"set": "toy"}, config=cfg, shard_size=2, store=store,
+              progress=False)
+    plain = run_backselect(model, images, **kw)
+    assert store.exists(KIND, run_config(model, images, {"arch": "cnn"}, {"set": "toy"}, cfg, 2))
+    target = (plain.pred + 1) % 10
+    aimed = run_backselect(model, images, target=target, **kw)
+    assert torch.equal(aimed.pred, target) and (aimed.full_log_odds < plain.full_log_odds).all()  # not the argmax
+    assert len(list((tmp_path / KIND).iterdir())) == 2
+    with pytest.raises(ValueError, match="target must have shape"):
+        run_backselect(model, images, target=target[:2], **kw)
