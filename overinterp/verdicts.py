@@ -70,6 +70,17 @@ def paper_gap(train_on: str, evaluate_on: str) -> float:
     return max(0.0, max(gaps))
 
 
+def _drops(full: Mapping[str, Sequence[float]], bs: Mapping[str, Sequence[float]], allowed: float) -> dict:
+    """Per model: mean and std of ``full`` and ``bs`` accuracies, the drop between the means and the
+    allowed drop, ``allowed`` plus two standard deviations of the difference over replicates."""
+    rows = {}
+    for name in bs:
+        (f, fsd, n), (b, bsd, _) = spread(full[name]), spread(bs[name])
+        rows[name] = {"replicates": n, "full images": f, "full std": fsd, "BS subsets": b, "BS std": bsd,
+                      "drop (points)": f - b, "allowed drop": allowed + 2 * math.hypot(fsd, bsd)}
+    return rows
+
+
 def sis_size(sizes: Mapping[str, Sequence[float]], tau: float, bound: float = paper.SIS_MEAN_SIZE_BELOW) -> Verdict:
     """Section 4.1: at tau = 0.99 the mean SIS is below 5% of the image. ``sizes``: model ->
     SIS size of each image as a fraction of the pixels."""
@@ -91,13 +102,8 @@ def subsets_accurate(full: Mapping[str, Sequence[float]], bs: Mapping[str, Seque
     images. ``full`` and ``bs``: model -> test accuracy (%) of each replicate, on full images and
     on that replicate's own BS subsets."""
     allowed = paper_gap("full", "bs")
-    rows, flags = {}, []
-    for name in full:
-        (f, fs, n), (b, bsd, _) = spread(full[name]), spread(bs[name])
-        tol = allowed + 2 * math.hypot(fs, bsd)
-        rows[name] = {"replicates": n, "full images": f, "full std": fs, "BS subsets": b, "BS std": bsd,
-                      "drop (points)": f - b, "allowed drop": tol}
-        flags.append(f - b <= tol)
+    rows = _drops(full, bs, allowed)
+    flags = [r["drop (points)"] <= r["allowed drop"] for r in rows.values()]
     return Verdict(
         claim="Models classify their own 5% backward-selection subsets about as accurately as full images "
               "(section 4.1, Table 1: at most 0.52 points lower on CIFAR-10).",
@@ -175,13 +181,9 @@ def retrain_near_full(bs: Mapping[str, Sequence[float]], full: Mapping[str, Sequ
     images. ``full``: the full-image control, same architecture, images and training budget;
     ``chance``: accuracy (%) of guessing (100 / classes)."""
     allowed = paper_gap("bs", "bs")
-    rows, flags = {}, []
-    for name in bs:
-        (b, bsd, n), (f, fsd, _) = spread(bs[name]), spread(full[name])
-        tol = allowed + 2 * math.hypot(bsd, fsd)
-        rows[name] = {"replicates": n, "full images": f, "full std": fsd, "BS subsets": b, "BS std": bsd,
-                      "drop (points)": f - b, "allowed drop": tol}
-        flags.append(None if f - chance < min_lift else f - b <= tol)
+    rows = _drops(full, bs, allowed)
+    flags = [None if r["full images"] - chance < min_lift else r["drop (points)"] <= r["allowed drop"]
+             for r in rows.values()]
     return Verdict(
         claim="Models trained on 5% BS subsets are nearly as accurate as models trained on full images "
               f"(section 4.2, Table 1: at most {allowed:.2f} points lower on CIFAR-10).",
