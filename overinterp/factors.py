@@ -50,7 +50,8 @@ from .train import accuracy, model_config, plateaued, predict, trained_model
 __all__ = ["FRAC", "CONTROL_SEED", "MEASURES", "sample", "source_model", "other_models", "claim_measures",
            "method_settings", "black_value", "method_sweep", "mask_sweep", "epochs_sweep", "width_sweep",
            "keep_mask_images", "other_class_partner", "fill_from_other_class", "random_other_class",
-           "random_target_subsets", "retrain_controls", "controls_table", "retrain_verdicts", "table", "summary"]
+           "random_target_subsets", "retrain_controls", "controls_table", "retrain_verdicts", "table", "summary",
+           "sentences"]
 
 FRAC = 0.05          # the paper's 5% subsets
 CONTROL_SEED = 0     # the other-class pairing and the random target classes of the retraining controls
@@ -152,14 +153,20 @@ def method_sweep(run) -> pd.DataFrame:
     n = {m: min(v, f.images) for m, v in n.items() if any(e.method == m for _, e in settings)}
     samples = sorted(set(n.values()), reverse=True)
     rows = []
-    for i, (label, engine) in enumerate(settings):
+    for label, engine in settings:
         res = _backselect(run, model, cfg, sample(run, n[engine.method]), engine)
         for s in [s for s in samples if s <= n[engine.method]]:
-            rows.append({"factor": "method", "setting": label, "value": i,
+            rows.append({"factor": "method", "setting": label, "value": _fineness(engine),
                          "sample": f"all {s}" if s == f.images else f"first {s}", "sample size": s,
                          "baseline": engine == run.profile.backselect, "paper": engine.method == "exact",
                          **claim_measures(model, res[:s], X[:s], Y[:s], others, tau, run.device)})
     return pd.DataFrame(rows)
+
+
+def _fineness(engine: BackSelectConfig) -> int:
+    """How close a method comes to exact backward selection: gradient -k (fewer pixels per step is
+    finer) < pruned (0) < exact (1). The method sweep's ``value``, an order toward the paper's."""
+    return {"exact": 1, "pruned": 0}.get(engine.method, -engine.k)
 
 
 def black_value(dataset: str):
@@ -345,6 +352,13 @@ def table(sweep: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
     return out.round(digits)
 
 
+def sentences(table: pd.DataFrame):
+    """A table of sentences (:func:`summary`) for display: whole, left-aligned (pandas' own display
+    cuts a cell after 50 characters)."""
+    return table.style.set_properties(**{"text-align": "left", "vertical-align": "top"}).set_table_styles(
+        [{"selector": "td, th", "props": "border-bottom: 1px solid #ddd; padding: 4px 6px;"}])
+
+
 def _main_rows(factor: str, sweep: pd.DataFrame) -> pd.DataFrame:
     """The rows a factor's effect is read from: for the method, every method on the same (the
     smallest sample's) images."""
@@ -353,10 +367,14 @@ def _main_rows(factor: str, sweep: pd.DataFrame) -> pd.DataFrame:
     return sweep
 
 
-def _effect(factor: str, sweep: pd.DataFrame, col: str, run) -> dict | None:
-    """How ``col`` moves with one factor: its range over the settings, and the direction from the
-    profile's setting to the paper's (or, beyond the sweep, the trend toward it)."""
+def _effect(factor: str, sweep: pd.DataFrame, claim: str, run) -> dict | None:
+    """How the claim's measure moves with one factor, over the settings where the claim can be
+    tested (a share of a lift under the verdict's minimum is noise): its range, and the direction
+    from the profile's setting to the paper's, or, where the sweep does not reach the paper's, the
+    trend toward it (from ours to the sweep's end, else from the setting next to ours)."""
+    col = MEASURES[claim][0]
     rows = _main_rows(factor, sweep).dropna(subset=[col])
+    rows = rows[rows[claim] != verdicts.WORDS[None]]
     if len(rows) < 2:
         return None
     lo, hi = rows.loc[rows[col].idxmin()], rows.loc[rows[col].idxmax()]
@@ -364,28 +382,38 @@ def _effect(factor: str, sweep: pd.DataFrame, col: str, run) -> dict | None:
     if base.empty:
         return None
     base = base.iloc[0]
-    ordinal = factor in ("epochs", "width")
-    paper_value = {"epochs": get_profile("paper").train.epochs,
-                   "width": _paper_width(run.profile.factors.arch)}.get(factor)
+    paper_value = {"epochs": get_profile("paper").train.epochs, "width": _paper_width(run.profile.factors.arch),
+                   "method": 1}.get(factor)                    # the mask is categorical: the paper's or not
+    paper_name = {"method": "exact"}.get(factor, paper_value)
     if rows.paper.any():                             # the paper's setting is in the sweep
         ref = rows[rows.paper].iloc[0]
+        delta = ref[col] - base[col]
         how = f"{ref[col]:.2f} at the paper's {_show(factor, ref.setting)} against {base[col]:.2f} at ours"
-    elif ordinal:                                    # beyond the sweep: the trend from ours toward it
-        side = rows[rows.value > base.value] if paper_value > base.value else rows[rows.value < base.value]
-        if side.empty:
+    elif paper_value is not None:                    # not in the sweep: the trend toward it
+        up = paper_value > base.value
+        ahead, behind = rows[(rows.value > base.value) == up], rows[(rows.value < base.value) == up]
+        ahead, behind = ahead[ahead.value != base.value], behind[behind.value != base.value]
+        if not ahead.empty:                          # from ours to the sweep's end toward the paper's
+            ref = ahead.loc[(ahead.value - base.value).abs().idxmax()]
+            delta = ref[col] - base[col]
+            how = (f"{ref[col]:.2f} at {_show(factor, ref.setting)} against {base[col]:.2f} at ours, "
+                   f"toward the paper's {paper_name}")
+        elif not behind.empty:                       # ours is the sweep's end: the last step up to ours
+            ref = behind.loc[(behind.value - base.value).abs().idxmin()]
+            delta = base[col] - ref[col]
+            how = (f"{base[col]:.2f} at ours against {ref[col]:.2f} at {_show(factor, ref.setting)}, "
+                   f"the trend toward the paper's {paper_name}")
+        else:
             return None
-        ref = side.loc[(side.value - base.value).abs().idxmax()]
-        how = (f"{ref[col]:.2f} at {_show(factor, ref.setting)} against {base[col]:.2f} at ours, "
-               f"on the way to the paper's {paper_value}")
     else:
         return None
-    delta = ref[col] - base[col]
     return {"factor": factor, "range": hi[col] - lo[col], "lo": lo, "hi": hi, "delta": delta, "how": how,
             "same": bool(base.paper)}
 
 
 def _show(factor: str, setting: str) -> str:
-    return {"epochs": f"{setting} epochs", "width": f"width {setting}"}.get(factor, setting)
+    epochs = f"{setting} epoch{'' if setting == '1' else 's'}"
+    return {"epochs": epochs, "width": f"width {setting}"}.get(factor, setting)
 
 
 def _direction(delta: float) -> str:
@@ -401,7 +429,7 @@ def summary(run, sweeps: dict[str, pd.DataFrame], controls: pd.DataFrame) -> pd.
     base = base[base.baseline].iloc[0]
     rows = []
     for claim, (col, what) in MEASURES.items():
-        effects = [e for factor, sw in sweeps.items() if (e := _effect(factor, sw, col, run))]
+        effects = [e for factor, sw in sweeps.items() if (e := _effect(factor, sw, claim, run))]
         if not effects:
             rows.append({"claim": claim, "verdict": base[claim], "which factor moves it": "no factor could be read",
                          "what we expect at paper scale": "nothing: no factor moved the measure"})

@@ -106,6 +106,30 @@ def test_summary_has_one_row_per_claim_with_a_verdict(run, sweeps):
                                   "what we expect at paper scale"]
     assert set(s.iloc[:3, 0]) <= set(verdicts.WORDS.values())
     assert s.map(lambda v: isinstance(v, str) and len(v) > 0).all().all()
+    html = F.sentences(s).to_html()                          # shown whole, not cut at 50 characters
+    assert all(v.replace("'", "&#x27;") in html or v in html for v in s["what we expect at paper scale"])
+
+
+def _sweep(factor, settings, values, sis, baseline, paper=None, size=None):
+    """A hand-made sweep: C1 measured (mean SIS size), C2 and C3 present but untestable."""
+    return pd.DataFrame([{"factor": factor, "setting": str(s), "value": v, "sample size": size or 40,
+                          "baseline": s == baseline, "paper": s == paper, "SIS size (% of pixels)": x,
+                          "drop (points)": 0.0, "share transferred": math.nan, "C1": "does not hold",
+                          "C2": "holds", "C3": verdicts.WORDS[None]} for s, v, x in zip(settings, values, sis)])
+
+
+def test_summary_reads_each_factor_toward_the_papers_setting(run, sweeps):
+    sw = {"method": _sweep("method", ["gradient k=64", "gradient k=8", "pruned m=16"], [-64, -8, 0], [30, 20, 8],
+                           "gradient k=8"),                        # no exact: the trend toward it, lower
+          "mask": _sweep("mask", ["mean pixel", "black"], [0, 1], [20, 60], "mean pixel", paper="mean pixel"),
+          "epochs": _sweep("epochs", [1, 3, 10], [1, 3, 10], [70, 50, 45], 10)}   # ours at the end: 3 -> 10
+    s = F.summary(run, sw, sweeps[1])
+    moves, expect = s.loc["C1", "which factor moves it"], s.loc["C1", "what we expect at paper scale"]
+    assert moves.startswith("mask value") and "20.00 (mean pixel) to 60.00 (black)" in moves   # the largest range
+    assert expect.startswith("expect a lower mean SIS size at paper scale, toward the claim")
+    assert "8.00 at pruned m=16 against 20.00 at ours, toward the paper's exact" in expect
+    assert "45.00 at ours against 50.00 at 3 epochs" in expect and "mask value" not in expect  # the paper's mask
+    assert s.loc["C3", "which factor moves it"] == "no factor could be read"              # untestable everywhere
 
 
 def test_a_second_call_recomputes_nothing(run, sweeps, monkeypatch):
@@ -166,7 +190,8 @@ def test_random_other_class_never_draws_the_prediction_and_reaches_every_other_c
 
 def _toy():
     torch.manual_seed(0)
-    return build_model("cnn", 1, 10, width=2).eval(), torch.randn(4, 1, 8, 8, generator=torch.Generator().manual_seed(1))
+    images = torch.randn(4, 1, 8, 8, generator=torch.Generator().manual_seed(1))
+    return build_model("cnn", 1, 10, width=2).eval(), images
 
 
 def test_runner_key_is_unchanged_without_a_target_and_separate_with_one(tmp_path):
