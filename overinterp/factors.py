@@ -45,7 +45,7 @@ from .paper import ARCH_NAMES
 from .profiles import get_profile
 from .runner import run_backselect
 from .sis import find_sis, pixel_subset, random_subset
-from .train import accuracy, model_config, plateaued, predict, trained_model
+from .train import accuracy, model_config, trained_model
 
 __all__ = ["FRAC", "CONTROL_SEED", "MEASURES", "sample", "source_model", "other_models", "claim_measures",
            "method_settings", "black_value", "method_sweep", "mask_sweep", "epochs_sweep", "width_sweep",
@@ -114,14 +114,12 @@ def claim_measures(model: nn.Module, res: BackSelectResult, images: torch.Tensor
 
 
 def _model_stats(model: nn.Module, run, tau: float) -> dict:
-    """What makes a model overinterpret: accuracy, confidence on the test selection, training loss."""
-    X, Y = A.selection(run, "test").load()
-    probs = predict(model, X, device=run.device)
-    conf = probs.max(1).values
-    h = model.info["history"]
-    return {ACC: 100 * (probs.argmax(1) == Y).float().mean().item(), "mean confidence": conf.mean().item(),
-            "confident test images (%)": 100 * (conf >= tau).float().mean().item(),
-            "final training loss": h[-1]["loss"], "plateaued": bool(plateaued(h))}
+    """What makes a model overinterpret (:func:`overinterp.analysis.model_stats` on the test
+    selection), under this chapter's column names."""
+    s = A.model_stats(model, {"test": A.selection(run, "test").load()}, run.device, tau)
+    return {ACC: s["test accuracy"], "mean confidence": s["mean confidence"],
+            "confident test images (%)": s[f"test at ≥ {tau:g} (%)"],
+            "final training loss": s["final training loss"], "plateaued": bool(s["plateaued"])}
 
 
 # ----------------------------------------------------------------------------- backward selection

@@ -1,6 +1,5 @@
 """Figures of the book: SIS panels (paper Fig. 1, S1), backward-selection curves,
-pixel-location heatmaps (Fig. 2), training curves, the factor plots of the
-chapter on why a claim holds, and numeric tables formatted for display.
+pixel-location heatmaps (Fig. 2), training curves and numeric tables formatted for display.
 
 Images come in normalised (the models' input); ``to_pixels`` turns them back
 into [0, 1] pixels with the dataset's mean/std. Masked pixels are drawn in a
@@ -14,7 +13,7 @@ import numpy as np
 import seaborn as sns
 import torch
 
-__all__ = ["to_pixels", "show_masked", "image_rows", "backselect_curves", "heatmaps", "training_curves", "factor_plot",
+__all__ = ["to_pixels", "show_masked", "image_rows", "backselect_curves", "heatmaps", "training_curves",
            "mean_std", "MASK_RGB"]
 
 MASK_RGB = (0.78, 0.84, 0.92)  # what a masked pixel is drawn as
@@ -101,17 +100,6 @@ def training_curves(histories: dict[str, list[dict]], key: str = "loss", ax=None
     if key == "loss":
         ax.set_yscale("log")
     ax.legend(fontsize=7)
-    return ax
-
-
-def factor_plot(df, x: str, y: str, hue: str | None = None, ax=None, reference: float | None = None,
-                reference_label: str = "paper"):
-    """A claim's measure ``y`` against one factor ``x`` (mean and spread over rows of ``df``)."""
-    ax = ax or plt.subplots(figsize=(4.2, 3.0))[1]
-    sns.pointplot(data=df, x=x, y=y, hue=hue, ax=ax, errorbar="sd", capsize=0.1, markersize=4, linewidth=1)
-    if reference is not None:
-        ax.axhline(reference, color="k", ls=":", lw=1, label=reference_label)
-        ax.legend(fontsize=7)
     return ax
 
 
