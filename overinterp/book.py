@@ -223,10 +223,12 @@ def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | Non
             (stage / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(root / f, stage / f)
     found = editions(edition_folder or root / "editions")
-    if found:  # the chapters become a part, each edition another one
+    if found:  # the chapters' parts are labelled as this build's, each edition becomes another part
         toc = yaml.safe_load((root / "_toc.yml").read_text())
         profile = json.loads((out / "timings.json").read_text())["parameters"].get("profile") or default_profile()
-        parts = [{"caption": f"Executed by this build ({profile} profile)", "chapters": toc.pop("chapters")}]
+        ours = toc.pop("parts", None) or [{"caption": "", "chapters": toc.pop("chapters")}]
+        parts = [{**part, "caption": f"{part['caption'] or 'Chapters'}, executed by this build ({profile} profile)"}
+                 for part in ours]
         for e in found:
             dest = stage / "editions" / e["name"]
             if dest.exists():

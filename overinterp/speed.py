@@ -2,7 +2,7 @@
 
 ``benchmarks/bench_backselect.py`` writes one JSON file per device into
 ``benchmarks/results/`` (``backselect-<device>.json``). This module only *reads*
-them (the chapter "How fast is backward selection?", ``book/09_speed``, costs
+them (the chapter "How fast is backward selection?", ``book/13_speed``, costs
 seconds) and turns each section into a tidy numeric table, one row per device and
 measured case:
 

@@ -12,7 +12,7 @@ VERDICT = "Verdict: the claim"
 EXPECT = {"01_introduction": ["<table"], "02_model_zoo": ["<table", "<figcaption"],
           "03_sis": ["<img", "<table", "<figcaption", VERDICT], "04_pixel_subsets": ["<img", "<table", "<figcaption", VERDICT],
           "05_retraining": ["<img", "<table", "<figcaption", VERDICT],
-          "06_why": ["<img", "<table", "<figcaption"], "07_humans": ["<img", "<table", "<script", "<figcaption"], "09_speed": ["<img", "<table", "<figcaption"],
+          "06_why": ["<img", "<table", "<figcaption"], "07_humans": ["<img", "<table", "<script", "<figcaption"], "13_speed": ["<img", "<table", "<figcaption"],
           "08_sis_accuracy": ["<img", "<table", "<figcaption", VERDICT]}
 
 
@@ -84,4 +84,4 @@ def test_an_edition_is_saved_with_its_manifest_and_rendered_as_its_own_part(buil
     page = (html_out / "html" / "editions" / "fashion-mnist-tiny" / "book" / "03_sis.html").read_text()
     assert "<img" in page and "This execution" in page
     toc_page = (html_out / "html" / "book" / "02_model_zoo.html").read_text()
-    assert "Executed by this build (tiny profile)" in toc_page and "at the tiny profile, executed on CPU" in toc_page
+    assert "executed by this build (tiny profile)" in toc_page and "at the tiny profile, executed on CPU" in toc_page
