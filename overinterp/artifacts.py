@@ -36,6 +36,9 @@ VERSIONS = {
     "model": 2,       # 2: InputDropout evaluates with masks shared by the batch; augmentation drawn per epoch
     "retrained": 2,   # as "model"
     "backselect": 2,  # 2: ranks by float64 log-odds (was float32 softmax, which saturates at 1.0)
+    "input_reduction": 1,  # input reduction with beam search (overinterp.input_reduction, Feng et al. 2018)
+    "vae": 1,         # generative model of Bayes-TrEx (overinterp.bayes_trex)
+    "bayes_trex": 1,  # NUTS chains of Bayes-TrEx in a VAE latent space
 }
 
 

@@ -117,8 +117,12 @@ def _autocast(device: torch.device, bf16: bool):
 
 
 def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig = TrainConfig(),
-        seed: int = 0, device="auto", progress: bool = True, desc: str = "train") -> list[dict]:
-    """Train ``model`` in place on (images (N,C,H,W), labels (N,)); returns per-epoch stats."""
+        seed: int = 0, device="auto", progress: bool = True, desc: str = "train", perturb=None) -> list[dict]:
+    """Train ``model`` in place on (images (N,C,H,W), labels (N,)); returns per-epoch stats.
+
+    ``perturb(model, x, y) -> x'``, if given, replaces each (augmented) batch before the step:
+    adversarial training trains on PGD examples (:mod:`overinterp.robust`, Madry et al. 2018);
+    the stats are then those of the perturbed batches."""
     device = resolve_device(device)
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -146,6 +150,8 @@ def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: Train
             x, y = X[perm[sl]], Y[perm[sl]]
             if cfg.augment:
                 x = augment_batch(x, pad_value, draws=draws[:, sl])
+            if perturb is not None:
+                x = perturb(model, x, y)
             with _autocast(device, fast):
                 out = model(x.contiguous(memory_format=memory_format))
                 loss = F.cross_entropy(out, y)
@@ -206,17 +212,20 @@ def make_model(cfg: dict, in_channels: int, num_classes: int) -> nn.Module:
 
 def cached_fit(kind: str, cfg: dict, model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
                train_cfg: TrainConfig, seed: int, device="auto", store: Store | None = None,
-               progress: bool = True, desc: str = "train", eval_data: tuple | None = None) -> nn.Module:
+               progress: bool = True, desc: str = "train", eval_data: tuple | None = None,
+               perturb=None) -> nn.Module:
     """Train ``model`` on (images, labels) unless the store holds the weights for ``cfg``.
 
     Returns the model in eval mode on ``device``; ``model.info`` holds the training history,
     the accuracy on ``eval_data`` = (images, labels), the wall time and the device.
+    ``perturb``: see :func:`fit` (what it does must be part of ``cfg``).
     """
     store = store or Store()
     saved = store.load(kind, cfg)
     if saved is None:
         t0 = time.perf_counter()
-        history = fit(model, images, labels, train_cfg, seed=seed, device=device, progress=progress, desc=desc)
+        history = fit(model, images, labels, train_cfg, seed=seed, device=device, progress=progress, desc=desc,
+                      perturb=perturb)
         seconds = time.perf_counter() - t0
         test_acc = accuracy(model, *eval_data, device=device) if eval_data is not None else None
         saved = {"state_dict": {k: v.cpu() for k, v in model.state_dict().items()}, "history": history,

