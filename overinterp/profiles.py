@@ -6,7 +6,7 @@ run. A notebook's papermill parameters ``dataset`` / ``profile`` pick one.
 
 * ``tiny``  -- seconds; what the tests run. Numbers are meaningless.
 * ``quick`` -- the book's default: Fashion-MNIST on a 2-core laptop CPU, the whole
-  book in 45 minutes (the target; not yet measured to hold). Models are narrowed (8 initial filters) and trained 12
+  book in 45 minutes (measured: 43 min on a 2-core Xeon, benchmarks/results/book-quick-cpu.json). Models are narrowed (8 initial filters) and trained 12
   epochs on 6000 images without augmentation (which, measured, costs accuracy and
   confidence at this budget); retraining uses 1000 training images (gradient k=16).
 * ``gpu``   -- Fashion-MNIST at the paper's widths and recipe, scaled to about 25
@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 from .backselect import BackSelectConfig
 
-__all__ = ["TrainConfig", "FactorConfig", "InputReductionConfig", "ImageNetConfig", "Profile", "PROFILES", "get_profile", "default_profile"]
+__all__ = ["TrainConfig", "FactorConfig", "RobustConfig", "MitigationConfig", "ImageNetConfig", "SharedInterestConfig",
+           "InputReductionConfig", "BayesTrExConfig", "Profile", "PROFILES", "get_profile", "default_profile"]
 
 
 @dataclass(frozen=True)
@@ -256,7 +257,7 @@ PROFILES = {p.name: p for p in [
                                 backselect=BackSelectConfig("gradient", block=32, k=8), timing_images=1,
                                 timing_steps=1)),
     Profile(
-        name="quick", doc="book default: Fashion-MNIST on a 2-core CPU (target: the whole book in 45 min)",
+        name="quick", doc="book default: Fashion-MNIST on a 2-core CPU, the whole book within 45 min",
         dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
         widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
         replicates=2, train_size=6000, test_size=300,
@@ -298,7 +299,11 @@ PROFILES = {p.name: p for p in [
         backselect=BackSelectConfig("exact"), backselect_train=BackSelectConfig("pruned", m=16),
         sis_images=32, retrain_images=10000,
         robust=RobustConfig(epochs=10, replicates=2),
-        imagenet=ImageNetConfig(model="efficientnet_lite0", min_confidence=0.5)),
+        imagenet=ImageNetConfig(model="efficientnet_lite0", min_confidence=0.5),
+        # NUTS evaluates the classifier once per leapfrog step, one chain at a time: the paper-scale
+        # defaults (10 classes x 4 chains x 2500 steps) would take hours; a first guess for ~10 GPU minutes
+        bayes_trex=BayesTrExConfig(high_classes=(0, 4), chains=2, warmup=100, samples=200, max_tree_depth=6,
+                                   sis_images=32)),
     Profile(
         name="paper", doc="CIFAR-10, the paper's hyperparameters (S1); needs a GPU",
         dataset="cifar10", archs=("resnet20", "resnet18", "vgg16"),

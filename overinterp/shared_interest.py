@@ -39,6 +39,7 @@ IoU >= h / (2 - h)).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -157,7 +158,9 @@ def saliency_map(model: nn.Module, images: torch.Tensor, method: str, target: to
     gradient of the target logit, Simonyan et al.) or ``"integrated_gradients"`` (Sundararajan
     et al., ``n_steps`` Gauss-Legendre steps from the constant image ``baseline``, the masking
     value of backward selection). The model is called in eval mode on ``images``' device."""
-    from captum.attr import IntegratedGradients, Saliency
+    with warnings.catch_warnings():  # captum imports tqdm.auto, which warns in a notebook without ipywidgets
+        warnings.simplefilter("ignore")
+        from captum.attr import IntegratedGradients, Saliency
     if method not in SALIENCY_METHODS:
         raise ValueError(f"method must be one of {', '.join(SALIENCY_METHODS)}, got {method!r}")
     model.eval()
@@ -259,7 +262,7 @@ def image_table(run, cfg, archs=None, progress: bool = True):
     correct, the three scores, |G|, |E|, has (False where an SIS does not exist: confidence < tau,
     scores then NaN) and case; G (N, H, W) the silhouettes; regions[(model, replicate, method)]
     the (N, H, W) explanation regions."""
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
     from . import analysis as A, data as D
     from .paper import ARCH_NAMES
     X, Y = A.selection(run, "test").load()
