@@ -139,16 +139,19 @@ def confident(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, thre
     return torch.nonzero((pred == labels) & (conf >= threshold)).flatten()
 
 
-def confident_selection(run, threshold: float) -> Selection:
-    """The SIS chapter's images (paper 4.1): the first ``sis_images`` of the test selection that
-    replicate ``run.seed`` of every architecture classifies correctly with confidence >= threshold."""
+def confident_selection(run, threshold: float, models=None, n: int | None = None) -> Selection:
+    """The SIS chapter's images (paper 4.1): the first ``n`` (default ``sis_images``) images of the test
+    selection that every model of ``models`` (default: replicate ``run.seed`` of every architecture)
+    classifies correctly with confidence >= threshold."""
     sel = selection(run, "test")
     X, Y = sel.load()
+    if models is None:
+        models = [trained_model(run.dataset, a, run.profile.name, seed=run.seed, device=run.device)
+                  for a in run.profile.archs]
     ok = torch.ones(len(X), dtype=torch.bool)
-    for a in run.profile.archs:
-        model = trained_model(run.dataset, a, run.profile.name, seed=run.seed, device=run.device)
+    for model in models:
         ok &= torch.isin(torch.arange(len(X)), confident(model, X, Y, threshold, device=run.device))
-    idx = ok.nonzero().flatten()[:run.profile.sis_images]
+    idx = ok.nonzero().flatten()[:n or run.profile.sis_images]
     if not len(idx):
         raise ValueError(f"no test image is classified correctly with confidence >= {threshold} by every model; "
                          "lower the threshold")

@@ -280,6 +280,7 @@ def _larger(rows: pd.DataFrame, claim: str, what: str, min_images: int, level: f
     """Holds when every row's interval of the increase lies above 0; cannot be tested when a row
     has fewer than ``min_images`` images."""
     numbers = rows.copy()
+    numbers["images"] = numbers["images"].astype(int)
     numbers["interval above 0"] = numbers["low"] > 0
     enough = numbers["images"] >= min_images
     holds = None if not enough.all() else bool(numbers["interval above 0"].all())

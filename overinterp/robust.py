@@ -220,18 +220,8 @@ def robust_selection(run, models: Sequence[nn.Module], tau: float, n: int | None
     """Figure 1's images for the robust comparison: the first ``n`` (default: the robust config's
     ``sis_images``, else the profile's) images of the test selection that every model of ``models``
     (e.g. the standard and the robust replicate run.seed) classifies correctly with confidence >= tau."""
-    from .analysis import confident, selection
-    sel = selection(run, "test")
-    X, Y = sel.load()
-    ok = torch.ones(len(X), dtype=torch.bool)
-    for m in models:
-        ok &= torch.isin(torch.arange(len(X)), confident(m, X, Y, tau, device=run.device))
-    n = n or run.profile.robust.sis_images or run.profile.sis_images
-    idx = ok.nonzero().flatten()[:n]
-    if not len(idx):
-        raise ValueError(f"no test image is classified correctly with confidence >= {tau} by every model; "
-                         "lower the threshold tau")
-    return sel.narrow(idx.tolist())
+    from .analysis import confident_selection
+    return confident_selection(run, tau, models, n or run.profile.robust.sis_images)
 
 
 def robust_backselect(run, model: nn.Module, sel: D.Selection, seed: int | None = None,
