@@ -205,7 +205,8 @@ def confident(model: nn.Module, files: Sequence[tuple[Path, int]], size: int, re
 
 
 def _device(model: nn.Module) -> torch.device:
-    return next(model.parameters()).device
+    """Where ``model``'s parameters are (the CPU for a model without any)."""
+    return next(model.parameters(), torch.empty(0)).device
 
 
 @torch.inference_mode()
