@@ -14,3 +14,23 @@ def _tiny_profile_and_private_artifacts(tmp_path_factory):
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+class Always(torch.nn.Module):
+    """A parameter-free classifier that predicts class ``c`` of 10 for every image, with probability
+    ~1 (logit margin 20): a model whose accuracy and confident images are known by hand."""
+
+    def __init__(self, c: int):
+        super().__init__()
+        self.c = c
+
+    def forward(self, x):
+        out = torch.zeros(len(x), 10)
+        out[:, self.c] = 20.0
+        return out
+
+
+@pytest.fixture
+def always():
+    """``always(c)``: an :class:`Always` model."""
+    return Always

@@ -198,28 +198,15 @@ def test_tiny_profile_trains_caches_attacks_and_backselects_the_robust_model():
     assert res.order.shape[0] == 3 and len(R.sis_sizes(res, run.profile.sis_threshold)) == 3
 
 
-class _Always(nn.Module):
-    """Predicts class ``c`` for every image with probability ~1 (logit margin 20)."""
-
-    def __init__(self, c: int):
-        super().__init__()
-        self.c = c
-
-    def forward(self, x):
-        out = torch.zeros(len(x), 10)
-        out[:, self.c] = 20.0
-        return out
-
-
-def test_robust_selection_takes_the_first_test_images_every_model_classifies_correctly_and_confidently():
+def test_robust_selection_takes_the_first_test_images_every_model_classifies_correctly_and_confidently(always):
     from overinterp import analysis as A
     from overinterp.book import setup
     run = setup(profile="tiny", device="cpu", show=False)
     _, Y = A.selection(run, "test").load()
-    sel = R.robust_selection(run, [_Always(3), _Always(3)], tau=0.99, n=4)
+    sel = R.robust_selection(run, [always(3), always(3)], tau=0.99, n=4)
     X_sel, Y_sel = sel.load()
     assert Y_sel.tolist() == [3] * min(4, int((Y == 3).sum()))                 # the images labelled 3 ...
     first = torch.nonzero(Y == 3).flatten()[:4]                               # ... the first ones, in order
     assert torch.equal(X_sel, A.selection(run, "test").load()[0][first])
     with pytest.raises(ValueError, match="confidence >= 0.99"):               # no image both call correct
-        R.robust_selection(run, [_Always(3), _Always(4)], tau=0.99)
+        R.robust_selection(run, [always(3), always(4)], tau=0.99)

@@ -3,7 +3,6 @@ import math
 
 import pytest
 import torch
-import torch.nn as nn
 
 from overinterp import analysis as A, paper, plots, verdicts as V
 from overinterp.profiles import PROFILES, get_profile
@@ -70,31 +69,19 @@ def test_sis_size_and_confidence_kept():
     assert list(table.columns) == ["claim", "verdict", "criterion"] and table.loc[0, "verdict"] == "does not hold"
 
 
-class _Const(nn.Module):
-    """Predicts class ``c`` for every image."""
-    def __init__(self, c):
-        super().__init__()
-        self.c = c
-
-    def forward(self, x):
-        out = torch.zeros(len(x), 3)
-        out[:, self.c] = 5.0
-        return out
-
-
-def test_accuracy_tables_are_numeric_and_formatted_only_for_display():
+def test_accuracy_tables_are_numeric_and_formatted_only_for_display(always):
     X, Y = torch.zeros(4, 1, 2, 2), torch.tensor([0, 0, 1, 2])
     sets = {"test": (X, Y), "ood": (X, torch.tensor([0, 0, 0, 0]))}
-    runs = A.accuracies([_Const(0), _Const(1)], sets)
+    runs = A.accuracies([always(0), always(1)], sets)
     assert runs.to_dict("list") == {"test": [50.0, 25.0], "ood": [100.0, 0.0]}
-    table = A.accuracy_table({"m": [_Const(0), _Const(1)], "one": _Const(0)}, sets)
+    table = A.accuracy_table({"m": [always(0), always(1)], "one": always(0)}, sets)
     assert table.loc["m", ("test", "mean")] == pytest.approx(37.5)
     assert table.loc["m", ("ood", "std")] == pytest.approx(math.sqrt(5000))
     assert math.isnan(table.loc["one", ("test", "std")])
     assert list(dict.fromkeys(c for c, _ in table.columns)) == ["test", "ood"]  # order kept
     shown = plots.mean_std(table)
     assert shown.loc["m", "test"] == "37.50 ± 17.68" and shown.loc["one", "test"] == "50.00"
-    same = plots.mean_std(A.accuracy_table({"m": [_Const(0), _Const(0)]}, sets))
+    same = plots.mean_std(A.accuracy_table({"m": [always(0), always(0)]}, sets))
     assert same.loc["m", "test"] == "50.00 ± 0.00"   # two equal replicates still show their spread
 
 
