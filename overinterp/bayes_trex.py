@@ -54,7 +54,7 @@ from . import paper
 from .artifacts import Store
 from .backselect import logit
 from .profiles import BayesTrExConfig
-from .verdicts import Verdict
+from .verdicts import Verdict, sis_size
 
 __all__ = ["VAE", "negative_elbo", "fit_vae", "vae_config", "trained_vae", "pixels", "normalise", "decoder",
            "Target", "high", "ambiguous", "class_log_odds", "one_minus_p", "level_set_log_lik", "in_level_set",
@@ -465,7 +465,7 @@ def sparse_pixels(generated: Sequence[float], real: Sequence[float], tau: float,
                             "empty SIS (%)": [100 * (g == 0).mean() if len(g) else np.nan,
                                               100 * (r == 0).mean() if len(r) else np.nan]},
                            index=pd.Index(["sampled by Bayes-TrEx", "confident test images"], name="images of"))
-    holds = None if len(g) < min_images else bool(g.mean() < bound)
+    holds = sis_size({"sampled": g}, tau, bound, min_images).holds   # claim C1's verdict on the samples
     claim = (f"Images a generative model makes in-distribution, sampled where the classifier is confident, are "
              f"classified from sparse pixels as real test images are: at tau = {tau:g} the mean SIS is below "
              f"{100 * bound:g}% of the image (the paper's 4.1 finding for real CIFAR-10 test images).")

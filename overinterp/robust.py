@@ -263,25 +263,16 @@ def paired_sizes(table: pd.DataFrame, robust: str, standard: str) -> pd.DataFram
 def robust_sis_sparse(sizes: Mapping[str, Sequence[float]], tau: float, bound: float = SIS_MEAN_SIZE_BELOW,
                       min_images: int = 5):
     """Section 4.5: an adversarially robust model classifies highly sparse SIS with confidence >=
-    tau. ``sizes``: robust model -> SIS size (%) of each image (NaN: no SIS, not counted). Holds
-    when every robust model's mean SIS size is below ``bound`` (claim C1's 5%); cannot be tested
-    with fewer than ``min_images`` SIS (the model is rarely that confident)."""
-    from .verdicts import Verdict, _all
-    rows, flags = {}, []
-    for name, s in sizes.items():
-        s = np.asarray(s, float)
-        s = s[~np.isnan(s)]
-        n = len(s)
-        mean = s.mean() if n else math.nan
-        rows[name] = {"images with an SIS": n, "mean SIS size (%)": mean,
-                      "std (%)": s.std(ddof=1) if n > 1 else math.nan}
-        flags.append(None if n < min_images else bool(mean < 100 * bound))
-    return Verdict(
-        claim="Adversarially robust models also classify highly sparse sufficient input subsets with ≥ 99% "
-              "confidence (section 4.5, Figure 1 'Adv. Robust').",
-        criterion=f"for every robust model, the mean SIS size at τ = {tau:g} is below {100 * bound:g}% of the "
-                  f"pixels (claim C1's bound), over at least {min_images} images that have an SIS.",
-        holds=_all(flags), numbers=pd.DataFrame.from_dict(rows, orient="index"))
+    tau. ``sizes``: robust model -> SIS size (%) of each image (NaN: no SIS, not counted). Claim C1's
+    verdict (:func:`overinterp.verdicts.sis_size`) on the robust models: holds when every one's mean
+    SIS size is below ``bound``; cannot be tested with fewer than ``min_images`` SIS (the model is
+    rarely that confident)."""
+    from .verdicts import sis_size
+    v = sis_size({name: np.asarray(s, float) / 100 for name, s in sizes.items()}, tau, bound, min_images,
+                 claim="Adversarially robust models also classify highly sparse sufficient input subsets with "
+                       "≥ 99% confidence (section 4.5, Figure 1 'Adv. Robust').")
+    v.numbers = v.numbers.rename(columns={"images": "images with an SIS"})
+    return v
 
 
 def robust_sis_larger(pairs: Mapping[str, pd.DataFrame], tau: float, min_images: int = 5):

@@ -81,19 +81,24 @@ def _drops(full: Mapping[str, Sequence[float]], bs: Mapping[str, Sequence[float]
     return rows
 
 
-def sis_size(sizes: Mapping[str, Sequence[float]], tau: float, bound: float = paper.SIS_MEAN_SIZE_BELOW) -> Verdict:
+def sis_size(sizes: Mapping[str, Sequence[float]], tau: float, bound: float = paper.SIS_MEAN_SIZE_BELOW,
+             min_images: int = 1, claim: str | None = None) -> Verdict:
     """Section 4.1: at tau = 0.99 the mean SIS is below 5% of the image. ``sizes``: model ->
-    SIS size of each image as a fraction of the pixels."""
+    SIS size of each image as a fraction of the pixels (NaN: the image has no SIS, not counted);
+    a model with fewer than ``min_images`` SIS cannot be tested. ``claim``: the claim tested with
+    this bound (default: section 4.1's)."""
     rows, flags = {}, []
     for name, s in sizes.items():
-        mean, std, n = spread(s)
+        s = [float(x) for x in s if not math.isnan(float(x))]
+        mean, std, n = spread(s) if s else (math.nan, math.nan, 0)
         rows[name] = {"images": n, "mean SIS size (%)": 100 * mean, "std (%)": 100 * std}
-        flags.append(mean < bound)
+        flags.append(None if n < max(min_images, 1) else mean < bound)
+    more = f", over at least {min_images} images that have an SIS" if min_images > 1 else ""
     return Verdict(
-        claim=f"The mean size of a sufficient input subset at τ = 0.99 is below {100 * bound:g}% of the image "
-              "(section 4.1, CIFAR-10).",
+        claim=claim or f"The mean size of a sufficient input subset at τ = 0.99 is below {100 * bound:g}% of the "
+                       "image (section 4.1, CIFAR-10).",
         criterion=f"for every model, the mean SIS size at τ = {tau:g} over the images is below {100 * bound:g}% "
-                  "of the pixels.",
+                  f"of the pixels{more}.",
         holds=_all(flags), numbers=pd.DataFrame.from_dict(rows, orient="index"))
 
 
