@@ -280,7 +280,6 @@ def projections(eff_by_threads, device, a, m_default) -> dict:
     for name, (arch, shape, width, n, key) in {
             "fashion-mnist-70k-cnn": ("cnn", (1, 28, 28), None, 70000, "cnn-28x28x1"),
             "cifar10-60k-resnet20": ("resnet20", (3, 32, 32), None, 60000, "resnet20-32x32x3")}.items():
-        P = shape[1] * shape[2]
         costs = {"exact": _full_exact(shape) / max(r["engine_evals_s"] for r in eff[key]["rounds"])}
         costs[f"pruned-m{m_default}"] = per_image_cost(arch, shape, width, "pruned", device, a, m=m_default)
         for k in a.ks:

@@ -35,7 +35,7 @@ import pandas as pd
 
 from .paper import ARCH_NAMES
 
-__all__ = ["RESULTS", "PAPER_S5", "SECTIONS", "load_results", "device_label", "files", "caveats", "missing",
+__all__ = ["claim_measures", "exact_facts", "PIXELS", "RESULTS", "PAPER_S5", "SECTIONS", "load_results", "device_label", "files", "caveats", "missing",
            "exact_vs_reference", "efficiency", "fidelity", "fidelity_context", "projections", "s5", "plot_fidelity",
            "span", "for_display"]
 
@@ -277,6 +277,55 @@ def fidelity(results: dict) -> pd.DataFrame:
     return _frame(rows, ["device", "method", "setting", "param", "s_per_image", "speedup_vs_exact",
                          *ratio_cols, "verified", "iou_5pct", "overlap_5pct", "acc_5pct",
                          "confidence_5pct"])
+
+
+PIXELS = {"fashion-mnist": 28 * 28, "cifar10": 32 * 32}  # features per image of the benchmarked datasets
+
+
+def claim_measures(results: dict, tau: float = 0.99) -> pd.DataFrame:
+    """C1 and C2 of the chapter "Why it holds or fails here" per method of the fidelity section,
+    exact included: the mean SIS size at ``tau`` (% of the pixels, over the images where the method
+    finds one) and the accuracy (%) on the 5% subsets beside the full images'. The only exact
+    backward selection the CPU profiles have (:func:`fidelity_context` names the model)."""
+    rows = []
+    for label, file, sec in _sections(results, "fidelity"):
+        with _parsing(file, "fidelity"):
+            pixels = PIXELS.get(_model(sec["model"]).get("dataset"), math.nan) * sec.get("block", 1) ** 2
+            for name, r in sec.items():
+                if not (isinstance(r, dict) and "s_per_image" in r):
+                    continue
+                method, setting, _ = _variant(name)
+                sis = r.get(f"sis_tau{tau:g}", {})
+                rows.append({"device": label, "method": method, "setting": setting,
+                             "confident images": sis.get("images_with_sis", 0),
+                             "SIS size (% of pixels)": 100 * sis.get("mean_size", math.nan) / pixels,
+                             "full images (%)": 100 * sec["full_images"]["acc"],
+                             "own BS subsets (%)": 100 * r["subset_5pct"]["acc"]})
+    return _frame(rows, ["device", "method", "setting", "confident images", "SIS size (% of pixels)",
+                         "full images (%)", "own BS subsets (%)"])
+
+
+def exact_facts(results: dict, tau: float = 0.99, bound: float = 5.0) -> dict[str, str]:
+    """What the chapter "Why it holds or fails here" says of :func:`claim_measures`: the benchmark's
+    model and images, exact's C1 and C2 measures and those of its coarsest gradient setting, and
+    whether exact's mean SIS is above or below ``bound`` (% of pixels). "—" where a file lacks them."""
+    bench = claim_measures(results, tau)
+    keys = ("images", "dataset", "arch", "profile", "acc", "n", "exact_sis", "coarse", "coarse_sis", "bound",
+            "full", "exact_acc", "coarse_acc")
+    if bench.empty or not (bench["method"] == "exact").any():
+        return dict.fromkeys(keys, "—")
+    ctx = fidelity_context(results).iloc[0]
+    exact = bench[bench["method"] == "exact"].iloc[0]
+    grad = bench[bench["method"] == "gradient"]
+    coarse = grad.iloc[-1] if len(grad) else exact
+    size = exact["SIS size (% of pixels)"]
+    return {"images": f"{ctx['images']:.0f}", "dataset": ctx["dataset"], "arch": ctx["arch"], "profile": ctx["profile"],
+            "acc": f"{100 * ctx['test_acc']:.1f}", "n": f"{exact['confident images']:.0f}", "exact_sis": f"{size:.1f}",
+            "coarse": f"{coarse['method']} {coarse['setting']}".strip(),
+            "coarse_sis": f"{coarse['SIS size (% of pixels)']:.1f}",
+            "bound": "—" if math.isnan(size) else "above" if size > bound else "below",
+            "full": f"{exact['full images (%)']:.1f}", "exact_acc": f"{exact['own BS subsets (%)']:.1f}",
+            "coarse_acc": f"{coarse['own BS subsets (%)']:.1f}"}
 
 
 def projections(results: dict) -> pd.DataFrame:

@@ -176,3 +176,17 @@ def test_the_committed_cpu_results_load():
     assert {"exact", "pruned", "gradient"} <= set(fid["method"]) and fid["verified"].all()
     assert not S.efficiency(r).empty and not S.projections(r).empty and S.exact_vs_reference(r)["same_order"].all()
     assert label in S.caveats(r)                                              # it was measured on a shared CPU
+
+
+def test_exact_claim_measures_are_percent_of_the_pixels_and_missing_facts_are_dashes(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _result())
+    r = S.load_results(tmp_path)
+    m = S.claim_measures(r, 0.99).set_index("method")
+    assert m.loc["exact", "SIS size (% of pixels)"] == pytest.approx(100 * 20 / 784)   # 20 of 28 x 28 pixels
+    assert m.loc["exact", "confident images"] == 2 and m.loc["exact", "full images (%)"] == 80.0
+    assert m.loc["gradient", "own BS subsets (%)"] == 25.0
+    facts = S.exact_facts(r, 0.99, bound=2.0)
+    assert facts["exact_sis"] == "2.6" and facts["bound"] == "above" and facts["coarse"] == "gradient k=1"
+    assert S.exact_facts(r, 0.99, bound=5.0)["bound"] == "below"
+    _write(tmp_path, "backselect-cpu.json", _result(drop=("fidelity",)))
+    assert set(S.exact_facts(S.load_results(tmp_path)).values()) == {"—"}

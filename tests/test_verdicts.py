@@ -90,6 +90,11 @@ def test_plateau_criterion():
     falling = [{"loss": v} for v in [1.0, 0.8, 0.6, 0.4, 0.3, 0.2]]
     assert plateaued(flat) and not plateaued(falling)
     assert not plateaued([{"loss": 1.0}])
+    # near zero, a fall of under 0.01 nats is a plateau however large relatively (the measured
+    # 48-epoch curve's tail), but the same relative fall at a loss ten times higher is not
+    floor = [{"loss": v} for v in [0.5, 0.1, 0.02, 0.0058, 0.005, 0.0044]]
+    assert plateaued(floor) and not plateaued([{"loss": 10 * h["loss"]} for h in floor])
+    assert not plateaued(floor, atol=0.001)
 
 
 def test_deviations_list_what_differs_from_the_paper():
