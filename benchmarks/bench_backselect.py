@@ -1,6 +1,7 @@
 """Backward-selection engine benchmark: efficiency, speedup, fidelity, dataset-scale projections.
 
     python benchmarks/bench_backselect.py [--device cuda] [--smoke] [--images 8]
+    python benchmarks/bench_backselect.py --only fidelity --arch resnet20 --images 8   # one section, merged
 
 Writes ``benchmarks/results/backselect-<device>.json`` (``-smoke`` for ``--smoke``):
 
@@ -10,8 +11,10 @@ Writes ``benchmarks/results/backselect-<device>.json`` (``-smoke`` for ``--smoke
 2. speedup over a per-image implementation structured like the reference SIS code
    (one image at a time, candidate masks built in NumPy on the host, batches of 128,
    a host round trip per step), on the same images and steps;
-3. fidelity of ``gradient`` and ``pruned`` versus ``exact`` with a trained model
-   (``--images``, default 32; exact costs P(P+1)/2 = 307k forwards per 28x28 image):
+3. fidelity of ``gradient`` and ``pruned`` versus ``exact`` with the zoo model ``--arch`` of
+   ``--profile`` on the first ``--images`` of that profile's seeded test sample (default: ResNet20,
+   the source model of the chapter "Why it holds or fails here", whose first images these are;
+   exact costs P(P+1)/2 = 307k forwards per 28x28 image):
    SIS size ratio at tau 0.9 and 0.99, IoU of the 5% subsets with exact's, accuracy and
    confidence on them, seconds per image; and the share of test images whose float32
    softmax is exactly 1.0 (where ranking by p would tie);
@@ -186,10 +189,14 @@ def subset_stats(model, images, labels, keep, x, pred) -> dict:
 
 def fidelity(device, a) -> dict:
     from overinterp import data as D
-    from overinterp.train import trained_model
-    model = trained_model("fashion-mnist", "cnn", a.profile, device=device, progress=False)
+    from overinterp.data import Selection
+    from overinterp.profiles import get_profile
+    from overinterp.train import model_key, trained_model
+    model = trained_model("fashion-mnist", a.arch, a.profile, device=device, progress=False)
     split = D.load("fashion-mnist", "test")
-    images, labels = split.images[:a.images].to(device), split.labels[:a.images].to(device)
+    # the first images of the profile's seeded test sample: the first images of the "why" chapter's sample
+    sel = Selection("fashion-mnist", "test", get_profile(a.profile).test_size).narrow(range(a.images))
+    images, labels = (t.to(device) for t in sel.load())
     conf, pred = class_probability(model, images)
     all_conf, _ = class_probability(model, split.images.to(device))
     variants = [("exact", {})] + [(f"pruned-m{m}", {"m": m}) for m in a.ms] + [(f"gradient-k{k}", {"k": k}) for k in a.ks]
@@ -201,7 +208,9 @@ def fidelity(device, a) -> dict:
         print(f"{name}: {runs[name][1] / len(images):.2f} s/image", flush=True)
     ex = runs["exact"][0]
     _, keep_ex = pixel_subset(ex, images, 0.05)
-    out = {"model": f"trained_model('fashion-mnist', 'cnn', {a.profile!r})", "block": a.block,
+    out = {"model": f"trained_model('fashion-mnist', {a.arch!r}, {a.profile!r})", "block": a.block,
+           # the artifact key of the model: a chapter that reads this file can tell whether it is its own model
+           "model_key": model_key("fashion-mnist", a.arch, a.profile), "selection": sel.key(),
            "test_acc": getattr(model, "info", {}).get("test_acc"), "images": a.images,
            "full_images": {"acc": (pred == labels).float().mean().item(), "confidence": conf.mean().item()},
            "test_share_float32_softmax_exactly_1": (all_conf == 1.0).float().mean().item(),
@@ -318,6 +327,10 @@ def main():
     p.add_argument("--smoke", action="store_true", help="everything at tiny size (checks the wiring, incl. the CUDA path)")
     p.add_argument("--images", type=int, default=32, help="trained-model images for the fidelity section")
     p.add_argument("--profile", default="quick", help="training profile of the fidelity model")
+    p.add_argument("--arch", default="resnet20",
+                   help="architecture of the fidelity model (default: the source model of the chapter \"Why it holds or fails here\")")
+    p.add_argument("--only", nargs="*", choices=["efficiency", "reference_style_baseline", "fidelity", "projections"],
+                   help="run only these sections and merge them into the existing output file (its other sections kept)")
     p.add_argument("--threads", type=int, default=None,
                    help="intra-op threads for fidelity and projections (default torch's); efficiency and "
                         "baseline are measured at torch's default and at 1")
@@ -356,11 +369,29 @@ def main():
                 ("projections", lambda: projections(result["efficiency"], device, a, choose_m(result["fidelity"])))]
     if device.type == "cuda" or smoke:
         sections.append(("inception_v3_gradient_sis", lambda: inception_sis(device, a)))
+    path = Path(a.out) if a.out else OUT / f"backselect-{device.type}{'-smoke' if smoke else ''}.json"
+    old = json.loads(path.read_text()) if a.only and path.exists() else {}
+    if a.only:
+        sections = [(n, r) for n, r in sections if n in a.only]
+        result.update({k: old[k] for k in ("efficiency", "fidelity") if k in old and k not in a.only})
     for name, run in sections:
         ts = time.time()
         result[name] = run()
         result["section_seconds"][name] = round(time.time() - ts, 1)
     result["default_m_in_code"] = DEFAULT_M
+    if a.only:  # merged into the file, whose info describes its first, full run
+        prefix = {"reference_style_baseline": "baseline"}
+        redone = tuple(f"{prefix.get(n, n)}:" for n in a.only)
+        merged = {**old, **{n: result[n] for n in a.only},
+                  "section_seconds": {**old.get("section_seconds", {}), **result["section_seconds"]},
+                  "notes": [n for n in old.get("notes", []) if not n.startswith(redone)]
+                  + [n for n in result["notes"] if n.startswith(redone)]
+                  + [f"{', '.join(a.only)}: re-run alone on {time.strftime('%Y-%m-%d')} with --only "
+                     f"({result['info']['cpu']}, {torch.get_num_threads()} threads, 1-min load average "
+                     f"{result['info']['loadavg_start'][0]:.1f} at its start)"]}
+        path.write_text(json.dumps(merged, indent=2))
+        print("merged", ", ".join(a.only), "into", path)
+        return
     result["info"]["loadavg_end"] = os.getloadavg()
     load = max(result["info"]["loadavg_start"][0], result["info"]["loadavg_end"][0])
     if device.type == "cpu" and load > (os.cpu_count() or 1):
@@ -369,7 +400,6 @@ def main():
                                "within one run so both sides see similar contention")
     result["info"]["wall_s"] = round(time.time() - t0, 1)
     OUT.mkdir(exist_ok=True)
-    path = Path(a.out) if a.out else OUT / f"backselect-{device.type}{'-smoke' if smoke else ''}.json"
     path.write_text(json.dumps(result, indent=2))
     print("wrote", path)
 

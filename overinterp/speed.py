@@ -236,11 +236,13 @@ def fidelity_context(results: dict) -> pd.DataFrame:
     rows = []
     for label, file, sec in _sections(results, "fidelity"):
         with _parsing(file, "fidelity"):
-            rows.append({"device": label, **_model(sec["model"]), "images": sec["images"], "block": sec.get("block", 1),
+            rows.append({"device": label, **_model(sec["model"]), "model_key": sec.get("model_key"),
+                         "selection": sec.get("selection"),
+                         "images": sec["images"], "block": sec.get("block", 1),
                          "test_acc": sec.get("test_acc"), "full_acc": sec["full_images"]["acc"],
                          "random_5pct_acc": sec.get("random_5pct", {}).get("acc"), "chosen_m": sec.get("chosen_m"),
                          "chosen_m_rule": sec.get("chosen_m_rule", "")})
-    return _frame(rows, ["device", "dataset", "arch", "profile", "images", "block", "test_acc", "full_acc",
+    return _frame(rows, ["device", "dataset", "arch", "profile", "model_key", "selection", "images", "block", "test_acc", "full_acc",
                          "random_5pct_acc", "chosen_m", "chosen_m_rule"])
 
 
@@ -305,13 +307,16 @@ def claim_measures(results: dict, tau: float = 0.99) -> pd.DataFrame:
                          "full images (%)", "own BS subsets (%)"])
 
 
-def exact_facts(results: dict, tau: float = 0.99, bound: float = 5.0) -> dict[str, str]:
+def exact_facts(results: dict, tau: float = 0.99, bound: float = 5.0, source_key: str | None = None,
+                sample: dict | None = None) -> dict[str, str]:
     """What the chapter "Why it holds or fails here" says of :func:`claim_measures`: the benchmark's
-    model and images, exact's C1 and C2 measures and those of its coarsest gradient setting, and
-    whether exact's mean SIS is above or below ``bound`` (% of pixels). "—" where a file lacks them."""
+    model and images, exact's C1 and C2 measures and those of its coarsest gradient setting, whether
+    exact's mean SIS is above or below ``bound`` (% of pixels), and whether the benchmark ran the
+    chapter's model (its artifact key equals ``source_key``) on the first images of the chapter's
+    ``sample`` (a :meth:`overinterp.data.Selection.key`). "—" where a file lacks them."""
     bench = claim_measures(results, tau)
     keys = ("images", "dataset", "arch", "profile", "acc", "n", "exact_sis", "coarse", "coarse_sis", "bound",
-            "full", "exact_acc", "coarse_acc")
+            "full", "exact_acc", "coarse_acc", "relation")
     if bench.empty or not (bench["method"] == "exact").any():
         return dict.fromkeys(keys, "—")
     ctx = fidelity_context(results).iloc[0]
@@ -325,7 +330,20 @@ def exact_facts(results: dict, tau: float = 0.99, bound: float = 5.0) -> dict[st
             "coarse_sis": f"{coarse['SIS size (% of pixels)']:.1f}",
             "bound": "—" if math.isnan(size) else "above" if size > bound else "below",
             "full": f"{exact['full images (%)']:.1f}", "exact_acc": f"{exact['own BS subsets (%)']:.1f}",
-            "coarse_acc": f"{coarse['own BS subsets (%)']:.1f}"}
+            "coarse_acc": f"{coarse['own BS subsets (%)']:.1f}",
+            "relation": _relation(ctx, source_key, sample)}
+
+
+def _relation(ctx, source_key: str | None, sample: dict | None) -> str:
+    """How the fidelity section's model and images relate to a chapter's (:func:`exact_facts`)."""
+    if not source_key or ctx["model_key"] != source_key:
+        return "not this chapter's source model (another artifact key), so its numbers sit beside the sweep"
+    sel = ctx["selection"] if isinstance(ctx["selection"], dict) else {}
+    same = bool(sample) and all(sel.get(k) == sample.get(k) for k in ("dataset", "set", "n", "seed")) and \
+        sel.get("index") is not None and list(sel["index"]) == list(sample.get("index") or [])[:len(sel["index"])]
+    return ("this chapter's source model itself (the same artifact key), on the first "
+            f"{ctx['images']:.0f} images of its sample" if same else
+            "this chapter's source model itself (the same artifact key), on other images than its sample")
 
 
 def projections(results: dict) -> pd.DataFrame:

@@ -23,11 +23,11 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from . import data as D
-from .artifacts import Store
+from .artifacts import Store, config_key
 from .models import build_model
 from .profiles import TrainConfig, get_profile
 
-__all__ = ["InputDropout", "augment_draws", "augment_batch", "fit", "predict", "accuracy", "resolve_device", "device_name", "plateaued",
+__all__ = ["model_key", "InputDropout", "augment_draws", "augment_batch", "fit", "predict", "accuracy", "resolve_device", "device_name", "plateaued",
            "model_config", "make_model", "cached_fit", "trained_model"]
 
 
@@ -206,6 +206,11 @@ def model_config(dataset: str, arch: str, profile: str = "quick", seed: int = 0,
     return {"dataset": dataset, "arch": arch, "width": width or p.width(arch), "train_size": train_size or p.train_size,
             "seed": seed, "train": cfg}
 
+
+
+def model_key(dataset: str, arch: str, profile: str = "quick", seed: int = 0, **changes) -> str:
+    """The artifact key of the zoo model :func:`model_config` describes: equal keys, the same model."""
+    return config_key(Store.versioned("model", model_config(dataset, arch, profile, seed, **changes)))
 
 def make_model(cfg: dict, in_channels: int, num_classes: int) -> nn.Module:
     model = build_model(cfg["arch"], in_channels, num_classes, cfg["width"])

@@ -1,6 +1,10 @@
 """The benchmark results chapter's reader (overinterp.speed): small files in the real structure."""
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -188,5 +192,33 @@ def test_exact_claim_measures_are_percent_of_the_pixels_and_missing_facts_are_da
     facts = S.exact_facts(r, 0.99, bound=2.0)
     assert facts["exact_sis"] == "2.6" and facts["bound"] == "above" and facts["coarse"] == "gradient k=1"
     assert S.exact_facts(r, 0.99, bound=5.0)["bound"] == "below"
+    assert facts["relation"].startswith("not this chapter's")                 # the file names no model key
+    keyed = _result()
+    sample = {"dataset": "fashion-mnist", "set": "test", "n": 300, "seed": 0, "index": list(range(40))}
+    keyed["fidelity"].update(model_key="0123456789abcdef", selection={**sample, "index": list(range(32))})
+    _write(tmp_path, "backselect-cpu.json", keyed)
+    r = S.load_results(tmp_path)
+    same = S.exact_facts(r, source_key="0123456789abcdef", sample=sample)["relation"]
+    assert same.startswith("this chapter's source model") and same.endswith("first 32 images of its sample")
+    other = S.exact_facts(r, source_key="0123456789abcdef", sample={**sample, "seed": 1})["relation"]
+    assert other.endswith("on other images than its sample")
+    assert S.exact_facts(r, source_key="fedcba9876543210", sample=sample)["relation"].startswith("not this chapter's")
     _write(tmp_path, "backselect-cpu.json", _result(drop=("fidelity",)))
     assert set(S.exact_facts(S.load_results(tmp_path)).values()) == {"—"}
+
+
+def test_the_benchmark_reruns_one_section_into_the_existing_file(tmp_path):
+    """--only fidelity replaces that section (and its note) and keeps every other one of the file."""
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "backselect-cpu.json"
+    _write(tmp_path, out.name, _result(notes=("fidelity: the old run's note", "efficiency: kept")))
+    env = {**os.environ, "OVERINTERP_ARTIFACTS": str(tmp_path / "store"), "PYTHONPATH": str(root),
+           "OVERINTERP_DATA": os.environ.get("OVERINTERP_DATA") or str(root / "data")}
+    subprocess.run([sys.executable, str(root / "benchmarks" / "bench_backselect.py"), "--smoke", "--only", "fidelity",
+                    "--out", str(out)], check=True, env=env, capture_output=True, cwd=tmp_path)
+    new, old = json.loads(out.read_text()), _result()
+    assert new["efficiency"] == old["efficiency"] and new["projections"] == old["projections"]
+    assert new["fidelity"]["model"] == "trained_model('fashion-mnist', 'resnet20', 'tiny')"
+    assert new["fidelity"]["images"] == 2 and len(new["fidelity"]["model_key"]) == 16
+    assert "efficiency: kept" in new["notes"] and "fidelity: the old run's note" not in new["notes"]
+    assert any(n.startswith("fidelity: re-run alone") for n in new["notes"])

@@ -99,3 +99,7 @@ def test_trained_model_is_cached_in_the_store_with_its_config(tmp_path, monkeypa
     for a, b in zip(model.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
     assert store.exists("model", T.model_config("fashion-mnist", "cnn", "tiny", 0))
+    # model_key names the folder the model was saved in, and changes with any of its settings
+    folders = [p.name for p in (tmp_path / "model").iterdir()]
+    assert folders == [T.model_key("fashion-mnist", "cnn", "tiny", 0)]
+    assert T.model_key("fashion-mnist", "cnn", "tiny", 1) != folders[0] != T.model_key("fashion-mnist", "cnn", "tiny", epochs=3)
