@@ -8,7 +8,7 @@ run. A notebook's papermill parameters ``dataset`` / ``profile`` pick one.
 * ``quick`` -- the book's default: Fashion-MNIST on a 2-core laptop CPU, the whole
   book in about 47 minutes, over the 45-minute target (benchmarks/results/book-quick-cpu.json). Models are narrowed (8 initial
   filters) and trained to the plateau of their training loss: 60 epochs on 1500 images without
-  augmentation (same cost as 12 epochs on 6000, which did not plateau); retraining uses 400 training
+  augmentation (25% more SGD steps than 12 epochs on 6000, which did not plateau); retraining uses 400 training
   images (gradient k=16), 30 epochs.
 * ``gpu``   -- Fashion-MNIST at the paper's widths and recipe, scaled to about 25
   minutes of one H100 (the paper-scale edition of the book, issue 11): exact
@@ -262,9 +262,9 @@ PROFILES = {p.name: p for p in [
         dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
         widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
         replicates=2, train_size=1500, test_size=300,
-        # trained to the plateau (train.plateaued) within the budget: the same number of SGD steps as
-        # 12 epochs on 6000 images, which ends far above the plateau (measured, ResNet20: final loss
-        # 0.23 after 12 epochs, 0.004 after 48). Augmentation off: measured on ResNet20 (1500 images,
+        # trained to the plateau (train.plateaued): 12 epochs on 6000 images end far above it (measured,
+        # ResNet20: final loss 0.23 after 12 epochs, 0.004 after 48); 48 epochs on 1500 images, the same
+        # SGD steps, reach it except VGG16 (missed by 0.0005 nats), so 60 epochs. Augmentation off: measured on ResNet20 (1500 images,
         # 48 epochs) it leaves test accuracy at 82.4% (82.5% without) but lowers the mean confidence
         # from 0.92 to 0.85 and the training loss plateaus at 0.37 instead of 0.014
         train=TrainConfig(epochs=60, augment=False),
@@ -279,8 +279,8 @@ PROFILES = {p.name: p for p in [
         # adversarial training within ~240 s of the 2-core CPU: see the chapter "Adversarially robust models"
         robust=RobustConfig(steps=3, step_size=0.5, train_size=2048, epochs=10, eval_images=300, eval_steps=10,
                             eval_restarts=2, sis_images=40),
-        # the "why" chapter within ~8 CPU minutes: exact backward selection of ResNet20 takes about a minute
-        # per image here, so the chapter reads it from the engine's benchmark (bench_backselect.py --only
+        # the "why" chapter within ~8 CPU minutes: exact backward selection of ResNet20 takes ~100 s per
+        # image here (measured), so the chapter reads it from the engine's benchmark (bench_backselect.py --only
         # fidelity: this source model, the first 8 images of its sample); the gpu profile runs it in the sweep
         # the epoch sweep ends at the zoo's model (60 epochs on its 1500 images: shared, not retrained);
         # widths at the sweep's 12 epochs (a width-16 model costs ~4x a width-8 one)

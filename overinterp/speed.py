@@ -310,7 +310,7 @@ def claim_measures(results: dict, tau: float = 0.99) -> pd.DataFrame:
 def exact_facts(results: dict, tau: float = 0.99, bound: float = 5.0, source_key: str | None = None,
                 sample: dict | None = None) -> dict[str, str]:
     """What the chapter "Why it holds or fails here" says of :func:`claim_measures`: the benchmark's
-    model and images, exact's C1 and C2 measures and those of its coarsest gradient setting, whether
+    model (by its display name) and images, exact's C1 and C2 measures and those of its coarsest gradient setting, whether
     exact's mean SIS is above or below ``bound`` (% of pixels), and whether the benchmark ran the
     chapter's model (its artifact key equals ``source_key``) on the first images of the chapter's
     ``sample`` (a :meth:`overinterp.data.Selection.key`). "—" where a file lacks them."""
@@ -324,10 +324,12 @@ def exact_facts(results: dict, tau: float = 0.99, bound: float = 5.0, source_key
     grad = bench[bench["method"] == "gradient"]
     coarse = grad.iloc[-1] if len(grad) else exact
     size = exact["SIS size (% of pixels)"]
-    return {"images": f"{ctx['images']:.0f}", "dataset": ctx["dataset"], "arch": ctx["arch"], "profile": ctx["profile"],
-            "acc": f"{100 * ctx['test_acc']:.1f}", "n": f"{exact['confident images']:.0f}", "exact_sis": f"{size:.1f}",
+    pct = lambda v: "—" if math.isnan(v) else f"{v:.1f}"  # no SIS at this tau in the file: no number
+    return {"images": f"{ctx['images']:.0f}", "dataset": ctx["dataset"], "arch": ARCH_NAMES.get(ctx["arch"], ctx["arch"]),
+            "profile": ctx["profile"],
+            "acc": f"{100 * ctx['test_acc']:.1f}", "n": f"{exact['confident images']:.0f}", "exact_sis": pct(size),
             "coarse": f"{coarse['method']} {coarse['setting']}".strip(),
-            "coarse_sis": f"{coarse['SIS size (% of pixels)']:.1f}",
+            "coarse_sis": pct(coarse["SIS size (% of pixels)"]),
             "bound": "—" if math.isnan(size) else "above" if size > bound else "below",
             "full": f"{exact['full images (%)']:.1f}", "exact_acc": f"{exact['own BS subsets (%)']:.1f}",
             "coarse_acc": f"{coarse['own BS subsets (%)']:.1f}",

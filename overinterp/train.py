@@ -174,8 +174,8 @@ def plateaued(history: list[dict], tail: float = 1 / 3, rtol: float = 0.1, atol:
     by less than ``rtol`` (relative) or less than ``atol`` nats over the last ``tail`` of the epochs.
 
     ``atol`` = 0.01 nats is the loss of a true-class probability of 0.99, the paper's tau: a loss
-    resting at its weight-decay floor still falls by tens of percent in relative terms (measured:
-    0.0058 -> 0.0044 over the last third of 48 epochs of ResNet20, benchmarks/bench_plateau.py)."""
+    resting at its weight-decay floor still falls by tens of percent in relative terms (measured on
+    the quick ResNet20 trained 48 epochs on 6000 images: 0.0058 -> 0.0044 over the last third)."""
     if len(history) < 2:
         return False
     start = history[max(0, len(history) - 1 - max(1, round(tail * len(history))))]["loss"]
@@ -207,10 +207,10 @@ def model_config(dataset: str, arch: str, profile: str = "quick", seed: int = 0,
             "seed": seed, "train": cfg}
 
 
-
 def model_key(dataset: str, arch: str, profile: str = "quick", seed: int = 0, **changes) -> str:
     """The artifact key of the zoo model :func:`model_config` describes: equal keys, the same model."""
     return config_key(Store.versioned("model", model_config(dataset, arch, profile, seed, **changes)))
+
 
 def make_model(cfg: dict, in_channels: int, num_classes: int) -> nn.Module:
     model = build_model(cfg["arch"], in_channels, num_classes, cfg["width"])

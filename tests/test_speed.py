@@ -192,6 +192,7 @@ def test_exact_claim_measures_are_percent_of_the_pixels_and_missing_facts_are_da
     facts = S.exact_facts(r, 0.99, bound=2.0)
     assert facts["exact_sis"] == "2.6" and facts["bound"] == "above" and facts["coarse"] == "gradient k=1"
     assert S.exact_facts(r, 0.99, bound=5.0)["bound"] == "below"
+    assert {S.exact_facts(r, 0.5)[k] for k in ("exact_sis", "coarse_sis", "bound")} == {"—"}  # no tau 0.5 in the file
     assert facts["relation"].startswith("not this chapter's")                 # the file names no model key
     keyed = _result()
     sample = {"dataset": "fashion-mnist", "set": "test", "n": 300, "seed": 0, "index": list(range(40))}
