@@ -19,7 +19,9 @@ Writes ``benchmarks/results/backselect-<device>.json`` (``-smoke`` for ``--smoke
    confidence on them, seconds per image; and the share of test images whose float32
    softmax is exactly 1.0 (where ranking by p would tie);
 4. projected wall time for the 5% subsets of all of Fashion-MNIST (70k) and CIFAR-10 (60k);
-5. the CUDA path: ResNet18 at 32x32x3 and Batched Gradient SIS on torchvision's
+5. fusion: batch norms folded into the convolutions (the engine's default) against the model
+   as trained, gradient and pruned on the quick ResNet20 and VGG16, alternating;
+6. the CUDA path: ResNet18 at 32x32x3 and Batched Gradient SIS on torchvision's
    inception_v3 (32 images of 299x299, k=100); on CPU only with ``--smoke`` at tiny size.
 Fixed numbers of steps are timed where full runs are too long; the JSON says so.
 """
@@ -234,6 +236,41 @@ def fidelity(device, a) -> dict:
     return out
 
 
+def fusion(device, a) -> dict:
+    """Batch norms folded into the convolutions (backselect's ``fuse``, the default) against the
+    model as trained, on the zoo models of ``--profile`` and the first images of its test sample:
+    gradient (the profile's k) and pruned (m = DEFAULT_M) alternating ``a.rounds`` times."""
+    from overinterp.data import Selection
+    from overinterp.profiles import get_profile
+    from overinterp.sis import pixel_subset
+    from overinterp.train import model_key, trained_model
+    prof = get_profile(a.profile)
+    out = {}
+    for arch in a.fusion_archs:
+        model = trained_model("fashion-mnist", arch, a.profile, device=device, progress=False)
+        for method, kw, n in [("gradient", {"k": prof.backselect.k}, a.fusion_images),
+                              ("pruned", {"m": DEFAULT_M}, a.fusion_pruned_images)]:
+            sel = Selection("fashion-mnist", "test", prof.test_size).narrow(range(n))
+            images = sel.load()[0].to(device)
+            secs, res = {False: [], True: []}, {}
+            for _ in range(a.rounds):
+                for fuse in (False, True):
+                    t0 = time.perf_counter()
+                    res[fuse] = backselect(model, images, method, block=a.block, progress=False, fuse=fuse, **kw)
+                    secs[fuse].append(timed(lambda: None, device) + time.perf_counter() - t0)
+            keep = {f: pixel_subset(r, images, 0.05)[1].flatten(1) for f, r in res.items()}
+            best = {f: min(v) / n for f, v in secs.items()}
+            out[f"{arch}-{method}"] = {
+                "model_key": model_key("fashion-mnist", arch, a.profile), "images": n, **kw,
+                "s_per_image_plain": round(best[False], 4), "s_per_image_fused": round(best[True], 4),
+                "speedup_of_bests": round(best[False] / best[True], 2),
+                "speedups_per_round": [round(p / f, 2) for p, f in zip(secs[False], secs[True])],
+                "same_order_share": (res[False].order == res[True].order).all(1).float().mean().item(),
+                "iou_5pct_fused_vs_plain": ((keep[False] & keep[True]).sum(1) / (keep[False] | keep[True]).sum(1)).mean().item()}
+            print(f"fusion {arch} {method}: {out[f'{arch}-{method}']['speedup_of_bests']}x", flush=True)
+    return out
+
+
 def choose_m_rule(fid: dict, a) -> tuple:
     """The smallest m whose mean SIS size is within 1.1x of exact's at every tau; else the largest m tried."""
     taus = a.taus if hasattr(a, "taus") else a
@@ -329,7 +366,7 @@ def main():
     p.add_argument("--profile", default="quick", help="training profile of the fidelity model")
     p.add_argument("--arch", default="resnet20",
                    help="architecture of the fidelity model (default: the source model of the chapter \"Why it holds or fails here\")")
-    p.add_argument("--only", nargs="*", choices=["efficiency", "reference_style_baseline", "fidelity", "projections"],
+    p.add_argument("--only", nargs="*", choices=["efficiency", "reference_style_baseline", "fidelity", "projections", "fusion"],
                    help="run only these sections and merge them into the existing output file (its other sections kept)")
     p.add_argument("--threads", type=int, default=None,
                    help="intra-op threads for fidelity and projections (default torch's); efficiency and "
@@ -344,6 +381,7 @@ def main():
     a.proj_batch, a.proj_steps = (4, 2) if smoke else (64, 5)
     a.inc_images, a.inc_size, a.inc_k = (2, 80, 1000) if smoke else (32, 299, 100)
     a.block = 1
+    a.fusion_archs, a.fusion_images, a.fusion_pruned_images = (("cnn",), 2, 1) if smoke else (("resnet20", "vgg16"), 64, 4)
     a.thread_counts = [torch.get_num_threads()] + ([1] if device.type == "cpu" and torch.get_num_threads() > 1 else [])
     if a.threads:
         torch.set_num_threads(a.threads)
@@ -366,7 +404,8 @@ def main():
     sections = [("efficiency", lambda: per_threads(lambda: efficiency(cases, device, a), a)),
                 ("reference_style_baseline", lambda: per_threads(lambda: baseline(cases[:2], device, a), a)),
                 ("fidelity", lambda: fidelity(device, a)),
-                ("projections", lambda: projections(result["efficiency"], device, a, choose_m(result["fidelity"])))]
+                ("projections", lambda: projections(result["efficiency"], device, a, choose_m(result["fidelity"]))),
+                ("fusion", lambda: fusion(device, a))]
     if device.type == "cuda" or smoke:
         sections.append(("inception_v3_gradient_sis", lambda: inception_sis(device, a)))
     path = Path(a.out) if a.out else OUT / f"backselect-{device.type}{'-smoke' if smoke else ''}.json"

@@ -46,8 +46,9 @@ Methods (``method=``):
 The model must be a deterministic function of each image: in eval mode, and with an
 output that does not depend on the other images of the batch (checked on two images
 before every run; ``InputDropout`` shares its evaluation masks across the batch).
-The forwards run under ``torch.inference_mode`` in ``channels_last`` (for conv nets;
-3x faster for the CNN on CPU too), bf16 autocast only with ``autocast=True`` (off
+The forwards run on a copy of the model with its batch norms folded into the
+convolutions (:func:`overinterp.models.fuse_conv_bn`), under ``torch.inference_mode``,
+in ``channels_last`` (for conv nets; 3x faster for the CNN on CPU too), bf16 autocast only with ``autocast=True`` (off
 where exactness is claimed), with TF32 matmuls and convolutions off on CUDA; on CUDA
 a chunk that runs out of memory is split in half and retried. Same code on every
 device: the device is the images'.
@@ -61,6 +62,8 @@ from dataclasses import dataclass, fields, replace
 import torch
 import torch.nn as nn
 from tqdm import tqdm
+
+from .models import fuse_conv_bn
 
 __all__ = ["METHODS", "DEFAULT_M", "DEFAULT_CHUNK", "BackSelectConfig", "BackSelectResult", "backselect", "feature_grid",
            "features_to_pixels", "apply_keep", "log_odds", "logit", "check_batch_independent"]
@@ -223,14 +226,15 @@ def _feature_pixels(h: int, w: int, block: int, device) -> tuple:
 class _Evaluator:
     """f = log-odds of ``target`` under ``model(x)`` in chunks; inference mode; OOM -> smaller chunks."""
 
-    def __init__(self, model, device: torch.device, chunk_size, autocast: bool, channels_last):
-        self.model, self.device, self.autocast = model, device, autocast
+    def __init__(self, model, device: torch.device, chunk_size, autocast: bool, channels_last, fuse: bool = True):
+        self.model = fuse_conv_bn(model) if fuse else model  # fused: a copy
+        self.device, self.autocast = device, autocast
         self.chunk = chunk_size or DEFAULT_CHUNK.get(device.type, 256)
         if channels_last is None:  # the fast layout for conv nets (3x for the CNN on this CPU)
             channels_last = any(isinstance(mod, nn.Conv2d) for mod in model.modules())
         self.channels_last = channels_last
         if self.channels_last:
-            model.to(memory_format=torch.channels_last)  # layout only: same parameters
+            self.model.to(memory_format=torch.channels_last)  # layout only: same parameters
 
     def _fmt(self, x):
         return x.contiguous(memory_format=torch.channels_last) if self.channels_last else x
@@ -335,7 +339,7 @@ def _predict(ev: _Evaluator, x: torch.Tensor, keep_pix, mv, target):
 def backselect(model: nn.Module, images: torch.Tensor, method: str = "exact", block: int = 1, k: int = 1,
                m: int = DEFAULT_M, chunk_size: int | None = None, progress: bool = True, *,
                keep: torch.Tensor | None = None, target: torch.Tensor | None = None, mask_value=0.0,
-               autocast: bool = False, channels_last: bool | None = None,
+               autocast: bool = False, channels_last: bool | None = None, fuse: bool = True,
                max_steps: int | None = None) -> BackSelectResult:
     """Backward selection of every image in ``images`` (B, C, H, W) (see module docstring).
 
@@ -347,8 +351,9 @@ def backselect(model: nn.Module, images: torch.Tensor, method: str = "exact", bl
     target: optional (B,) class whose log-odds are f (default: argmax on ``images``).
     mask_value: scalar or (C,) value of a masked pixel (0 = the mean pixel).
     autocast: bf16 autocast (not exact; off by default). channels_last: run the forwards in
-        channels_last (converts the model's parameters' layout in place); default: when the
-        model has a Conv2d.
+        channels_last (on the engine's copy of the model, in place without ``fuse``); default: when
+        the model has a Conv2d. fuse: fold batch norms into the convolutions before them
+        (:func:`overinterp.models.fuse_conv_bn`; the same function up to float rounding).
     max_steps: stop after this many removals (partial result, order -1 beyond; for timing).
     The images' device and the model's dtype are used; the model must be in eval mode and
     batch-independent (:func:`check_batch_independent`).
@@ -367,7 +372,7 @@ def backselect(model: nn.Module, images: torch.Tensor, method: str = "exact", bl
     mv = _mask_value(mask_value, x)
     with _no_tf32():
         check_batch_independent(model, x)
-        ev = _Evaluator(model, device, chunk_size, autocast, channels_last)
+        ev = _Evaluator(model, device, chunk_size, autocast, channels_last, fuse)
         pred, conf = _predict(ev, x, features_to_pixels(keep, (H, W), block), mv, target)
 
         # features masked on entry go first, ascending (stable sort puts False first)

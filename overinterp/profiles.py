@@ -271,20 +271,24 @@ PROFILES = {p.name: p for p in [
         backselect=BackSelectConfig("gradient", k=8), sis_images=20,
         # training images only feed the 5% subsets of retraining (4.2): a coarser, twice-as-fast engine
         backselect_train=BackSelectConfig("gradient", k=16),
-        # input dropout: ResNet20 only, 2 replicates of the zoo recipe; 4 masks at evaluation
-        mitigation=MitigationConfig(dropout_samples=4),
-        # retraining within the budget: 18 models (3 kinds x 3 architectures x 2 replicates) plus the
-        # "why" chapter's 6 controls; at 60 epochs 9 of the 18 plateaued, but chapter 5 alone took 563 s
-        retrain_images=400, retrain=TrainConfig(epochs=30, augment=False), retrain_augment_rows=False,
-        # adversarial training within ~240 s of the 2-core CPU: see the chapter "Adversarially robust models"
-        robust=RobustConfig(steps=3, step_size=0.5, train_size=2048, epochs=10, eval_images=300, eval_steps=10,
+        # input dropout: ResNet20 only, 2 replicates of the zoo recipe; 4 masks at evaluation, accuracy on 2000
+        # test images (the whole test set took ~25 s of the budget)
+        mitigation=MitigationConfig(dropout_samples=4, accuracy_images=2000),
+        # retraining: 18 models (3 kinds x 3 architectures x 2 replicates) plus the "why" chapter's 6 controls,
+        # 30 epochs on 300 training images, to keep the book within its budget. The plateau is out of its reach
+        # (benchmarks/bench_retrain.py: on 400 images, 4 times the SGD steps leave ResNet20's loss falling, and
+        # its test accuracy where it was), so chapter 5 counts the retrained models that reach it
+        retrain_images=300, retrain=TrainConfig(epochs=30, augment=False), retrain_augment_rows=False,
+        # adversarial training within ~150 s of the 2-core CPU, on the zoo's 1500 training images: see the
+        # chapter "Adversarially robust models"
+        robust=RobustConfig(steps=3, step_size=0.5, epochs=10, eval_images=300, eval_steps=10,
                             eval_restarts=2, sis_images=40),
         # the "why" chapter within ~8 CPU minutes: exact backward selection of ResNet20 takes ~100 s per
         # image here (measured), so the chapter reads it from the engine's benchmark (bench_backselect.py --only
         # fidelity: this source model, the first 8 images of its sample); the gpu profile runs it in the sweep
         # the epoch sweep ends at the zoo's model (60 epochs on its 1500 images: shared, not retrained);
         # widths at the sweep's 12 epochs (a width-16 model costs ~4x a width-8 one)
-        factors=FactorConfig(images=40, pruned_images=16, exact_images=0, epochs=(3, 12, 60), widths=(4, 8, 16),
+        factors=FactorConfig(images=40, pruned_images=40, exact_images=0, epochs=(3, 12, 60), widths=(4, 8, 16),
                              width_epochs=12, train_size=1500),
         # Bayes-TrEx within ~200 s of the 2-core CPU: 2 VAEs of 12000 images x 8 epochs, 4 targets x
         # 2 chains x (30 warmup + 30 samples) NUTS steps of at most 2**5 leapfrog steps, 16 backselected samples

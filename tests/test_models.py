@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from overinterp.models import ARCHS, Ensemble, build_model, count_params
+from overinterp.models import ARCHS, Ensemble, build_model, count_params, fuse_conv_bn
 
 # Paper S1: ResNet20 0.27M, ResNet18 11.2M, VGG16 14.7M; WRN-28-10: 36.5M (Zagoruyko & Komodakis).
 PAPER_PARAMS = {"resnet20": 0.27e6, "resnet18": 11.2e6, "vgg16": 14.7e6, "wideresnet": 36.5e6}
@@ -32,3 +32,40 @@ def test_ensemble_outputs_mean_of_member_logits():
 def test_unknown_arch_lists_valid_choices():
     with pytest.raises(ValueError, match="resnet20"):
         build_model("resnet50")
+
+
+def _with_running_stats(model):
+    """Random batch-norm statistics and affine parameters, so folding them is not the identity."""
+    g = torch.Generator().manual_seed(0)
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.copy_(torch.randn(m.num_features, generator=g))
+            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
+            m.weight.data.copy_(torch.randn(m.num_features, generator=g))
+            m.bias.data.copy_(torch.randn(m.num_features, generator=g))
+    return model.eval()
+
+
+@pytest.mark.parametrize("arch", ["resnet20", "resnet18", "vgg16", "cnn"])
+def test_fuse_conv_bn_folds_batch_norms_and_keeps_the_function(arch):
+    model = _with_running_stats(build_model(arch, 1, 10, width=4))
+    n_bn = sum(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules())
+    fused = fuse_conv_bn(model)
+    x = torch.randn(3, 1, 28, 28)
+    torch.testing.assert_close(fused(x), model(x), rtol=1e-4, atol=1e-4)
+    left = sum(isinstance(m, torch.nn.BatchNorm2d) for m in fused.modules())
+    if arch == "resnet18":  # pre-activation: the batch norms that come before a convolution stay
+        assert 0 < left < n_bn
+    else:
+        assert n_bn > 0 and left == 0
+    assert sum(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules()) == n_bn  # the original is untouched
+
+
+def test_fuse_conv_bn_fuses_inside_a_module_it_cannot_trace():
+    from overinterp.train import InputDropout
+    model = InputDropout(_with_running_stats(build_model("resnet20", 1, 10, width=4)), keep_prob=0.8, samples=2).eval()
+    fused = fuse_conv_bn(model)
+    assert isinstance(fused, InputDropout)  # its mask loop is kept
+    assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in fused.modules())
+    x = torch.randn(3, 1, 28, 28)
+    torch.testing.assert_close(fused(x), model(x), rtol=1e-4, atol=1e-4)

@@ -209,17 +209,20 @@ def test_exact_claim_measures_are_percent_of_the_pixels_and_missing_facts_are_da
 
 
 def test_the_benchmark_reruns_one_section_into_the_existing_file(tmp_path):
-    """--only fidelity replaces that section (and its note) and keeps every other one of the file."""
+    """--only fidelity fusion replaces those sections (and their notes) and keeps every other one of the file."""
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "backselect-cpu.json"
     _write(tmp_path, out.name, _result(notes=("fidelity: the old run's note", "efficiency: kept")))
     env = {**os.environ, "OVERINTERP_ARTIFACTS": str(tmp_path / "store"), "PYTHONPATH": str(root),
            "OVERINTERP_DATA": os.environ.get("OVERINTERP_DATA") or str(root / "data")}
     subprocess.run([sys.executable, str(root / "benchmarks" / "bench_backselect.py"), "--smoke", "--only", "fidelity",
-                    "--out", str(out)], check=True, env=env, capture_output=True, cwd=tmp_path)
+                    "fusion", "--out", str(out)], check=True, env=env, capture_output=True, cwd=tmp_path)
     new, old = json.loads(out.read_text()), _result()
     assert new["efficiency"] == old["efficiency"] and new["projections"] == old["projections"]
     assert new["fidelity"]["model"] == "trained_model('fashion-mnist', 'resnet20', 'tiny')"
     assert new["fidelity"]["images"] == 2 and len(new["fidelity"]["model_key"]) == 16
     assert "efficiency: kept" in new["notes"] and "fidelity: the old run's note" not in new["notes"]
-    assert any(n.startswith("fidelity: re-run alone") for n in new["notes"])
+    assert any(n.startswith("fidelity, fusion: re-run alone") for n in new["notes"])
+    # the fusion section: plain and fused engines agree on the subsets they keep
+    assert all(r["iou_5pct_fused_vs_plain"] >= 0.8 for r in new["fusion"].values())
+    assert all(r["s_per_image_plain"] > 0 and r["s_per_image_fused"] > 0 for r in new["fusion"].values())
