@@ -1,11 +1,11 @@
 """Retraining recipes (paper 4.2): which batch size and number of epochs bring a model trained on the
 quick profile's few retraining images to the plateau of its training loss, at what cost.
 
-    OVERINTERP_ARTIFACTS=<store> python benchmarks/bench_retrain.py [--images 400] [--smoke]
+    OVERINTERP_ARTIFACTS=<store> python benchmarks/bench_retrain.py [--images N] [--smoke]
 
 For each architecture of the zoo and each of "full" (the control) and "random" (5% random subsets;
 the hardest to fit), a new model is trained from seed 0 with the quick recipe at each
-``--recipes`` batch x epochs, on the first ``--images`` of the profile's training selection, and
+``--recipes`` batch x epochs, on ``--images`` of the training selection (default: the profile's), and
 evaluated on the matching test images. Writes ``benchmarks/results/retrain-<device>.json``: per run
 the SGD steps, seconds, the training loss at the start of the last third and at the end,
 :func:`overinterp.train.plateaued`, and test accuracy.
@@ -33,7 +33,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--profile", default="quick")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--images", type=int, default=400, help="retraining images (the profile's retrain_images: 300)")
+    p.add_argument("--images", type=int, default=None, help="retraining images (default: the profile's retrain_images)")
     p.add_argument("--recipes", default="128x30,64x30,32x30,64x60", help="batch x epochs, comma-separated")
     p.add_argument("--kinds", default="full,random")
     p.add_argument("--smoke", action="store_true", help="tiny profile, one short recipe (checks the wiring)")
@@ -42,6 +42,7 @@ def main():
     if a.smoke:
         a.profile, a.images, a.recipes = "tiny", 64, "32x2"
     run = setup(profile=a.profile, device=a.device, show=False)
+    a.images = a.images or run.profile.retrain_images
     run = replace(run, profile=replace(run.profile, retrain_images=a.images))
     recipes = [tuple(map(int, r.split("x"))) for r in a.recipes.split(",")]
     rows, t0 = [], time.time()

@@ -23,7 +23,7 @@ def _panel(ax, df: pd.DataFrame, x: str, y: str, hue: str | None, joined: bool, 
            title: str) -> None:
     """Mean (and sd) of ``y`` per ``x``, a dotted line at ``reference``; the title says what it is."""
     sns.pointplot(data=df, x=x, y=y, hue=hue, ax=ax, errorbar="sd", capsize=0.1, markersize=4, linewidth=1,
-                  linestyle="-" if joined else "none", dodge=0.2 if hue else False)
+                  linestyle="-" if joined else "none", dodge=0.2 if hue and df[hue].nunique() > 1 else False)
     if reference is not None:
         ax.axhline(reference, color="k", ls=":", lw=1)
     ax.set_title(title, fontsize=8)

@@ -207,3 +207,16 @@ def test_runner_key_is_unchanged_without_a_target_and_separate_with_one(tmp_path
     assert len(list((tmp_path / KIND).iterdir())) == 2
     with pytest.raises(ValueError, match="target must have shape"):
         run_backselect(model, images, target=target[:2], **kw)
+
+
+@pytest.mark.parametrize("samples", [("all 40",), ("all 40", "first 8")])
+def test_sweep_figure_draws_one_or_several_samples(samples):
+    """The method sweep's hue ("sample") has one level when every method ran on all images."""
+    import matplotlib.pyplot as plt
+    from overinterp.factor_plots import sweep_figure
+    rows = [{"setting": s, "sample": smp, **{F.MEASURES[c][0]: v for c in ("C1", "C2", "C3")}}
+            for smp in samples for s, v in (("gradient k=8", 9.0), ("pruned m=16", 6.0))]
+    fig = sweep_figure(pd.DataFrame(rows), "backward-selection method", 0.99, hue="sample")
+    legend = fig.axes[3].get_legend()
+    assert legend is not None and [t.get_text() for t in legend.get_texts()] == list(samples)
+    plt.close(fig)
