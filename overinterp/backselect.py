@@ -48,10 +48,10 @@ output that does not depend on the other images of the batch (checked on two ima
 before every run; ``InputDropout`` shares its evaluation masks across the batch).
 The forwards run on a copy of the model with its batch norms folded into the
 convolutions (:func:`overinterp.models.fuse_conv_bn`), under ``torch.inference_mode``,
-in ``channels_last`` (for conv nets; 3x faster for the CNN on CPU too), bf16 autocast only with ``autocast=True`` (off
-where exactness is claimed), with TF32 matmuls and convolutions off on CUDA; on CUDA
-a chunk that runs out of memory is split in half and retried. Same code on every
-device: the device is the images'.
+in ``channels_last`` (for conv nets; 3x faster for the CNN on CPU too), bf16 autocast
+only with ``autocast=True`` (off where exactness is claimed), with TF32 matmuls and
+convolutions off on CUDA; on CUDA a chunk that runs out of memory is split in half and
+retried. Same code on every device: the device is the images'.
 """
 from __future__ import annotations
 
