@@ -285,8 +285,8 @@ PROFILES = {p.name: p for p in [
         # chapter "Adversarially robust models"
         robust=RobustConfig(steps=3, step_size=0.5, epochs=10, eval_images=300, eval_steps=10,
                             eval_restarts=2, sis_images=40),
-        # the "why" chapter within ~8 CPU minutes: exact backward selection of ResNet20 takes ~100 s per
-        # image here (measured), so the chapter reads it from the engine's benchmark (bench_backselect.py --only
+        # the "why" chapter within ~7 CPU minutes: exact backward selection of ResNet20 takes ~80 s per
+        # image here (measured, batch norms fused), so the chapter reads it from the engine's benchmark (bench_backselect.py --only
         # fidelity: this source model, the first 8 images of its sample); the gpu profile runs it in the sweep
         # the epoch sweep ends at the zoo's model (60 epochs on its 1500 images: shared, not retrained);
         # widths at the sweep's 12 epochs (a width-16 model costs ~4x a width-8 one)
