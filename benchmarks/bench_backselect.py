@@ -242,7 +242,6 @@ def fusion(device, a) -> dict:
     gradient (the profile's k) and pruned (m = DEFAULT_M) alternating ``a.rounds`` times."""
     from overinterp.data import Selection
     from overinterp.profiles import get_profile
-    from overinterp.sis import pixel_subset
     from overinterp.train import model_key, trained_model
     prof = get_profile(a.profile)
     out = {}

@@ -24,7 +24,8 @@ import torch
 from overinterp import analysis as A
 from overinterp.book import setup
 from overinterp.models import build_model
-from overinterp.train import accuracy, device_name, fit, plateaued
+from overinterp.data import CLASSES
+from overinterp.train import accuracy, device_name, fit, plateaued, tail_start_loss
 
 OUT = Path(__file__).resolve().parent / "results"
 
@@ -52,13 +53,13 @@ def main():
             X, Y = subs["train"][kind][0], subs["train"]["labels"]
             for batch, epochs in recipes:
                 torch.manual_seed(0)
-                model = build_model(arch, X.shape[1], 10, run.profile.width(arch))
+                model = build_model(arch, X.shape[1], len(CLASSES[run.dataset]), run.profile.width(arch))
                 cfg = replace(run.profile.retrain or run.profile.train, batch_size=batch, epochs=epochs)
                 ts = time.perf_counter()
                 h = fit(model, X, Y, cfg, seed=0, device=run.device, progress=False)
                 row = {"arch": arch, "kind": kind, "batch": batch, "epochs": epochs,
                        "steps": epochs * -(-len(X) // batch), "seconds": round(time.perf_counter() - ts, 1),
-                       "loss_last_third_start": h[len(h) - 1 - max(1, round(len(h) / 3))]["loss"],
+                       "loss_last_third_start": tail_start_loss(h),
                        "loss_end": h[-1]["loss"], "train_acc_end": h[-1]["train_acc"], "plateaued": plateaued(h),
                        "test_acc": 100 * accuracy(model, subs["test"][kind][0], subs["test"]["labels"], run.device)}
                 print(json.dumps(row), flush=True)

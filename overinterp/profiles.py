@@ -264,9 +264,9 @@ PROFILES = {p.name: p for p in [
         replicates=2, train_size=1500, test_size=300,
         # trained to the plateau (train.plateaued): 12 epochs on 6000 images end far above it (measured,
         # ResNet20: final loss 0.23 after 12 epochs, 0.004 after 48); 48 epochs on 1500 images, the same
-        # SGD steps, reach it except VGG16 (missed by 0.0005 nats), so 60 epochs. Augmentation off: measured on ResNet20 (1500 images,
-        # 48 epochs) it leaves test accuracy at 82.4% (82.5% without) but lowers the mean confidence
-        # from 0.92 to 0.85 and the training loss plateaus at 0.37 instead of 0.014
+        # SGD steps, reach it except VGG16 (missed by 0.0005 nats), so 60 epochs. Augmentation off: measured
+        # on ResNet20 (1500 images, 48 epochs) it leaves test accuracy at 82.4% (82.5% without) but lowers the
+        # mean confidence from 0.92 to 0.85 and the training loss plateaus at 0.37 instead of 0.014
         train=TrainConfig(epochs=60, augment=False),
         backselect=BackSelectConfig("gradient", k=8), sis_images=20,
         # training images only feed the 5% subsets of retraining (4.2): a coarser, twice-as-fast engine
@@ -286,8 +286,9 @@ PROFILES = {p.name: p for p in [
         robust=RobustConfig(steps=3, step_size=0.5, epochs=10, eval_images=300, eval_steps=10,
                             eval_restarts=2, sis_images=40),
         # the "why" chapter within ~7 CPU minutes: exact backward selection of ResNet20 takes ~80 s per
-        # image here (measured, batch norms fused), so the chapter reads it from the engine's benchmark (bench_backselect.py --only
-        # fidelity: this source model, the first 8 images of its sample); the gpu profile runs it in the sweep
+        # image here (measured, batch norms fused), so the chapter reads it from the engine's benchmark
+        # (bench_backselect.py --only fidelity: this source model, the first 8 images of its sample); the gpu
+        # profile runs it in the sweep
         # the epoch sweep ends at the zoo's model (60 epochs on its 1500 images: shared, not retrained);
         # widths at the sweep's 12 epochs (a width-16 model costs ~4x a width-8 one)
         factors=FactorConfig(images=40, pruned_images=40, exact_images=0, epochs=(3, 12, 60), widths=(4, 8, 16),

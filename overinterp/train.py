@@ -28,6 +28,7 @@ from .models import build_model
 from .profiles import TrainConfig, get_profile
 
 __all__ = ["model_key", "InputDropout", "augment_draws", "augment_batch", "fit", "predict", "accuracy", "resolve_device", "device_name", "plateaued",
+           "tail_start_loss",
            "model_config", "make_model", "cached_fit", "trained_model"]
 
 
@@ -169,6 +170,11 @@ def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: Train
     return history
 
 
+def tail_start_loss(history: list[dict], tail: float = 1 / 3) -> float:
+    """The training loss at the start of the last ``tail`` of the epochs (what :func:`plateaued` compares)."""
+    return history[max(0, len(history) - 1 - max(1, round(tail * len(history))))]["loss"]
+
+
 def plateaued(history: list[dict], tail: float = 1 / 3, rtol: float = 0.1, atol: float = 0.01) -> bool:
     """Our stopping criterion (issue 8): training has plateaued when the mean training loss fell
     by less than ``rtol`` (relative) or less than ``atol`` nats over the last ``tail`` of the epochs.
@@ -178,7 +184,7 @@ def plateaued(history: list[dict], tail: float = 1 / 3, rtol: float = 0.1, atol:
     the quick ResNet20 trained 48 epochs on 6000 images: 0.0058 -> 0.0044 over the last third)."""
     if len(history) < 2:
         return False
-    start = history[max(0, len(history) - 1 - max(1, round(tail * len(history))))]["loss"]
+    start = tail_start_loss(history, tail)
     return start - history[-1]["loss"] <= max(rtol * start, atol)
 
 

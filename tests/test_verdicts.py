@@ -6,7 +6,7 @@ import torch
 
 from overinterp import analysis as A, paper, plots, verdicts as V
 from overinterp.profiles import PROFILES, get_profile
-from overinterp.train import plateaued
+from overinterp.train import plateaued, tail_start_loss
 
 
 def test_paper_gaps_come_from_table1():
@@ -95,6 +95,7 @@ def test_plateau_criterion():
     floor = [{"loss": v} for v in [0.5, 0.1, 0.02, 0.0058, 0.005, 0.0044]]
     assert plateaued(floor) and not plateaued([{"loss": 10 * h["loss"]} for h in floor])
     assert not plateaued(floor, atol=0.001)
+    assert tail_start_loss(flat) == 0.2 and tail_start_loss(falling) == 0.4  # the loss at the start of the last third
 
 
 def test_deviations_list_what_differs_from_the_paper():
