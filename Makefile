@@ -10,7 +10,7 @@ MATHJAX := .mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
 .PHONY: book test setup data browser mathjax clean bench
 
 book: setup data mathjax  ## execute every chapter (quick profile, Fashion-MNIST) and render _build/html
-	$(PY) -m overinterp.book
+	$(PY) -m overinterp book
 
 test: setup data browser mathjax  ## the test suite (tiny profile)
 	$(PY) -m pytest -q

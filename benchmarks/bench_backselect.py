@@ -3,7 +3,10 @@
     python benchmarks/bench_backselect.py [--device cuda] [--smoke] [--images 8]
     python benchmarks/bench_backselect.py --only fidelity --arch resnet20 --images 8   # one section, merged
 
-Writes ``benchmarks/results/backselect-<device>.json`` (``-smoke`` for ``--smoke``):
+Writes ``benchmarks/results/backselect-<device>.json`` (``-smoke`` for ``--smoke``), structured
+records (``"schema": 2``): every measured case a record whose fields say what it is (``threads``,
+``method`` with ``m`` or ``k``, ``tau``, the fidelity model's ``source``), never a name to parse back;
+every note ``{"sections": [...], "text": ..., "shared_cpu": bool}``. Its sections:
 
 1. efficiency -- exact BackSelect forward evaluations/s divided by the same model's
    best plain batched inference images/s (best over batch sizes and layouts), in the
@@ -39,11 +42,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from overinterp.backselect import DEFAULT_CHUNK, DEFAULT_M, _n_evals, apply_keep, backselect
-from overinterp.models import build_model
-from overinterp.sis import class_probability, find_sis, pixel_subset, random_subset
+from overinterp.engine.backselect import DEFAULT_CHUNK, DEFAULT_M, _n_evals, apply_keep, backselect
+from overinterp.zoo.models import build_model
+from overinterp.engine.sis import class_probability, find_sis, pixel_subset, random_subset
 
 OUT = Path(__file__).resolve().parent / "results"
+SCHEMA = 2  # the structure of the result file (overinterp.pages.speed reads this one)
+
+
+def note(sections, text: str, shared_cpu: bool = False) -> dict:
+    """A note of the result file: the sections it is about (emptied: the whole file), its sentence,
+    and whether it says the CPU was shared (the chapter lists those as caveats)."""
+    return {"sections": list(sections), "text": text, "shared_cpu": shared_cpu}
 
 
 def device_info(device: torch.device) -> dict:
@@ -102,6 +112,7 @@ def _full_exact(shape) -> int:
 
 
 def efficiency(cases, device, a) -> dict:
+    """Per case name: exact BackSelect's evaluations/s against plain inference (section 1)."""
     out = {}
     for name, arch, shape, width in cases:
         torch.manual_seed(0)
@@ -155,6 +166,7 @@ def reference_style_backselect(model, image: np.ndarray, steps: int, batch: int 
 
 
 def baseline(cases, device, a) -> dict:
+    """Per case name: exact BackSelect against the reference-style implementation (section 2)."""
     out = {}
     for name, arch, shape, width in cases:
         torch.manual_seed(0)
@@ -190,10 +202,10 @@ def subset_stats(model, images, labels, keep, x, pred) -> dict:
 
 
 def fidelity(device, a) -> dict:
-    from overinterp import data as D
-    from overinterp.data import Selection
-    from overinterp.profiles import get_profile
-    from overinterp.train import model_key, trained_model
+    from overinterp.zoo import data as D
+    from overinterp.zoo.data import Selection
+    from overinterp.config.profiles import get_profile
+    from overinterp.experiments.runs import model_key, trained_model
     model = trained_model("fashion-mnist", a.arch, a.profile, device=device, progress=False)
     split = D.load("fashion-mnist", "test")
     # the first images of the profile's seeded test sample: the first images of the "why" chapter's sample
@@ -201,38 +213,43 @@ def fidelity(device, a) -> dict:
     images, labels = (t.to(device) for t in sel.load())
     conf, pred = class_probability(model, images)
     all_conf, _ = class_probability(model, split.images.to(device))
-    variants = [("exact", {})] + [(f"pruned-m{m}", {"m": m}) for m in a.ms] + [(f"gradient-k{k}", {"k": k}) for k in a.ks]
-    runs = {}
-    for name, kw in variants:
+    variants = [{"method": "exact"}] + [{"method": "pruned", "m": m} for m in a.ms] + \
+        [{"method": "gradient", "k": k} for k in a.ks]
+    runs = []
+    for v in variants:
         t0 = time.perf_counter()
-        res = backselect(model, images, name.split("-")[0], block=a.block, progress=False, **kw)
-        runs[name] = (res, timed(lambda: None, device) + time.perf_counter() - t0)
-        print(f"{name}: {runs[name][1] / len(images):.2f} s/image", flush=True)
-    ex = runs["exact"][0]
+        res = backselect(model, images, v["method"], block=a.block, progress=False,
+                         **{p: v[p] for p in ("m", "k") if p in v})
+        runs.append((v, res, timed(lambda: None, device) + time.perf_counter() - t0))
+        print(f"{v}: {runs[-1][2] / len(images):.2f} s/image", flush=True)
+    ex = runs[0][1]
     _, keep_ex = pixel_subset(ex, images, 0.05)
-    out = {"model": f"trained_model('fashion-mnist', {a.arch!r}, {a.profile!r})", "block": a.block,
-           # the artifact key of the model: a chapter that reads this file can tell whether it is its own model
-           "model_key": model_key("fashion-mnist", a.arch, a.profile), "selection": sel.key(),
+    # the model's source, and its artifact key: a chapter that reads this file can tell whether it is its own model
+    out = {"source": {"dataset": "fashion-mnist", "arch": a.arch, "profile": a.profile, "seed": 0,
+                      "key": model_key("fashion-mnist", a.arch, a.profile, 0)},
+           "shape": list(images.shape[1:]), "block": a.block, "selection": sel.key(),
            "test_acc": getattr(model, "info", {}).get("test_acc"), "images": a.images,
            "full_images": {"acc": (pred == labels).float().mean().item(), "confidence": conf.mean().item()},
            "test_share_float32_softmax_exactly_1": (all_conf == 1.0).float().mean().item(),
            "test_share_confidence_ge_0.99": (all_conf >= 0.99).float().mean().item()}
     xr, keep_r = random_subset(images, 0.05, seed=0)
     out["random_5pct"] = subset_stats(model, images, labels, keep_r, xr, pred)
-    for name, (res, sec) in runs.items():
+    out["runs"] = []
+    for v, res, sec in runs:
         x5, keep5 = pixel_subset(res, images, 0.05)
-        row = {"s_per_image": round(sec / len(images), 3), "subset_5pct": subset_stats(model, images, labels, keep5, x5, pred),
+        row = {**v, "s_per_image": round(sec / len(images), 3), "subset_5pct": subset_stats(model, images, labels, keep5, x5, pred),
                "overlap_5pct_with_exact": ((keep5 & keep_ex).flatten(1).sum(1) / keep_ex.flatten(1).sum(1)).mean().item(),
-               "iou_5pct_with_exact": ((keep5 & keep_ex).flatten(1).sum(1) / (keep5 | keep_ex).flatten(1).sum(1)).mean().item()}
+               "iou_5pct_with_exact": ((keep5 & keep_ex).flatten(1).sum(1) / (keep5 | keep_ex).flatten(1).sum(1)).mean().item(),
+               "sis": []}
         for tau in a.taus:
             s, e = find_sis(res, tau), find_sis(ex, tau)
             both = (s.size > 0) & (e.size > 0)
             fs, _ = class_probability(model, apply_keep(images, s.mask), pred)
-            row[f"sis_tau{tau}"] = {"images_with_sis": int((s.size >= 0).sum()), "mean_size": s.size[s.size >= 0].float().mean().item(),
-                                    "mean_size_ratio_vs_exact": (s.size[both] / e.size[both]).float().mean().item() if both.any() else None,
-                                    "all_verified_f_ge_tau": bool((fs[s.size >= 0] >= tau).all())}
-        out[name] = row
-    out["chosen_m"], out["chosen_m_rule"] = choose_m_rule(out, a)
+            row["sis"].append({"tau": tau, "images_with_sis": int((s.size >= 0).sum()), "mean_size": s.size[s.size >= 0].float().mean().item(),
+                               "mean_size_ratio_vs_exact": (s.size[both] / e.size[both]).float().mean().item() if both.any() else None,
+                               "all_verified_f_ge_tau": bool((fs[s.size >= 0] >= tau).all())})
+        out["runs"].append(row)
+    out["chosen_m"], out["chosen_m_rule"], out["chosen_m_reason"] = choose_m_rule(out, a)
     return out
 
 
@@ -240,11 +257,11 @@ def fusion(device, a) -> dict:
     """Batch norms folded into the convolutions (backselect's ``fuse``, the default) against the
     model as trained, on the zoo models of ``--profile`` and the first images of its test sample:
     gradient (the profile's k) and pruned (m = DEFAULT_M) alternating ``a.rounds`` times."""
-    from overinterp.data import Selection
-    from overinterp.profiles import get_profile
-    from overinterp.train import model_key, trained_model
+    from overinterp.zoo.data import Selection
+    from overinterp.config.profiles import get_profile
+    from overinterp.experiments.runs import model_key, trained_model
     prof = get_profile(a.profile)
-    out = {}
+    out = []
     for arch in a.fusion_archs:
         model = trained_model("fashion-mnist", arch, a.profile, device=device, progress=False)
         for method, kw, n in [("gradient", {"k": prof.backselect.k}, a.fusion_images),
@@ -259,31 +276,35 @@ def fusion(device, a) -> dict:
                     secs[fuse].append(timed(lambda: None, device) + time.perf_counter() - t0)
             keep = {f: pixel_subset(r, images, 0.05)[1].flatten(1) for f, r in res.items()}
             best = {f: min(v) / n for f, v in secs.items()}
-            out[f"{arch}-{method}"] = {
-                "model_key": model_key("fashion-mnist", arch, a.profile), "images": n, **kw,
+            out.append({
+                "arch": arch, "method": method, "model_key": model_key("fashion-mnist", arch, a.profile), "images": n, **kw,
                 "s_per_image_plain": round(best[False], 4), "s_per_image_fused": round(best[True], 4),
                 "speedup_of_bests": round(best[False] / best[True], 2),
                 "speedups_per_round": [round(p / f, 2) for p, f in zip(secs[False], secs[True])],
                 "same_order_share": (res[False].order == res[True].order).all(1).float().mean().item(),
-                "iou_5pct_fused_vs_plain": ((keep[False] & keep[True]).sum(1) / (keep[False] | keep[True]).sum(1)).mean().item()}
-            print(f"fusion {arch} {method}: {out[f'{arch}-{method}']['speedup_of_bests']}x", flush=True)
+                "iou_5pct_fused_vs_plain": ((keep[False] & keep[True]).sum(1) / (keep[False] | keep[True]).sum(1)).mean().item()})
+            print(f"fusion {arch} {method}: {out[-1]['speedup_of_bests']}x", flush=True)
     return out
 
 
 def choose_m_rule(fid: dict, a) -> tuple:
-    """The smallest m whose mean SIS size is within 1.1x of exact's at every tau; else the largest m tried."""
+    """(m, the rule that chose it, why): the smallest m whose mean SIS size is within 1.1x of exact's at
+    every tau; else the largest m tried."""
     taus = a.taus if hasattr(a, "taus") else a
 
+    pruned = {r["m"]: r for r in fid["runs"] if r["method"] == "pruned"}
+
     def ok(m):
-        ratios = [fid[f"pruned-m{m}"][f"sis_tau{t}"]["mean_size_ratio_vs_exact"] for t in taus]
+        ratios = [s["mean_size_ratio_vs_exact"] for s in pruned[m]["sis"] if s["tau"] in taus]
         return all(r is None or r <= 1.1 for r in ratios)
-    ms = sorted(int(k.split("-m")[1]) for k in fid if k.startswith("pruned-m"))
+    ms = sorted(pruned)
     good = [m for m in ms if ok(m)]
-    why = ("smallest m whose mean SIS size is <= 1.1x exact's at every tau; pruned costs ~(3 + m) "
-           "forward-equivalents per step against exact's P - t, so the smallest such m wins. The 5% subsets' "
-           "accuracy, confidence and pixel IoU with exact's are reported beside it, not used: no approximate "
-           "order beats exact's greedy confidence, and near-ties among the last pixels keep every IoU low")
-    return (good[0], why) if good else (max(ms), "no m met the rule; the largest tried")
+    why = ("pruned costs ~(3 + m) forward-equivalents per step against exact's P - t, so the smallest such m wins. "
+           "The 5% subsets' accuracy, confidence and pixel IoU with exact's are reported beside it, not used: no "
+           "approximate order beats exact's greedy confidence, and near-ties among the last pixels keep every IoU low")
+    if good:
+        return good[0], "smallest m whose mean SIS size is <= 1.1x exact's at every tau", why
+    return max(ms), "no m met the rule", "the largest tried"
 
 
 def choose_m(fid: dict) -> int:
@@ -305,33 +326,38 @@ def per_image_cost(arch, shape, width, method, device, a, **kw) -> float:
     return t / a.proj_steps * -(-P // kw.get("k", 1)) / len(images)
 
 
-def per_threads(fn, a) -> dict:
-    """Run ``fn`` at each of ``a.thread_counts`` intra-op thread counts. The CPU may be shared:
+def per_threads(fn, a) -> list[dict]:
+    """Run ``fn`` (case name -> record) at each of ``a.thread_counts`` intra-op thread counts: one
+    record per thread count and case, with ``threads`` and ``model`` (the case's name). The CPU may be shared:
     with another busy process on a 2-core machine every OpenMP parallel region of a 2-thread
     forward waits for a descheduled thread (~0.1 s per CNN forward whatever the batch size,
     measured), while 1 thread keeps running."""
-    out, default = {}, torch.get_num_threads()
+    out, default = [], torch.get_num_threads()
     for t in a.thread_counts:
         torch.set_num_threads(t)
         print(f"threads={t}", flush=True)
-        out[f"threads={t}"] = fn()
+        out += [{"threads": t, "model": name, **r} for name, r in fn().items()]
     torch.set_num_threads(default)
     return out
 
 
-def projections(eff_by_threads, device, a, m_default) -> dict:
-    eff = eff_by_threads.get(f"threads={torch.get_num_threads()}") or next(iter(eff_by_threads.values()))
-    out = {}
-    for name, (arch, shape, width, n, key) in {
-            "fashion-mnist-70k-cnn": ("cnn", (1, 28, 28), None, 70000, "cnn-28x28x1"),
-            "cifar10-60k-resnet20": ("resnet20", (3, 32, 32), None, 60000, "resnet20-32x32x3")}.items():
-        costs = {"exact": _full_exact(shape) / max(r["engine_evals_s"] for r in eff[key]["rounds"])}
-        costs[f"pruned-m{m_default}"] = per_image_cost(arch, shape, width, "pruned", device, a, m=m_default)
+def projections(efficiency_rows, device, a, m_default) -> list[dict]:
+    """Per workload (dataset, arch, input shape, images): each method's seconds per image and hours."""
+    threads = [r["threads"] for r in efficiency_rows]
+    now = torch.get_num_threads() if torch.get_num_threads() in threads else threads[0]
+    eff = {r["model"]: r for r in efficiency_rows if r["threads"] == now}
+    out = []
+    for dataset, arch, shape, width, n, key in [("fashion-mnist", "cnn", (1, 28, 28), None, 70000, "cnn-28x28x1"),
+                                                ("cifar10", "resnet20", (3, 32, 32), None, 60000, "resnet20-32x32x3")]:
+        costs = [({"method": "exact"}, _full_exact(shape) / max(r["engine_evals_s"] for r in eff[key]["rounds"])),
+                 ({"method": "pruned", "m": m_default},
+                  per_image_cost(arch, shape, width, "pruned", device, a, m=m_default))]
         for k in a.ks:
-            costs[f"gradient-k{k}"] = per_image_cost(arch, shape, width, "gradient", device, a, k=k)
-        out[name] = {"images": n, "batch": a.proj_batch, "s_per_image": {k: round(v, 3) for k, v in costs.items()},
-                     "projected_hours": {k: round(v * n / 3600, 1) for k, v in costs.items()}}
-        print(name, json.dumps(out[name]), flush=True)
+            costs.append(({"method": "gradient", "k": k}, per_image_cost(arch, shape, width, "gradient", device, a, k=k)))
+        out.append({"dataset": dataset, "arch": arch, "shape": list(shape), "images": n, "batch": a.proj_batch,
+                    "runs": [{**v, "s_per_image": round(c, 3), "projected_hours": round(c * n / 3600, 1)}
+                             for v, c in costs]})
+        print(json.dumps(out[-1]), flush=True)
     return out
 
 
@@ -392,14 +418,18 @@ def main():
     if device.type == "cuda" or smoke:
         cases.append(("resnet18-32x32x3", "resnet18", (3, 32, 32), 8 if smoke else None))
     t0 = time.time()
-    result = {"info": {**device_info(device), "threads_fidelity_projections": torch.get_num_threads()},
+    result = {"schema": SCHEMA, "info": {**device_info(device), "threads_fidelity_projections": torch.get_num_threads()},
               "smoke": smoke, "section_seconds": {}, "notes": [
-        f"efficiency: exact BackSelect timed over its first {a.steps} lockstep steps of {a.eff_images} images "
-        f"(the most expensive steps; full runs take P steps), {a.rounds} rounds alternating with plain inference",
-        f"baseline: {a.base_images} images x {a.steps} steps with each implementation, same random model and images",
-        f"fidelity: only {a.images} test images (exact = P(P+1)/2 forwards per image), block={a.block}",
-        f"projections: {a.proj_steps} steps of a batch of {a.proj_batch} images timed and scaled to a full run; "
-        "for pruned the timed first steps are the most expensive, so its projection is an upper bound"]}
+        note(["efficiency"], f"efficiency: exact BackSelect timed over its first {a.steps} lockstep steps of "
+             f"{a.eff_images} images (the most expensive steps; full runs take P steps), {a.rounds} rounds "
+             "alternating with plain inference"),
+        note(["reference_style_baseline"], f"baseline: {a.base_images} images x {a.steps} steps with each "
+             "implementation, same random model and images"),
+        note(["fidelity"], f"fidelity: only {a.images} test images (exact = P(P+1)/2 forwards per image), "
+             f"block={a.block}"),
+        note(["projections"], f"projections: {a.proj_steps} steps of a batch of {a.proj_batch} images timed and "
+             "scaled to a full run; for pruned the timed first steps are the most expensive, so its projection "
+             "is an upper bound")]}
     sections = [("efficiency", lambda: per_threads(lambda: efficiency(cases, device, a), a)),
                 ("reference_style_baseline", lambda: per_threads(lambda: baseline(cases[:2], device, a), a)),
                 ("fidelity", lambda: fidelity(device, a)),
@@ -409,6 +439,8 @@ def main():
         sections.append(("inception_v3_gradient_sis", lambda: inception_sis(device, a)))
     path = Path(a.out) if a.out else OUT / f"backselect-{device.type}{'-smoke' if smoke else ''}.json"
     old = json.loads(path.read_text()) if a.only and path.exists() else {}
+    if old and old.get("schema") != SCHEMA:
+        raise SystemExit(f"{path}: not a schema-{SCHEMA} result file; --only merges only into one")
     if a.only:
         sections = [(n, r) for n, r in sections if n in a.only]
         result.update({k: old[k] for k in ("efficiency", "fidelity") if k in old and k not in a.only})
@@ -418,24 +450,24 @@ def main():
         result["section_seconds"][name] = round(time.time() - ts, 1)
     result["default_m_in_code"] = DEFAULT_M
     if a.only:  # merged into the file, whose info describes its first, full run
-        prefix = {"reference_style_baseline": "baseline"}
-        redone = tuple(f"{prefix.get(n, n)}:" for n in a.only)
+        redone = lambda n: bool(set(n["sections"]) & set(a.only))
         merged = {**old, **{n: result[n] for n in a.only},
                   "section_seconds": {**old.get("section_seconds", {}), **result["section_seconds"]},
-                  "notes": [n for n in old.get("notes", []) if not n.startswith(redone)]
-                  + [n for n in result["notes"] if n.startswith(redone)]
-                  + [f"{', '.join(a.only)}: re-run alone on {time.strftime('%Y-%m-%d')} with --only "
-                     f"({result['info']['cpu']}, {torch.get_num_threads()} threads, 1-min load average "
-                     f"{result['info']['loadavg_start'][0]:.1f} at its start)"]}
+                  "notes": [n for n in old.get("notes", []) if not redone(n)]
+                  + [n for n in result["notes"] if redone(n)]
+                  + [note(a.only, f"{', '.join(a.only)}: re-run alone on {time.strftime('%Y-%m-%d')} with --only "
+                                  f"({result['info']['cpu']}, {torch.get_num_threads()} threads, 1-min load average "
+                                  f"{result['info']['loadavg_start'][0]:.1f} at its start)")]}
         path.write_text(json.dumps(merged, indent=2))
         print("merged", ", ".join(a.only), "into", path)
         return
     result["info"]["loadavg_end"] = os.getloadavg()
     load = max(result["info"]["loadavg_start"][0], result["info"]["loadavg_end"][0])
     if device.type == "cpu" and load > (os.cpu_count() or 1):
-        result["notes"].append(f"CPU shared with other jobs: 1-min load average up to {load:.1f} on {os.cpu_count()} "
-                               "cores; absolute rates are depressed and noisy; each ratio is measured alternating "
-                               "within one run so both sides see similar contention")
+        result["notes"].append(note([], f"CPU shared with other jobs: 1-min load average up to {load:.1f} on "
+                                    f"{os.cpu_count()} cores; absolute rates are depressed and noisy; each ratio is "
+                                    "measured alternating within one run so both sides see similar contention",
+                                    shared_cpu=True))
     result["info"]["wall_s"] = round(time.time() - t0, 1)
     OUT.mkdir(exist_ok=True)
     path.write_text(json.dumps(result, indent=2))

@@ -8,7 +8,7 @@ the hardest to fit), a new model is trained from seed 0 with the quick recipe at
 ``--recipes`` batch x epochs, on ``--images`` of the training selection (default: the profile's), and
 evaluated on the matching test images. Writes ``benchmarks/results/retrain-<device>.json``: per run
 the SGD steps, seconds, the training loss at the start of the last third and at the end,
-:func:`overinterp.train.plateaued`, and test accuracy.
+:func:`overinterp.zoo.train.plateaued`, and test accuracy.
 """
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ from pathlib import Path
 
 import torch
 
-from overinterp import analysis as A
-from overinterp.book import setup
-from overinterp.models import build_model
-from overinterp.data import CLASSES
-from overinterp.train import accuracy, device_name, fit, plateaued, tail_start_loss
+from overinterp.experiments.subsets import subsets
+from overinterp.config.context import make_run
+from overinterp.zoo.models import build_model
+from overinterp.zoo.data import CLASSES
+from overinterp.zoo.train import accuracy, device_name, fit, plateaued, tail_start_loss
 
 OUT = Path(__file__).resolve().parent / "results"
 
@@ -42,13 +42,13 @@ def main():
     a = p.parse_args()
     if a.smoke:
         a.profile, a.images, a.recipes = "tiny", 64, "32x2"
-    run = setup(profile=a.profile, device=a.device, show=False)
+    run = make_run(profile=a.profile, device=a.device)
     a.images = a.images or run.profile.retrain_images
     run = replace(run, profile=replace(run.profile, retrain_images=a.images))
     recipes = [tuple(map(int, r.split("x"))) for r in a.recipes.split(",")]
     rows, t0 = [], time.time()
     for arch in run.profile.archs:
-        subs = A.subsets(run, arch, 0.05, train=True)
+        subs = subsets(run, arch, 0.05, train=True)
         for kind in a.kinds.split(","):
             X, Y = subs["train"][kind][0], subs["train"]["labels"]
             for batch, epochs in recipes:

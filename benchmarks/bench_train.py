@@ -1,4 +1,5 @@
-"""Training throughput (images/s) of every architecture; JSON with device info.
+"""Training throughput (images/s) of every architecture; JSON with device info, one record per
+architecture and input shape (``"schema": 2``: ``{"arch", "shape", "images_per_s"}``).
 
     python benchmarks/bench_train.py [--device cuda] [--steps 10]
 
@@ -15,9 +16,9 @@ from pathlib import Path
 
 import torch
 
-from overinterp.models import ARCHS, build_model
-from overinterp.profiles import TrainConfig
-from overinterp.train import fit, resolve_device
+from overinterp.zoo.models import ARCHS, build_model
+from overinterp.zoo.train import TrainConfig
+from overinterp.zoo.train import fit, resolve_device
 
 
 def device_info(device: torch.device) -> dict:
@@ -56,12 +57,12 @@ def main():
     p.add_argument("--out", default=None)
     a = p.parse_args()
     device = resolve_device(a.device)
-    result = {"info": device_info(device), "batch": 128, "images_per_s": {}}
+    result = {"schema": 2, "info": device_info(device), "batch": 128, "runs": []}
     for arch in a.archs:
         for shape in [(1, 28, 28), (3, 32, 32)]:
-            key = f"{arch}@{'x'.join(map(str, shape))}"
-            result["images_per_s"][key] = round(train_throughput(arch, shape, device, a.steps), 1)
-            print(key, result["images_per_s"][key], "img/s", flush=True)
+            result["runs"].append({"arch": arch, "shape": list(shape),
+                                   "images_per_s": round(train_throughput(arch, shape, device, a.steps), 1)})
+            print(json.dumps(result["runs"][-1]), "img/s", flush=True)
     if device.type == "cuda":
         epoch = {}
         for name, bf16 in [("fp32", False), ("bf16+channels_last", True)]:

@@ -1,10 +1,13 @@
-"""Command line: ``python -m overinterp {train,backselect,prepare} --help``.
+"""Command line: ``python -m overinterp {train,backselect,prepare,book} --help``.
 
 Every command builds its images and artifact keys with the library functions the
-chapters call (:mod:`overinterp.analysis`), so what it computes -- here or on
+chapters call (:mod:`overinterp.experiments.runs`), so what it computes -- here or on
 another machine, in shards -- is what a chapter then loads from the artifact store.
-A bad parameter, missing data or a mismatched artifact ends with one line naming it
-and exit code 2.
+The flags are derived from the config dataclasses the chapters use: ``--dataset``,
+``--profile``, ``--device`` and ``--seed`` from :class:`overinterp.config.chapters.RunConfig`
+(every chapter's first papermill parameters, with the same defaults), the engine's flags
+from :class:`overinterp.engine.backselect.BackSelectConfig`. A bad parameter, missing data
+or a mismatched artifact ends with one line naming it and exit code 2.
 """
 from __future__ import annotations
 
@@ -13,15 +16,22 @@ import json
 import os
 import sys
 import time
-from dataclasses import replace
+from contextlib import contextmanager
+from dataclasses import asdict, fields, replace
 
-from .artifacts import ArtifactMismatch
-from .backselect import METHODS
-from .data import DataUnavailable
-from .models import ARCHS
-from .profiles import PROFILES
+import torch
 
-TRAINABLE = ("fashion-mnist", "cifar10")  # the other data sets are evaluation-only (OOD)
+from overinterp.config.chapters import CHAPTERS, RunConfig, add_arguments, from_arguments
+from overinterp.config.context import make_run
+from overinterp.config.profiles import PROFILES
+from overinterp.engine.backselect import BackSelectConfig
+from overinterp.engine.runner import n_shards
+from overinterp.experiments import runs as A
+from overinterp.experiments.prepare import plan, prepare, worker
+from overinterp.pages import build as book
+from overinterp.store import ArtifactMismatch, Store
+from overinterp.zoo.data import DataUnavailable
+from overinterp.zoo.models import ARCHS
 
 
 def choices(name: str, valid):
@@ -61,45 +71,41 @@ def parse_shards(text: str) -> slice:
     return slice(lo, hi)
 
 
+RUN_FIELDS = {f.name for f in fields(RunConfig)}
+
+
 def _run(args, local_rank: int | None = None):
-    """The chapters' :class:`overinterp.book.Run` for these arguments (artifact store from --artifacts);
-    under torchrun, ``cuda`` / ``auto`` means the GPU of the process's ``local_rank``."""
-    import torch
-    from .book import Run
-    from .profiles import get_profile
-    from .train import resolve_device
-    if args.artifacts:
-        os.environ["OVERINTERP_ARTIFACTS"] = args.artifacts
-    device = resolve_device(args.device)
-    if device.type == "cuda" and device.index is None and local_rank is not None:
-        device = torch.device("cuda", local_rank % torch.cuda.device_count())
-    return Run(args.dataset, get_profile(args.profile), device, args.seed)
+    """The chapters' :class:`overinterp.config.context.Run` for these arguments (checked by the same
+    :func:`overinterp.config.context.make_run`; artifact store from --artifacts); under torchrun,
+    ``cuda`` / ``auto`` means the GPU of the process's ``local_rank``."""
+    c = from_arguments(RunConfig, args)
+    run = make_run(c.dataset, c.profile, c.device, c.seed)
+    if run.device.type == "cuda" and run.device.index is None and local_rank is not None:
+        run = replace(run, device=torch.device("cuda", local_rank % torch.cuda.device_count()))
+    return run
 
 
 def cmd_train(args) -> int:
-    from .train import trained_model
     run = _run(args)
-    model = trained_model(run.dataset, args.arch, args.profile, run.seed, device=run.device)
+    model = A.trained_model(run.dataset, args.arch, run.profile.name, run.seed, device=run.device)
     info = model.info
-    print(json.dumps({"dataset": args.dataset, "arch": args.arch, "profile": args.profile, "seed": args.seed,
+    print(json.dumps({"dataset": run.dataset, "arch": args.arch, "profile": run.profile.name, "seed": run.seed,
                       "test_acc": info["test_acc"], "train_seconds": info["seconds"], "device": info["device"],
                       "seconds_per_epoch": [round(h["seconds"], 2) for h in info["history"]]}, indent=2))
     return 0
 
 
 def cmd_backselect(args) -> int:
-    from . import analysis as A
-    from .runner import n_shards
     run = _run(args)
     sel = A.selection(run, args.set, args.n)
-    overrides = {k: getattr(args, k) for k in ("method", "block", "k", "m", "mask_value") if getattr(args, k) is not None}
+    overrides = {f.name: getattr(args, f.name) for f in fields(BackSelectConfig) if getattr(args, f.name) is not None}
     config = replace(run.profile.engine(sel.set), **overrides)
     total = n_shards(len(sel.load()[1]), run.profile.shard_size)
     sl = args.shards or slice(0, None)
     shards = range(sl.start, total if sl.stop is None else sl.stop)
     t0 = time.perf_counter()
     res = A.backselect_set(run, args.arch, sel, config=config, shards=shards, chunk_size=args.chunk_size)
-    print(json.dumps({**sel.key(), "arch": args.arch, "profile": args.profile, "model_seed": args.seed,
+    print(json.dumps({**sel.key(), "arch": args.arch, "profile": run.profile.name, "model_seed": run.seed,
                       **config.key(), "shards": f"{shards.start}:{shards.stop} of {total}",
                       "seconds": round(time.perf_counter() - t0, 1), "complete": res is not None,
                       "reused_by_the_book": config == run.profile.engine(sel.set) and args.n is None}, indent=2))
@@ -107,7 +113,6 @@ def cmd_backselect(args) -> int:
 
 
 def cmd_prepare(args) -> int:
-    from .prepare import plan, prepare, worker
     rank, world, local_rank = worker()
     run = _run(args, local_rank)
     units = args.shards or slice(0, None)
@@ -120,76 +125,118 @@ def cmd_prepare(args) -> int:
         raise ValueError(f"--shards {units.start}:{units.stop or ''} is outside the plan's 0:{n} units")
     t0 = time.perf_counter()
     seconds = prepare(run, units, rank, world)
-    print(json.dumps({"profile": args.profile, "dataset": args.dataset, "device": str(run.device),
+    print(json.dumps({"profile": run.profile.name, "dataset": run.dataset, "device": str(run.device),
                       "units": f"{units.start}:{min(n, units.stop or n)} of {n}", "process": f"{rank} of {world}",
                       "seconds": seconds,
                       "total_seconds": round(time.perf_counter() - t0, 1)}, indent=2))
     return 0
 
 
-def _common(p: argparse.ArgumentParser, seed_help: str) -> None:
-    p.add_argument("--dataset", type=choices("dataset", TRAINABLE), default="fashion-mnist",
-                   help=f"the models' data set: {', '.join(TRAINABLE)} (default fashion-mnist)")
-    p.add_argument("--profile", type=choices("profile", PROFILES), default="quick",
-                   help="; ".join(f"{p.name}: {p.doc}" for p in PROFILES.values()))
-    p.add_argument("--seed", type=int, default=0, help=seed_help)
-    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+def cmd_book(args) -> int:
+    c = from_arguments(RunConfig, args)
+    make_run(c.dataset, c.profile, c.device, c.seed)                  # checks the parameters before any chapter
+    parameters = {**asdict(c), "profile": c.profile or make_run(c.dataset, c.profile).profile.name}
+    t0 = time.perf_counter()
+    kernels = {"OVERINTERP_ARTIFACTS": str(Store().root.resolve())}  # the chapters' kernels are other processes
+    with _environ(kernels):
+        book.build(parameters, out=args.out, only=args.only, edition=args.edition)
+    print(f"[book] total {time.perf_counter() - t0:.0f} s", flush=True)
+    return 0
+
+
+@contextmanager
+def _environ(values: dict):
+    """``os.environ`` updated with ``values`` within the block."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+
+
+def cmd_chapters(args) -> int:
+    if args.write:
+        changed = book.write_parameters()
+        print(f"rewrote the parameters cell of {', '.join(changed)}" if changed else "every parameters cell is up to date")
+        return 0
+    for stem, cls in CHAPTERS.items():
+        print(f"{stem}: " + ", ".join(f"{f.name}={f.default!r}" for f in fields(cls) if f.name not in RUN_FIELDS))
+    return 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    add_arguments(p, RunConfig)
     p.add_argument("--artifacts", default=None, help="artifact store folder (default $OVERINTERP_ARTIFACTS or ./artifacts)")
+
+
+def _command(sub, name: str, func, help: str, description: str, common: bool = True) -> argparse.ArgumentParser:
+    """A subcommand running ``func``, with the flags every command shares unless ``common`` is False."""
+    p = sub.add_parser(name, help=help, description=description)
+    if common:
+        _common(p)
+    p.set_defaults(func=func)
+    return p
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m overinterp", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
-    t = sub.add_parser("train", help="train one model of the zoo (cached in the artifact store)",
-                       description="Train ARCH on DATASET with the PROFILE recipe and seed; the model is saved "
-                                   "in the artifact store keyed by its config and reused when present.")
-    _common(t, "replicate seed (initialisation and batch order)")
+    t = _command(sub, "train", cmd_train, "train one model of the zoo (cached in the artifact store)",
+                 "Train ARCH on DATASET with the PROFILE recipe and seed; the model is saved in the artifact store "
+                 "keyed by its config and reused when present.")
     t.add_argument("--arch", type=choices("arch", ARCHS), default="cnn", help=f"one of {', '.join(ARCHS)}")
-    t.set_defaults(func=cmd_train)
 
-    b = sub.add_parser(
-        "backselect", help="backward selection of a set's images, in resumable shards",
-        description="Backward selection (paper 3.3; S5 for --method gradient) of a trained model on the images "
-                    "a chapter uses (the profile's seeded sample of --set). Shards are saved to the artifact "
-                    "store as they finish; re-running skips finished shards, and --shards splits the work "
-                    "across processes. With the profile's engine and sample size the result is the one the "
-                    "book loads.")
-    _common(b, "replicate seed of the model (default 0)")
+    b = _command(sub, "backselect", cmd_backselect, "backward selection of a set's images, in resumable shards",
+                 "Backward selection (paper 3.3; S5 for --method gradient) of a trained model on the images a "
+                 "chapter uses (the profile's seeded sample of --set). Shards are saved to the artifact store as "
+                 "they finish; re-running skips finished shards, and --shards splits the work across processes. "
+                 "With the profile's engine and sample size the result is the one the book loads.")
     b.add_argument("--arch", type=choices("arch", ARCHS), default="resnet20", help=f"one of {', '.join(ARCHS)}")
     b.add_argument("--set", default="test", help="train, test or an OOD set of the dataset (default test)")
     b.add_argument("--n", type=positive("--n"), default=None,
                    help="images sampled from the set (default: the profile's test_size, or retrain_images for train)")
-    b.add_argument("--method", type=choices("method", METHODS), default=None,
-                   help="exact (reference BackSelect), gradient (paper S5) or pruned (m exact candidates per step); "
-                        "default: the profile's")
-    b.add_argument("--block", type=positive("--block"), default=None, help="feature = BLOCK x BLOCK pixels (default: the profile's)")
-    b.add_argument("--k", type=positive("--k"), default=None, help="gradient: features masked per step (default: the profile's)")
-    b.add_argument("--m", type=positive("--m"), default=None, help="pruned: candidates evaluated exactly per step (default: the profile's)")
-    b.add_argument("--mask-value", type=float, default=None, help="value of a masked pixel, normalised (0 = mean pixel)")
+    add_arguments(b, BackSelectConfig, inherit="the profile's engine for --set")
     b.add_argument("--shards", type=parse_shards, default=None,
                    help="shard range this process computes, e.g. 0:10, 3 or 10: (default all)")
-    b.add_argument("--chunk-size", type=positive("--chunk-size"), default=None, help="forward passes per batch (default by device)")
-    b.set_defaults(func=cmd_backselect)
+    b.add_argument("--chunk-size", type=positive("--chunk-size"), default=None,
+                   help="forward passes per batch (default by device)")
 
-    p = sub.add_parser(
-        "prepare", help="precompute every model and backward selection the book needs (resumable)",
-        description="Train the model zoo, run every backward selection and retrain every model the chapters "
-                    "need for PROFILE, skipping what the artifact store holds. --list shows the numbered units; "
-                    "--shards a:b runs units a to b-1 (e.g. one range per process or machine). Under torchrun "
-                    "(RANK, WORLD_SIZE) or a SLURM job array (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT) each "
-                    "process takes every N-th unit of the range.")
-    _common(p, "first replicate's seed (default 0)")
+    p = _command(sub, "prepare", cmd_prepare,
+                 "precompute the models, backward selections and retrained models of chapters 2-5 (resumable)",
+                 "Train the model zoo, run the backward selections and retrain the models that chapters 2-5 need "
+                 "for PROFILE (the later chapters compute the rest when they run), skipping what the artifact "
+                 "store holds. --list shows the numbered units; --shards a:b runs units a to b-1 (e.g. one range "
+                 "per process or machine). Under torchrun (RANK, WORLD_SIZE) or a SLURM job array "
+                 "(SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT) each process takes every N-th unit of the range.")
     p.add_argument("--shards", type=parse_shards, default=None, help="unit range, e.g. 0:10 (default all)")
     p.add_argument("--list", action="store_true", help="print the units and exit")
-    p.set_defaults(func=cmd_prepare)
+
+    k = _command(sub, "book", cmd_book, "execute every chapter with papermill and render the book (make book)",
+                 "Execute the chapters of _toc.yml in order with papermill (the same parameters as each chapter's "
+                 "parameters cell), then render _build/html with Jupyter Book; or save the executed chapters as "
+                 "an edition.")
+    k.add_argument("--only", nargs="*", help="execute only these chapters (notebook stems)")
+    k.add_argument("--out", default=None, help="build folder (default _build)")
+    k.add_argument("--edition", action="store_true",
+                   help="save the executed chapters as an edition (editions/<dataset>-<profile>/) instead of rendering")
+
+    c = _command(sub, "chapters", cmd_chapters, "list each chapter's own parameters, or --write them into the notebooks",
+                 "Each chapter's papermill parameters are the fields of its dataclass in "
+                 "overinterp/config/chapters.py; --write regenerates the notebooks' parameters cells from them.",
+                 common=False)
+    c.add_argument("--write", action="store_true", help="rewrite the parameters cell of every chapter")
+    c.add_argument("--artifacts", default=None, help=argparse.SUPPRESS)
     return parser
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args) or 0
+        with Store.using(args.artifacts):
+            return args.func(args) or 0
     except (ValueError, DataUnavailable, ArtifactMismatch, FileNotFoundError) as e:
         message = " ".join(str(e).split())  # one line
         print(f"python -m overinterp {args.command}: error: {message}", file=sys.stderr)

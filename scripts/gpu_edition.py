@@ -63,10 +63,11 @@ def main(argv=None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
 
-    from overinterp.book import Run, build, editions
-    from overinterp.prepare import plan
-    from overinterp.profiles import get_profile
-    from overinterp.train import resolve_device
+    from overinterp.config.context import Run
+    from overinterp.pages.build import build, editions
+    from overinterp.experiments.prepare import plan
+    from overinterp.config.profiles import get_profile
+    from overinterp.zoo.train import resolve_device
     run = Run(a.dataset, get_profile(a.profile), resolve_device(a.device), 0)
     status = {"profile": a.profile, "dataset": a.dataset, "device": str(run.device), "units": {}, "stages": []}
     units = plan(run)
@@ -86,7 +87,7 @@ def main(argv=None) -> int:
         build({"dataset": a.dataset, "profile": a.profile, "device": a.device, "seed": 0}, edition=True)
         status["stages"].append({"book": round(time.perf_counter() - ts, 1)})
         edition = [e for e in editions() if e["name"] == name]
-    from overinterp.artifacts import Store
+    from overinterp.store import Store
     results = Store().root / f"edition-{name}"
     results.mkdir(parents=True, exist_ok=True)
     dev = run.device.type

@@ -5,8 +5,8 @@ import os
 import pytest
 import torch
 
-from overinterp.artifacts import VERSIONS, ArtifactMismatch, Store, atomic_save, config_key
-from overinterp.profiles import TrainConfig
+from overinterp.store import VERSIONS, ArtifactMismatch, Store, atomic_save, config_key
+from overinterp.zoo.train import TrainConfig
 
 
 def test_key_depends_on_every_config_value_but_not_on_dict_order():

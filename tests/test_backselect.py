@@ -1,4 +1,4 @@
-"""Tests for overinterp.backselect / overinterp.sis: a plain per-image oracle, hand-worked toy
+"""Tests for overinterp.engine.backselect / overinterp.engine.sis: a plain per-image oracle, hand-worked toy
 cases, and invariants on real Fashion-MNIST with random small models."""
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from overinterp.backselect import (BackSelectResult, apply_keep, backselect, feature_grid,
+from overinterp.engine.backselect import (BackSelectResult, apply_keep, backselect, feature_grid,
                                    features_to_pixels)
-from overinterp.models import Ensemble, build_model
-from overinterp.sis import (class_probability, find_sis, pixel_subset, random_subset, sis_collection, sis_size,
+from overinterp.zoo.models import Ensemble, build_model
+from overinterp.engine.sis import (class_probability, find_sis, pixel_subset, random_subset, sis_collection, sis_size,
                             subset_size)
 
 F64 = torch.float64
@@ -326,7 +326,7 @@ def test_features_to_pixels_and_grid():
 
 @pytest.fixture(scope="module")
 def fmnist(tmp_path_factory):
-    from overinterp import data  # the real data: `make test` installs it (Debian) or downloads it
+    from overinterp.zoo import data  # the real data: `make test` installs it (Debian) or downloads it
     split = data.load("fashion-mnist", "test", root=tmp_path_factory.mktemp("data"))
     return split.images[:6]  # (6, 1, 28, 28) float32, 0 = the mean pixel
 
@@ -347,7 +347,7 @@ def test_real_pruned_with_m_at_least_features_equals_exact(fmnist):
     # its first step picks among a subset of exact's candidates: never a better one than exact's
     assert (small.log_odds[:, 0] <= exact.log_odds[:, 0]).all()
     # every recorded value is f of the image with the removed features masked (checked at step 10)
-    from overinterp.sis import class_log_odds
+    from overinterp.engine.sis import class_log_odds
     keep = torch.ones(len(fmnist), 49, dtype=torch.bool)
     keep.scatter_(1, small.order[:, :10], False)
     x10 = apply_keep(fmnist, features_to_pixels(keep, (28, 28), 4))
@@ -410,7 +410,7 @@ def test_float32_confident_model_exact_order_equals_float64_log_odds_reference()
 
 
 def test_gradient_of_log_odds_moves_where_softmax_saturates():
-    from overinterp.backselect import _Evaluator
+    from overinterp.engine.backselect import _Evaluator
     model, x = confident_tinynet()
     keep = torch.ones(3, 16, dtype=torch.bool)
     pix = torch.arange(16)
@@ -496,7 +496,7 @@ def test_subsets_use_the_results_mask_value():
 # ----------------------------------------------------------------------------- SIS verification and collection
 
 def test_verified_grows_only_the_sis_that_fails_its_forward_pass_and_warns_when_it_cannot():
-    from overinterp.sis import _verified
+    from overinterp.engine.sis import _verified
     # log-odds of class 1 = sum of the kept contributions c_i = w_i x_i: c = (3, -1, 2, 0.5) on
     # image 0, removed in the order (1, 3, 2, 0) with log-odds (5.5, 5, 3, 0); c = (1, 1, 1, 1) on
     # image 1, removed (0, 1, 2, 3) (ties: lowest index) with (3, 2, 1, 0). At tau = sigmoid(2.4)
@@ -537,7 +537,7 @@ class Constant(nn.Module):
 
 
 def test_sis_collection_gives_one_empty_sis_when_the_masked_input_suffices(monkeypatch):
-    import overinterp.sis as S
+    import overinterp.engine.sis as S
     x = torch.randn(2, 1, 3, 3, dtype=F64, generator=torch.Generator().manual_seed(14))
     monkeypatch.setattr(S, "backselect", lambda *a, **k: pytest.fail("backselect ran for an empty SIS"))
     coll = sis_collection(Constant().eval(), x, 0.99)
@@ -563,7 +563,7 @@ def test_sis_collection_max_sis_and_invalid_values():
 # ----------------------------------------------------------------------------- deterministic models
 
 def test_input_dropout_output_does_not_depend_on_batch_position_or_size():
-    from overinterp.train import InputDropout
+    from overinterp.zoo.train import InputDropout
     torch.manual_seed(0)
     model = InputDropout(build_model("cnn", 1, 10, width=2), keep_prob=0.8, samples=3).eval()
     x = torch.randn(5, 1, 8, 8, generator=torch.Generator().manual_seed(15))

@@ -1,4 +1,4 @@
-"""Bayes-TrEx (overinterp.bayes_trex): relaxed level-set likelihoods, NUTS on a classifier whose
+"""Bayes-TrEx (overinterp.methods.bayes_trex and overinterp.experiments.bayes_trex): relaxed level-set likelihoods, NUTS on a classifier whose
 confidence is a known function of the latent, chain diagnostics, the VAE and its cache, the counts."""
 import math
 
@@ -7,9 +7,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from overinterp import bayes_trex as B
-from overinterp.artifacts import Store
-from overinterp.profiles import BayesTrExConfig
+from overinterp.experiments import bayes_trex as XB
+from overinterp.methods import bayes_trex as B
+from overinterp.store import Store
+from overinterp.config.profiles import BayesTrExConfig
 
 SIGMA = 0.05
 C = -math.log(SIGMA) - 0.5 * math.log(2 * math.pi)   # log N(u*; f, sigma^2) at u* = f
@@ -152,9 +153,9 @@ def test_chains_are_cached_by_their_key(tmp_path):
     def sample():
         calls.append(1)
         return B.Chains(B.high(0), torch.ones(2, 3, 1), [0.5, 0.7], [0, 1], 2.0)
-    key = B.chains_config({"vae": 1}, {"model": "m"}, B.high(0), BayesTrExConfig(chains=2, samples=3), seed=0)
-    a = B.cached_chains(key, sample, B.high(0), store)
-    b = B.cached_chains(key, sample, B.high(0), store)
+    key = XB.chains_config({"vae": 1}, {"model": "m"}, B.high(0), B.ChainsConfig(chains=2, samples=3), seed=0)
+    a = XB.cached_chains(key, sample, B.high(0), store)
+    b = XB.cached_chains(key, sample, B.high(0), store)
     assert len(calls) == 1 and torch.equal(a.z, b.z) and b.acceptance == [0.5, 0.7] and b.divergences == [0, 1]
 
 
@@ -172,19 +173,19 @@ def test_vae_learns_and_its_training_is_cached(tmp_path, monkeypatch):
     assert ((vae.reconstruct(x) > 0.5) == (x > 0.5)).float().mean() > 0.95
     assert vae.decode(torch.zeros(3, 2)).shape == (3, 1, 4, 4)
 
-    cfg = BayesTrExConfig(latent=2, hidden=8, vae_epochs=1, vae_train_size=64)
+    cfg = B.VAEConfig(latent=2, hidden=8, epochs=1, train_size=64)
     store = Store(tmp_path)
-    a = B.trained_vae("fashion-mnist", cfg, held_out=8, store=store, progress=False)
+    a = XB.trained_vae("fashion-mnist", cfg, held_out=8, store=store, progress=False)
     assert a.info["train_images"] == 64
-    monkeypatch.setattr(B, "fit_vae", lambda *a, **k: pytest.fail("retrained a cached VAE"))
-    b = B.trained_vae("fashion-mnist", cfg, held_out=8, store=store, progress=False)
+    monkeypatch.setattr(XB, "fit_vae", lambda *a, **k: pytest.fail("retrained a cached VAE"))
+    b = XB.trained_vae("fashion-mnist", cfg, held_out=8, store=store, progress=False)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
     with pytest.raises(ValueError, match="held_out"):
-        B.trained_vae("fashion-mnist", cfg, held_out=10, store=store)
+        XB.trained_vae("fashion-mnist", cfg, held_out=10, store=store)
 
 
 def test_normalise_inverts_the_data_sets_denormalise():
-    from overinterp import data as D
+    from overinterp.zoo import data as D
     x = torch.rand(2, 1, 3, 3)
     split = D.Split("fashion-mnist", "test", x, torch.zeros(2), [], *D.STATS["fashion-mnist"])
     assert torch.allclose(split.denormalise(B.normalise(x, "fashion-mnist")), x, atol=1e-6)
@@ -194,7 +195,7 @@ def test_test_set_counts_level_sets_and_confident_misclassifications_into_the_he
     logits = _logits([0.995, 0.004, 0.001], [0.5, 0.45, 0.05], [0.05, 0.05, 0.9], [0.01, 0.01, 0.98],
                      [0.1, 0.1, 0.8])
     labels = torch.tensor([0, 1, 0, 2, 1])
-    t = B.test_set_counts(logits, labels, {"h0": B.high(0), "a01": B.ambiguous(0, 1), "m2": B.high(2)},
+    t = XB.test_set_counts(logits, labels, {"h0": B.high(0), "a01": B.ambiguous(0, 1), "m2": B.high(2)},
                           held_out={"m2": 2})
     assert t["in level set"].to_dict() == {"h0": 1, "a01": 1, "m2": 1}   # m2: image 2 (label 0, f = 0.9 >= 0.85)
     assert t.loc["h0", "in level set (%)"] == pytest.approx(20.0)
@@ -203,7 +204,7 @@ def test_test_set_counts_level_sets_and_confident_misclassifications_into_the_he
 def test_confidence_table_reports_table2_statistics_and_diagnostics():
     logits = _logits([0.999, 0.001], [0.98, 0.02], [0.995, 0.005], [0.5, 0.5])
     ch = B.Chains(B.high(0), torch.randn(2, 2, 1, generator=torch.Generator().manual_seed(0)), [0.8, 0.6], [1, 2], 3.0)
-    t = B.confidence_table({"h": logits}, {"h": B.high(0)}, {"h": ch}).loc["h"]
+    t = XB.confidence_table({"h": logits}, {"h": B.high(0)}, {"h": ch}).loc["h"]
     assert t["mean f (class 1)"] == pytest.approx(np.mean([0.999, 0.98, 0.995, 0.5]))
     assert t["in level set (%)"] == pytest.approx(50.0)
     assert (t["acceptance"], t["divergences"], t["samples"]) == (pytest.approx(0.7), 3, 4)
@@ -215,8 +216,43 @@ def test_spread_samples_cover_the_chains_evenly():
 
 
 def test_sparse_pixels_verdict_compares_the_mean_sis_with_the_papers_bound():
-    assert B.sparse_pixels([0.01, 0.02, 0.03], [0.02], 0.99).holds is True
-    v = B.sparse_pixels([0.04, 0.08, 0.09], [0.02, 0.03], 0.99)
+    assert XB.sparse_pixels([0.01, 0.02, 0.03], [0.02], 0.99).holds is True
+    v = XB.sparse_pixels([0.04, 0.08, 0.09], [0.02, 0.03], 0.99)
     assert v.holds is False and v.numbers.loc["sampled by Bayes-TrEx", "mean SIS size (%)"] == pytest.approx(7.0)
-    assert B.sparse_pixels([0.01, 0.01], [0.02], 0.99).holds is None
+    assert XB.sparse_pixels([0.01, 0.01], [0.02], 0.99).holds is None
     assert "Verdict: the claim" in v._repr_markdown_()
+
+
+def test_class_log_odds_agrees_with_the_engines_log_odds_to_rounding_but_is_kept_for_its_exact_bits():
+    # engine.backselect.log_odds sums over all K logits with -inf at c; class_log_odds over the K - 1
+    # others. Same value up to the last bits (NUTS would amplify those), so chapter 16 keeps its own.
+    from overinterp.engine.backselect import log_odds
+    gen = torch.Generator().manual_seed(0)
+    for scale in (0.01, 1.0, 100.0, 1e4):
+        z = (torch.randn(64, 10, generator=gen) * scale).float()
+        z[::7, 3] += 80.0                                                  # extreme margins too
+        for c in range(10):
+            ours = B.class_log_odds(z, c)
+            engine = log_odds(z, torch.full((64,), c, dtype=torch.long))
+            assert ours.dtype == torch.float64 and torch.allclose(ours, engine, rtol=1e-12, atol=1e-12)
+
+
+def test_vae_and_chains_keys_hold_every_field_of_their_configs_and_the_old_keys_stay_the_same():
+    cfg = BayesTrExConfig(vae_epochs=3, vae_train_size=100, chains=2, warmup=5, samples=7, init_pool=9)
+    vc, cc = XB.vae_settings(cfg), XB.chains_settings(cfg)
+    key = XB.vae_config("fashion-mnist", vc, 8, 1)
+    assert key == {"dataset": "fashion-mnist", "latent": 5, "hidden": 400, "epochs": 3, "train_size": 100,
+                   "batch_size": 128, "lr": 1e-3, "held_out": 8, "seed": 1}          # the key before the refactoring
+    ch = XB.chains_config({"g": 1}, {"c": 2}, B.ambiguous(0, 3), cc, 4)
+    assert ch == {"generator": {"g": 1}, "classifier": {"c": 2}, "target": ["ambiguous", [0, 3]], "sigma": 0.05,
+                  "chains": 2, "warmup": 5, "samples": 7, "max_tree_depth": 10, "init_pool": 9, "seed": 4}
+    from dataclasses import fields
+    assert {f.name for f in fields(B.VAEConfig)} <= set(key) and {f.name for f in fields(B.ChainsConfig)} <= set(ch)
+
+
+def test_trained_vae_keeps_history_test_loss_seconds_and_training_images_beside_the_weights(tmp_path):
+    cfg = B.VAEConfig(latent=2, hidden=8, epochs=1, train_size=32)
+    vae = XB.trained_vae("fashion-mnist", cfg, store=Store(tmp_path), progress=False)
+    saved = Store(tmp_path).load("vae", XB.vae_config("fashion-mnist", cfg))
+    assert set(saved) == {"state_dict", "history", "test_loss", "seconds", "train_images"}
+    assert vae.info["train_images"] == 32 and len(vae.info["history"]) == 1 and not vae.training

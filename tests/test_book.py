@@ -5,7 +5,7 @@ import re
 import papermill as pm
 import pytest
 
-from overinterp.book import ROOT, build, chapters
+from overinterp.pages.build import ROOT, build, chapters
 
 # chapter stem -> what its rendered page must contain
 VERDICT = "Verdict: the claim"
@@ -17,6 +17,18 @@ EXPECT = {"01_introduction": ["<table"], "02_model_zoo": ["<table", "<figcaption
 EXPECT.update({stem: ["<img", "<table", "<figcaption", VERDICT] for stem in (
     "09_robust", "10_ensembles", "11_input_dropout", "12_imagenet", "14_shared_interest", "15_input_reduction",
     "16_bayes_trex")})
+
+
+def test_every_chapters_parameters_cell_is_generated_from_its_dataclass():
+    """One configuration path: the names, defaults and comments of each parameters cell are the fields of
+    the chapter's dataclass (overinterp.config.chapters), from which the command line's flags come too."""
+    from overinterp.config.chapters import CHAPTERS, parameters_cell
+    assert set(CHAPTERS) == {nb.stem for nb in chapters()}
+    for nb in chapters():
+        cells = json.loads(nb.read_text())["cells"]
+        (params,) = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+        assert "".join(params["source"]) == parameters_cell(CHAPTERS[nb.stem]), (
+            f"{nb.name}: the parameters cell differs from its dataclass; run python -m overinterp chapters --write")
 
 
 def test_notebooks_are_committed_without_outputs():
@@ -58,13 +70,13 @@ def test_bad_parameters_fail_in_the_first_cell_naming_the_parameter(tmp_path, pa
         pm.execute_notebook(str(nb), str(tmp_path / "out.ipynb"), parameters=params, progress_bar=False,
                             kernel_name="python3", cwd=str(ROOT))
     assert f"parameter {bad}=" in str(err.value)
-    assert err.value.exec_count == 3   # parameters cell, papermill's injected cell, then the setup cell
+    assert "setup(" in err.value.source     # the chapter's first cell after its parameters
 
 
 def test_an_edition_is_saved_with_its_manifest_and_rendered_as_its_own_part(built, tmp_path):
     """The edition machinery without a GPU: the tiny chapters executed here on the CPU become an
     edition, rendered from their stored outputs beside freshly executed chapters."""
-    from overinterp.book import editions, render, save_edition
+    from overinterp.pages.build import editions, render, save_edition
     out, timings = built
     folder = tmp_path / "editions"
     params = {"dataset": "fashion-mnist", "profile": "tiny", "device": "cpu", "seed": 0}

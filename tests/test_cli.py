@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from overinterp import analysis as A
-from overinterp import train as T
+from overinterp.experiments import runs as A
+from overinterp.zoo import train as T
 from overinterp.__main__ import build_parser, main, parse_shards
-from overinterp.backselect import BackSelectConfig
-from overinterp.book import Run
-from overinterp.profiles import get_profile
+from overinterp.engine.backselect import BackSelectConfig
+from overinterp.config.context import Run
+from overinterp.config.profiles import get_profile
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,22 +49,53 @@ def test_help_documents_every_option(capsys):
         assert all(opt in out for opt in options), command
 
 
+def exit_code(argv) -> int:
+    """What ``python -m overinterp ARGV`` exits with (argparse's SystemExit or main's return)."""
+    try:
+        return main(argv)
+    except SystemExit as e:
+        return e.code
+
+
 @pytest.mark.parametrize("argv, says", [
     (["backselect", "--shards", "5:3"], "--shards '5:3' is empty"),
-    (["backselect", "--k", "0"], "--k must be an integer >= 1, got '0'"),
+    (["backselect", "--k", "0"], "k must be an integer >= 1, got 0"),
+    (["backselect", "--k", "two"], "--k expects int, got 'two'"),
     (["backselect", "--method", "fast"], "valid choices: exact, gradient, pruned"),
-    (["train", "--dataset", "cifar10-c"], "unknown dataset 'cifar10-c'; valid choices: fashion-mnist, cifar10"),
-    (["prepare", "--profile", "huge"], "unknown profile 'huge'; valid choices: tiny, quick, gpu, paper"),
+    (["train", "--dataset", "cifar10-c"], "parameter dataset='cifar10-c' is not valid; valid values: "),
+    (["prepare", "--profile", "huge"], "parameter profile='huge' is not valid; valid values: tiny, quick, gpu, paper"),
+    (["book", "--device", "tpu"], "parameter device='tpu' is not valid"),
 ])
 def test_bad_arguments_end_with_one_line_and_exit_code_2(capsys, argv, says):
-    with pytest.raises(SystemExit) as e:
-        main(argv)
+    code = exit_code(argv)
     err = capsys.readouterr().err
-    assert e.value.code == 2 and says in err and "Traceback" not in err
+    assert code == 2 and says in err.strip().splitlines()[-1] and "Traceback" not in err
+
+
+def test_every_command_takes_the_chapters_run_parameters_with_their_defaults():
+    """One configuration path: the flags every command shares are RunConfig's fields, with its defaults,
+    the same names and defaults as every chapter's papermill parameters."""
+    from dataclasses import fields
+    from overinterp.config.chapters import CHAPTERS, RunConfig
+    parser = build_parser()
+    for command in ("train", "backselect", "prepare", "book"):
+        args = parser.parse_args([command])
+        for f in fields(RunConfig):
+            assert getattr(args, f.name) == f.default, (command, f.name)
+    for cls in CHAPTERS.values():
+        assert {f.name: f.default for f in fields(RunConfig)}.items() <= {f.name: f.default for f in fields(cls)}.items()
+
+
+def test_engine_flags_are_the_fields_of_backselectconfig_and_default_to_the_profile():
+    from dataclasses import fields
+    args = build_parser().parse_args(["backselect"])
+    assert all(getattr(args, f.name) is None for f in fields(BackSelectConfig))
+    args = build_parser().parse_args(["backselect", "--mask-value", "-1.5", "--k", "4"])
+    assert args.mask_value == -1.5 and args.k == 4
 
 
 def test_errors_while_running_end_with_one_line_and_exit_code_2(capsys, monkeypatch, tmp_path):
-    from overinterp import data as D
+    from overinterp.zoo import data as D
     monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(tmp_path))
 
     def missing(*a, **k):
@@ -140,7 +171,7 @@ def test_prepare_lists_the_plan_and_runs_a_range_of_it(tmp_path, monkeypatch):
     assert list(json.loads(done.stdout)["seconds"]) == [f"model: {tiny.archs[0]} seed 0"]
     monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(tmp_path))
     monkeypatch.setattr(T, "fit", lambda *a, **k: pytest.fail("prepare did not store the model"))
-    T.trained_model("fashion-mnist", tiny.archs[0], "tiny", seed=0, device="cpu", progress=False)
+    A.trained_model("fashion-mnist", tiny.archs[0], "tiny", seed=0, device="cpu", progress=False)
     outside = cli("prepare", "--shards", f"{len(lines)}:", store=tmp_path)
     assert outside.returncode == 2 and "outside the plan" in outside.stderr
 
@@ -179,7 +210,7 @@ def test_prepare_under_torchrun_with_two_processes_equals_one_process(tmp_path):
 
 
 def test_worker_reads_torchrun_and_slurm_array_variables():
-    from overinterp.prepare import worker
+    from overinterp.experiments.prepare import worker
     assert worker({}) == (0, 1, None)
     assert worker({"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1"}) == (3, 4, 1)
     assert worker({"SLURM_ARRAY_TASK_ID": "12", "SLURM_ARRAY_TASK_MIN": "10", "SLURM_ARRAY_TASK_COUNT": "4"}) == (2, 4, None)

@@ -1,4 +1,4 @@
-"""Tests for overinterp.data: small files in each real on-disk format, loaded through the real code paths."""
+"""Tests for overinterp.zoo.data: small files in each real on-disk format, loaded through the real code paths."""
 from __future__ import annotations
 
 import gzip
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from overinterp import data as D
+from overinterp.zoo import data as D
 
 REAL_FMNIST = D.DEBIAN_FASHION_MNIST
 

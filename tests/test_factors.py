@@ -1,4 +1,4 @@
-"""Tests for overinterp.factors: the one-factor-at-a-time sweeps of the chapter "Why it holds or fails
+"""Tests for overinterp.experiments.factors: the one-factor-at-a-time sweeps of the chapter "Why it holds or fails
 here", on the tiny profile (numbers meaningless, behaviour real), and the runner's ``target``."""
 from __future__ import annotations
 
@@ -8,23 +8,23 @@ import pandas as pd
 import pytest
 import torch
 
-import overinterp.backselect
-import overinterp.train
-from overinterp import analysis as A
-from overinterp import factors as F
-from overinterp import verdicts
-from overinterp.artifacts import Store
-from overinterp.backselect import BackSelectConfig
-from overinterp.book import setup
-from overinterp.models import build_model
-from overinterp.runner import KIND, run_backselect, run_config
+import overinterp.engine.backselect
+import overinterp.zoo.train
+from overinterp.experiments import runs as A
+from overinterp.experiments import factors as F
+from overinterp.paper import verdicts
+from overinterp.store import Store
+from overinterp.engine.backselect import BackSelectConfig
+from overinterp.config.context import make_run
+from overinterp.zoo.models import build_model
+from overinterp.engine.runner import KIND, run_backselect, run_config
 
 SWEEPS = {"method": F.method_sweep, "mask": F.mask_sweep, "epochs": F.epochs_sweep, "width": F.width_sweep}
 
 
 @pytest.fixture(scope="module")
 def run():
-    return setup(profile="tiny", device="cpu", show=False)
+    return make_run(profile="tiny", device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +74,9 @@ def test_every_measure_is_finite_where_it_is_defined(sweeps):
         assert (df["SIS size (% of pixels)"].notna() == (df["confident images"] > 0)).all(), name
         lift = df["own BS subsets (%)"] > df["random subsets (%)"]
         assert (df["share transferred"].notna() == lift).all(), name
-        words = set(verdicts.WORDS.values())
-        assert set(df.C1) | set(df.C2) | set(df.C3) <= words
+        assert set(df.C1) | set(df.C2) | set(df.C3) <= {True, False, None}   # holds; None: cannot be tested
+        shown = F.table(df)
+        assert set(shown.C1) | set(shown.C2) | set(shown.C3) <= set(verdicts.WORDS.values())
 
 
 def test_other_models_are_the_zoo_without_the_source(run):
@@ -114,8 +115,8 @@ def _sweep(factor, settings, values, sis, baseline, paper=None, size=None):
     """A hand-made sweep: C1 measured (mean SIS size), C2 and C3 present but untestable."""
     return pd.DataFrame([{"factor": factor, "setting": str(s), "value": v, "sample size": size or 40,
                           "baseline": s == baseline, "paper": s == paper, "SIS size (% of pixels)": x,
-                          "drop (points)": 0.0, "share transferred": math.nan, "C1": "does not hold",
-                          "C2": "holds", "C3": verdicts.WORDS[None]} for s, v, x in zip(settings, values, sis)])
+                          "drop (points)": 0.0, "share transferred": math.nan, "C1": False,
+                          "C2": True, "C3": None} for s, v, x in zip(settings, values, sis)])
 
 
 def test_summary_reads_each_factor_toward_the_papers_setting(run, sweeps):
@@ -135,8 +136,8 @@ def test_summary_reads_each_factor_toward_the_papers_setting(run, sweeps):
 def test_a_second_call_recomputes_nothing(run, sweeps, monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("recomputed")
-    monkeypatch.setattr(overinterp.train, "fit", refuse)
-    monkeypatch.setattr(overinterp.backselect, "backselect", refuse)
+    monkeypatch.setattr(overinterp.zoo.train, "fit", refuse)
+    monkeypatch.setattr(overinterp.engine.backselect, "backselect", refuse)
     for name, fn in SWEEPS.items():
         pd.testing.assert_frame_equal(fn(run), sweeps[0][name])
     pd.testing.assert_frame_equal(F.retrain_controls(run), sweeps[1])
@@ -213,10 +214,26 @@ def test_runner_key_is_unchanged_without_a_target_and_separate_with_one(tmp_path
 def test_sweep_figure_draws_one_or_several_samples(samples):
     """The method sweep's hue ("sample") has one level when every method ran on all images."""
     import matplotlib.pyplot as plt
-    from overinterp.factor_plots import sweep_figure
+    from overinterp.pages.factor_plots import sweep_figure
     rows = [{"setting": s, "sample": smp, **{F.MEASURES[c][0]: v for c in ("C1", "C2", "C3")}}
             for smp in samples for s, v in (("gradient k=8", 9.0), ("pruned m=16", 6.0))]
     fig = sweep_figure(pd.DataFrame(rows), "backward-selection method", 0.99, hue="sample")
     legend = fig.axes[3].get_legend()
     assert legend is not None and [t.get_text() for t in legend.get_texts()] == list(samples)
     plt.close(fig)
+
+
+def test_prose_values_describe_the_execution(run, sweeps):
+    v, f = F.prose_values(run), run.profile.factors
+    assert v["tau"] == f"{run.profile.sis_threshold:g}" and v["n_images"] == f.images
+    assert v["n_others"] == len(F.other_models(run)) and v["epochs"] == ", ".join(map(str, f.epochs))
+    assert v["black"] == f"{F.black_value(run.dataset):.2f}" and v["mean_pixel"] == "0.29"   # one channel
+    assert v["n_test"] == run.profile.test_size and v["n_train"] == run.profile.retrain_images
+
+
+def test_table_shows_verdict_words_where_the_sweep_holds_booleans():
+    sw = _sweep("mask", ["mean pixel", "black"], [0, 1], [20, 60], "mean pixel", paper="mean pixel")
+    sw["sample"] = "all 40"
+    shown = F.table(sw)
+    assert shown[["C1", "C2", "C3"]].values.tolist() == [["does not hold", "holds", "cannot be tested"]] * 2
+    assert shown["baseline"].tolist() == ["← profile", ""] and "factor" not in shown

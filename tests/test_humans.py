@@ -1,4 +1,4 @@
-"""Tests for overinterp.humans: the human benchmark of paper 3.4 / S4 and its quiz widget."""
+"""Tests for overinterp.experiments.humans: the human benchmark of paper 3.4 / S4 and its quiz widget."""
 from __future__ import annotations
 
 import json
@@ -10,9 +10,10 @@ from html.parser import HTMLParser
 import pytest
 import torch
 
-from overinterp import data as D
-from overinterp.humans import TABLE2, accuracy_table, build_benchmark, paper_humans, quiz_html, select_images
-from overinterp.sis import subset_size
+from overinterp.zoo import data as D
+from overinterp.experiments.humans import TABLE2, accuracy_table, build_benchmark, paper_humans, select_images
+from overinterp.pages.quiz import quiz_html
+from overinterp.engine.sis import subset_size
 
 PER_CLASS = 3
 FRACS = (0.05, 0.30, 0.50)
@@ -20,8 +21,8 @@ FRACS = (0.05, 0.30, 0.50)
 
 @pytest.fixture(scope="module")
 def run():
-    from overinterp.book import setup
-    return setup(profile="tiny", device="cpu", show=False)
+    from overinterp.config.context import make_run
+    return make_run(profile="tiny", device="cpu")
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,7 @@ def bench(run):
 
 
 @pytest.fixture(scope="module")
-def test_split(run):
+def fmnist_test(run):
     return D.load(run.dataset, "test")
 
 
@@ -120,7 +121,8 @@ def test_subset_sizes_match_subset_size(run, bench):
 
 
 def test_model_accuracy_is_the_assigned_models_on_its_own_subsets(run, bench):
-    from overinterp.train import predict, trained_model
+    from overinterp.zoo.train import predict
+    from overinterp.experiments.runs import trained_model
     lvl, a = 0, bench.arch[0]
     rows = [i for i, x in enumerate(bench.arch) if x == a]
     model = trained_model(run.dataset, a, run.profile.name, seed=run.seed, device="cpu", progress=False)
@@ -179,11 +181,11 @@ class _Collect(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def quiz(bench, test_split):
-    return quiz_html(bench, test_split.classes, test_split.mean, test_split.std, seed=0)
+def quiz(bench, fmnist_test):
+    return quiz_html(bench, fmnist_test.classes, fmnist_test.mean, fmnist_test.std, seed=0)
 
 
-def test_quiz_html_structure(bench, test_split, quiz):
+def test_quiz_html_structure(bench, fmnist_test, quiz):
     p = _Collect()
     p.feed(quiz)
     p.close()
@@ -209,12 +211,12 @@ def test_quiz_has_one_image_per_item_per_level(bench, quiz):
     assert len(key) == len(bench)
 
 
-def test_quiz_has_class_buttons_and_paper_numbers(test_split, quiz):
+def test_quiz_has_class_buttons_and_paper_numbers(fmnist_test, quiz):
     p = _Collect()
     p.feed(quiz)
     buttons = [a for t, a in p.tags if t == "button" and "data-class" in a]
-    assert [int(a["data-class"]) for a in buttons] == list(range(len(test_split.classes)))
-    for c in test_split.classes:
+    assert [int(a["data-class"]) for a in buttons] == list(range(len(fmnist_test.classes)))
+    for c in fmnist_test.classes:
         assert f">{c}</button>" in quiz
     for m, s in TABLE2.values():
         assert str(m) in quiz and str(s) in quiz
@@ -228,8 +230,8 @@ def test_quiz_answer_key_and_model_accuracy_come_from_the_benchmark(bench, quiz)
     assert cfg["model"] == pytest.approx([bench.model_correct[i].float().mean().item() for i in range(len(FRACS))])
 
 
-def test_quiz_is_deterministic_and_seeded(bench, test_split, quiz):
-    args = (bench, test_split.classes, test_split.mean, test_split.std)
+def test_quiz_is_deterministic_and_seeded(bench, fmnist_test, quiz):
+    args = (bench, fmnist_test.classes, fmnist_test.mean, fmnist_test.std)
     assert quiz_html(*args, seed=0) == quiz
     other = quiz_html(*args, seed=1)
     assert other != quiz and re.search(r'id="(oiq-\w+)"', other).group(1) != re.search(r'id="(oiq-\w+)"', quiz).group(1)
@@ -242,9 +244,9 @@ def test_paper_humans_aligns_table2_with_levels():
 
 
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs a headless chromium")
-def test_quiz_plays_through_in_a_browser(bench, test_split, tmp_path):
+def test_quiz_plays_through_in_a_browser(bench, fmnist_test, tmp_path):
     """Answer every image (each click twice: the second must be ignored), go through all levels."""
-    html = quiz_html(bench, test_split.classes, test_split.mean, test_split.std, uid="q")
+    html = quiz_html(bench, fmnist_test.classes, fmnist_test.mean, fmnist_test.std, uid="q")
     driver = """<script>(async () => {
       const sleep = (ms) => new Promise((r) => setTimeout(r, ms)), $ = (s) => document.getElementById("q" + s);
       const b = document.querySelectorAll("#q-buttons button");
@@ -269,11 +271,26 @@ def test_quiz_plays_through_in_a_browser(bench, test_split, tmp_path):
 
 def test_reuses_a_stored_backselection_of_the_whole_test_sample(run):
     """After the pixel-subsets chapter backselected the test sample, the benchmark cuts its subsets from it."""
-    from overinterp.analysis import backselect_set, selection
-    from overinterp.sis import pixel_subset
+    from overinterp.experiments.runs import backselect_set, selection
+    from overinterp.engine.sis import pixel_subset
     a = run.profile.archs[0]
     full = backselect_set(run, a, selection(run, "test"), progress=False)
     again = build_benchmark(run, per_class=PER_CLASS, fracs=FRACS)
     rows = torch.tensor([i for i, x in enumerate(again.arch) if x == a])
     _, keep = pixel_subset(full[again.pool_index[rows]], again.images[rows], FRACS[0])
     assert torch.equal(again.keep[0, rows], keep)
+
+
+def test_defaults_and_the_paper_split_come_from_the_papers_numbers():
+    import inspect
+    from overinterp.experiments import humans
+    from overinterp.paper import numbers
+    sig = inspect.signature(build_benchmark).parameters
+    assert (sig["per_class"].default, sig["fracs"].default, sig["threshold"].default) == (10, (0.05, 0.3, 0.5), 0.99)
+    assert sig["fracs"].default == tuple(TABLE2) and humans.PAPER_SPLIT is numbers.HUMANS_SPLIT
+    assert sum(numbers.HUMANS_SPLIT.values()) == 10 * numbers.HUMANS_PER_CLASS
+
+
+def test_summary_glues_the_papers_split_in_words(bench):
+    from overinterp.experiments.humans import summary
+    assert summary(bench)["humans_paper_split"] == "35 ResNet20, 35 ResNet18, 30 VGG16"

@@ -1,18 +1,21 @@
-"""ImageNet chapter (overinterp.imagenet, paper 4.1.1, S5, Figs. 3-4): weights mapping, the
+"""ImageNet chapter (overinterp.experiments.imagenet, paper 4.1.1, S5, Figs. 3-4): weights mapping, the
 ImageNet-folder loader, border shares, the verdict and the S5 projection. No network: Inception-v3
 is built with random weights."""
 import math
+
+import pandas as pd
 
 import numpy as np
 import pytest
 import torch
 from PIL import Image
 
-from overinterp import imagenet as I
-from overinterp.backselect import BackSelectConfig
-from overinterp.runner import run_backselect
-from overinterp.artifacts import Store
-from overinterp.sis import find_sis, is_sufficient
+from overinterp.experiments import imagenet as I
+from overinterp.experiments import imagenet_chapter as C
+from overinterp.engine.backselect import BackSelectConfig
+from overinterp.engine.runner import run_backselect
+from overinterp.store import Store
+from overinterp.engine.sis import find_sis, is_sufficient
 
 
 def test_map_weights_renames_in_order_and_refuses_a_shape_mismatch():
@@ -176,15 +179,60 @@ def test_sis_of_the_real_classifier_is_cached_sufficient_and_tabled(lite0, tmp_p
     assert rows["SIS size (%)"].item() == pytest.approx(100 * sis.mask.sum().item() / 224 ** 2)
 
 
-def test_gradient_step_timing_is_positive():
-    net = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.LazyLinear(3)).eval()
-    net(torch.zeros(1, 3, 8, 8))
-    assert I.time_gradient_steps(net, torch.randn(2, 3, 8, 8), k=4, steps=2) > 0
+def test_gradient_step_timing_is_the_timed_steps_wall_time_per_step_and_image(monkeypatch):
+    calls, clock = [], iter([10.0, 16.0])
+    monkeypatch.setattr(I, "backselect", lambda model, x, method, block, k, progress, max_steps:
+                        calls.append((method, block, k, max_steps)))
+    monkeypatch.setattr(I.time, "perf_counter", lambda: next(clock))
+    sec = I.time_gradient_steps(torch.nn.Identity(), torch.zeros(3, 3, 8, 8), k=4, block=2, steps=2)
+    assert sec == 6.0 / (2 * 3)                                              # 6 s over 2 steps of 3 images
+    assert calls == [("gradient", 2, 4, 4), ("gradient", 2, 4, 8)]          # one untimed step, then 2 timed
 
 
-def test_deviations_list_what_differs_from_the_paper():
-    from overinterp.profiles import ImageNetConfig
-    assert I.deviations(ImageNetConfig(), "inception_v3", "imagenet") == []
-    devs = I.deviations(ImageNetConfig(min_confidence=0.5, images=4, backselect=BackSelectConfig("gradient", k=200)),
-                        "efficientnet_lite0", "photos")
-    assert len(devs) == 5 and "EfficientNet-Lite0" in devs[0]
+def _paper_config(**changes):
+    from dataclasses import replace
+    from overinterp.config.profiles import ImageNetConfig
+    return replace(ImageNetConfig(), **changes)
+
+
+@pytest.mark.parametrize("model, source, changes, says", [
+    ("efficientnet_lite0", "imagenet", {}, "EfficientNet-Lite0 (ImageNet weights, 224×224 inputs) instead of the "
+                                           "paper's pre-trained Inception-v3 (299×299)"),
+    ("inception_v3", "photos", {}, "the photographs that scikit-image and scikit-learn ship"),
+    ("inception_v3", "imagenet", {"backselect": BackSelectConfig("gradient", k=200)}, "(the paper: Batched Gradient, "
+                                                                                      "k = 100 pixels per step)"),
+    ("inception_v3", "imagenet", {"backselect": BackSelectConfig("gradient", block=2, k=100)}, "backward selection"),
+    ("inception_v3", "imagenet", {"min_confidence": 0.5}, "confidence >= 0.5 are backselected (the paper: >= 0.9)"),
+    ("inception_v3", "imagenet", {"images": 4}, "at most 4 images (the paper's Figure 4: 1000)")])
+def test_deviations_name_exactly_the_one_departure_of_a_config(model, source, changes, says):
+    assert I.deviations(_paper_config(), "inception_v3", "imagenet") == []   # the paper's protocol: none
+    (dev,) = I.deviations(_paper_config(**changes), model, source)
+    assert says in dev
+    assert C.deviations_note(_paper_config(**changes), model, None if source == "photos" else "x").endswith(
+        f"\n- {dev}\n:::")
+    assert C.deviations_note(_paper_config(), "inception_v3", "x") == ""
+
+
+def test_thresholds_add_the_papers_tau_sorted_once():
+    assert C.thresholds(0.9, (0.7, 0.5, 0.9)) == (0.5, 0.7, 0.9)
+    assert C.thresholds(1, [0.5]) == (0.5, 1.0) and all(isinstance(t, float) for t in C.thresholds(1, [0.5]))
+
+
+def test_table_values_and_verdict_read_the_rows_at_tau():
+    table = pd.DataFrame({"image": ["a", "b", "a"], "tau": [0.9, 0.9, 0.5], "SIS size (%)": [1.0, 3.0, 10.0],
+                          "SIS pixels in the border band (%)": [80.0, 20.0, 0.0]})
+    v = C.table_values(table, 0.9, 0.125, 0.4375)
+    assert v == {"band_pct": "12.5%", "band_area": "43.8%", "n_tau": 2, "size_tau": "2.0%", "size_all": "1.0–10.0%"}
+    assert C.table_values(table.iloc[:0], 0.9, 0.125, 0.4375)["size_all"] == "—"
+    verdict = C.verdict(table, 0.9, 0.4375, min_images=2)
+    assert verdict.holds is False and verdict.numbers["images with an SIS"].item() == 2   # mean 0.5 > area, 1 of 2
+
+
+def test_a_folder_sample_is_keyed_by_its_root_and_seed_and_says_so(tmp_path):
+    _write_folder(tmp_path, [(16, 16)] * 3)
+    cfg = _paper_config(images=2, min_confidence=0.99)
+    s = C.sample(_ByClass(), "efficientnet_lite0", tmp_path, cfg, seed=0)
+    assert s.images.shape == (2, 3, 224, 224) and len(s.names) == 2 and s.photos is None
+    assert s.data_key == {"set": "imagenet-folder", "root": str(tmp_path), "seed": 0, "min_confidence": 0.99,
+                          "size": 224, "resize": 256}
+    assert s.values["n_sel"] == 2 and s.values["n_photos"] == "—" and "of the 3 images" in s.values["source_text"]

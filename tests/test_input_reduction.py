@@ -1,4 +1,4 @@
-"""Input reduction with beam search and entropy fine-tuning (overinterp.input_reduction; Feng et al. 2018)."""
+"""Input reduction with beam search and entropy fine-tuning (overinterp.methods.input_reduction and overinterp.experiments.input_reduction; Feng et al. 2018)."""
 import math
 
 import pandas as pd
@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from overinterp import input_reduction as IR
+from overinterp.experiments import input_reduction as XIR
+from overinterp.methods import input_reduction as IR
 
 
 class Redundant(nn.Module):
@@ -132,12 +133,12 @@ def _images(before, after, measure="reduced size", replicates=2):
 
 
 def test_verdict_holds_fails_or_cannot_be_tested():
-    grow = IR.increases(_images([5, 6, 7, 8] * 3, [9, 9, 11, 12] * 3), "reduced size", "claim", min_images=10)
+    grow = XIR.increases(_images([5, 6, 7, 8] * 3, [9, 9, 11, 12] * 3), "reduced size", "claim", min_images=10)
     assert grow.holds is True and grow.numbers["mean increase"].tolist() == pytest.approx([3.75, 3.75])
-    mixed = IR.increases(_images([5, 6, 7, 8] * 3, [9, 2, 11, 3] * 3), "reduced size", "claim", min_images=10)
+    mixed = XIR.increases(_images([5, 6, 7, 8] * 3, [9, 2, 11, 3] * 3), "reduced size", "claim", min_images=10)
     assert mixed.holds is False and "above 0" in mixed.criterion
     # no SIS (-1) under either model leaves the image out: too few images remain
-    few = IR.increases(_images([-1] * 8 + [3] * 4, [5] * 12, "SIS size"), "SIS size", "claim", min_images=10)
+    few = XIR.increases(_images([-1] * 8 + [3] * 4, [5] * 12, "SIS size"), "SIS size", "claim", min_images=10)
     assert few.holds is None and few.numbers["images"].tolist() == [4, 4]
 
 
@@ -146,25 +147,25 @@ def test_tiny_profile_end_to_end_reductions_keep_the_prediction_and_the_finetune
     prediction (checked by a forward pass), the fine-tuned model is stored under a config that
     names the fine-tuning and loads unchanged, and its SIS come from the backward selection
     keyed by that config."""
-    from overinterp.artifacts import Store
-    from overinterp.backselect import apply_keep
-    from overinterp.book import setup
-    from overinterp.runner import run_backselect
-    from overinterp.sis import find_sis
-    from overinterp.train import trained_model
-    run = setup(device="cpu", show=False)
+    from overinterp.store import Store
+    from overinterp.engine.backselect import apply_keep
+    from overinterp.config.context import make_run
+    from overinterp.engine.runner import run_backselect
+    from overinterp.engine.sis import find_sis
+    from overinterp.experiments.runs import trained_model
+    run = make_run(device="cpu")
     c = run.profile.input_reduction
-    ex = IR.experiment(run, progress=False)
-    X, _ = IR.reduction_selection(run).load()
+    ex = XIR.experiment(run, progress=False)
+    X, _ = XIR.reduction_selection(run).load()
     imgs = ex["images"]
     assert len(imgs) == 2 * run.profile.replicates * len(X) == 2 * run.profile.replicates * c.images
     for r in range(run.profile.replicates):
         seed = run.seed + r
-        tuned = IR.finetuned_model(run, c.arch, seed, progress=False)
+        tuned = XIR.finetuned_model(run, c.arch, seed, progress=False)
         orig = trained_model(run.dataset, c.arch, run.profile.name, seed=seed, device="cpu", progress=False)
         assert len(tuned.info["history"]) == c.steps and tuned.info["negatives"] >= c.train_images
-        assert "finetune" in IR.finetune_config(run, c.arch, seed)
-        assert Store().load("model", IR.finetune_config(run, c.arch, seed)) is not None
+        assert "finetune" in XIR.finetune_config(run, c.arch, seed)
+        assert Store().load("model", XIR.finetune_config(run, c.arch, seed)) is not None
         assert not torch.equal(next(tuned.parameters()), next(orig.parameters()))
         for name, model in (("original", orig), ("fine-tuned", tuned)):
             red = ex["reductions"][(r, name)]
@@ -173,14 +174,36 @@ def test_tiny_profile_end_to_end_reductions_keep_the_prediction_and_the_finetune
                 assert torch.equal(model(x).argmax(1), red.pred) and torch.equal(model(X).argmax(1), red.pred)
             rows = imgs[(imgs.replicate == r) & (imgs.model == name)]
             assert rows["reduced size"].tolist() == red.keep.sum(1).tolist()
-        bs = run_backselect(tuned, X, model_config=IR.finetune_config(run, c.arch, seed),
-                            data_config=IR.reduction_selection(run).key(), config=run.profile.engine("test"),
+        bs = run_backselect(tuned, X, model_config=XIR.finetune_config(run, c.arch, seed),
+                            data_config=XIR.reduction_selection(run).key(), config=run.profile.engine("test"),
                             shard_size=run.profile.shard_size, device="cpu", progress=False)   # loaded, not rerun
         sis = find_sis(bs, run.profile.sis_threshold)
         px = torch.where(sis.size >= 0, sis.mask.flatten(1).sum(1), -1)
         assert imgs[(imgs.replicate == r) & (imgs.model == "fine-tuned")]["SIS size"].tolist() == px.tolist()
     acc = ex["accuracy"]
     assert set(acc["model"]) == {"original", "fine-tuned"} and acc["test accuracy (%)"].between(0, 100).all()
-    t2 = IR.table2(imgs, acc)
+    t2 = XIR.table2(imgs, acc)
     assert list(t2.index) == list(range(run.profile.replicates))
-    assert IR.increases(imgs, "SIS size", "claim", min_images=1).numbers.index.tolist() == [0, 1]
+    assert XIR.increases(imgs, "SIS size", "claim", min_images=1).numbers.index.tolist() == [0, 1]
+
+
+def _two_models(orig_sizes, tuned_sizes):
+    rows = [{"replicate": 0, "model": m, "image": i, "reduced size": s, "confidence (original)": 0.9,
+             "confidence (reduced)": 0.6 + 0.1 * (m == "fine-tuned")}
+            for m, sizes in (("original", orig_sizes), ("fine-tuned", tuned_sizes)) for i, s in enumerate(sizes)]
+    return pd.DataFrame(rows)
+
+
+def test_size_and_confidence_values_for_the_prose_on_a_hand_made_table():
+    images = _two_models([1, 1, 4, 10], [8, 8, 8, 8])
+    v = XIR.size_values(images, pixels=16)
+    assert v == {"size_orig": "4.0", "size_orig_pct": "25.0", "size_orig_median": "2", "n_one": 2, "n_rows": 4,
+                 "size_tuned": "8.0"}
+    c = XIR.confidence_values(images)
+    assert (c["conf_full_orig"], c["conf_red_orig"], c["conf_red_tuned"], c["n_more"]) == ("0.90", "0.60", "0.70", 0)
+
+
+def test_size_verdict_quotes_feng_et_al_table2_from_the_papers_numbers():
+    v = XIR.size_verdict(_two_models([1, 2, 3], [2, 3, 4]), min_images=2)
+    assert "(their Table 2: on all three tasks, e.g. SQuAD 2.27 to 4.97 words)." in v.claim
+    assert XIR.feng_lengths().loc["SQuAD"].tolist() == [11.5, 2.3]

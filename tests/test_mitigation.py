@@ -4,9 +4,10 @@ import pandas as pd
 import pytest
 import torch
 
-from overinterp import mitigation as M
-from overinterp.book import setup
-from overinterp.sis_accuracy import SIZE
+from overinterp.experiments import runs as A
+from overinterp.experiments import mitigation as M
+from overinterp.config.context import make_run
+from overinterp.experiments.sis_accuracy import SIZE
 
 
 def _table(sizes: dict) -> pd.DataFrame:
@@ -15,10 +16,32 @@ def _table(sizes: dict) -> pd.DataFrame:
                          for m, d in sizes.items() for i, s in d.items()])
 
 
-def test_bootstrap_mean_of_a_constant_is_the_constant_and_undefined_below_two_values():
-    assert M.bootstrap_mean(np.full(7, 3.5)) == (3.5, 3.5)
-    assert all(np.isnan(M.bootstrap_mean(np.array([1.0]))))
-    low, high = M.bootstrap_mean(np.arange(100.0), seed=1)
+def _old_bootstrap_mean(x, n_resamples=2000, confidence_level=0.95, seed=0):
+    """mitigation.bootstrap_mean as it was before it became a call of intervals.bootstrap (issue 19)."""
+    x = np.asarray(x, dtype=float)
+    if len(x) < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    stat = x[rng.integers(0, len(x), (n_resamples, len(x)))].mean(1)
+    a = (1 - confidence_level) / 2
+    low, high = np.quantile(stat, [a, 1 - a], method="inverted_cdf")
+    return float(low), float(high)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mean_interval_is_bitwise_the_old_bootstrap_mean_on_random_data(seed):
+    rng = np.random.default_rng(200 + seed)
+    for x in [rng.gamma(2.0, 3.0, rng.integers(2, 80)), rng.normal(0, 5, 300), 100 * rng.integers(-1, 2, 40) / 3,
+              np.array([1.5, 2.5])]:
+        for args in [(2000, 0.95, seed), (301, 0.8, seed + 3)]:
+            assert M._mean_interval(x, *args) == _old_bootstrap_mean(x, *args)
+
+
+def test_mean_interval_of_a_constant_is_the_constant_and_undefined_below_two_values():
+    assert M._mean_interval(np.full(7, 3.5), 2000, 0.95, 0) == (3.5, 3.5)
+    for few in (np.array([1.0]), np.array([])):
+        assert all(np.isnan(M._mean_interval(few, 2000, 0.95, 0))) and all(np.isnan(_old_bootstrap_mean(few)))
+    low, high = M._mean_interval(np.arange(100.0), 2000, 0.95, 1)
     assert low < 49.5 < high and high - low < 30
 
 
@@ -58,7 +81,7 @@ def test_larger_sis_verdict_holds_fails_or_cannot_be_tested():
 
 
 def test_members_are_each_architectures_replicates_and_all_models_together():
-    run = setup(profile="tiny", device="cpu", show=False)
+    run = make_run(profile="tiny", device="cpu")
     specs = M.members(run)
     assert specs == {"ensemble 2× small CNN": [("cnn", 0), ("cnn", 1)],
                      "ensemble 2× ResNet20": [("resnet20", 0), ("resnet20", 1)],
@@ -69,9 +92,10 @@ def test_members_are_each_architectures_replicates_and_all_models_together():
 
 
 def test_sis_table_has_every_model_and_caches_the_ensembles_backward_selection(monkeypatch):
-    from overinterp.sis import find_sis, is_sufficient
-    from overinterp import analysis as A, backselect as B
-    run = setup(profile="tiny", device="cpu", show=False)
+    from overinterp.engine.sis import find_sis, is_sufficient
+    from overinterp.experiments import runs as A
+    from overinterp.engine import backselect as B
+    run = make_run(profile="tiny", device="cpu")
     table = M.sis_table(run, (0.1, run.profile.sis_threshold), dropout=True, progress=False)
     kinds = table.groupby("kind")["model"].nunique().to_dict()
     assert kinds == {"single": 4, "ensemble": 3, "input dropout": 2}
@@ -80,7 +104,7 @@ def test_sis_table_has_every_model_and_caches_the_ensembles_backward_selection(m
     spec = M.members(run)["ensemble of all 4"]
     sel = A.confident_selection(run, run.profile.sis_threshold)
     ens = M.ensemble(run, spec)
-    res = M.backselect_model(run, ens, M.ensemble_config(run, spec), sel, progress=False)
+    res = A.backselect_model(run, ens, M.ensemble_config(run, spec), sel, progress=False)
     sis = find_sis(res, run.profile.sis_threshold)
     assert is_sufficient(ens, sel.load()[0], res, sis, run.profile.sis_threshold).all()
     monkeypatch.setattr(B, "backselect", lambda *a, **k: pytest.fail("backward selection ran again"))
@@ -90,3 +114,75 @@ def test_sis_table_has_every_model_and_caches_the_ensembles_backward_selection(m
     assert list(inc.index.get_level_values("ensemble")) == list(M.members(run))
     rows = M.table1_rows(run, M.members(run))
     assert rows.shape == (6, 2) and rows.to_numpy().min() >= 0 and rows.to_numpy().max() <= 100
+
+
+# ----------------------------------------------------------------------------- the chapters' tables and prose
+
+def test_thresholds_add_the_verdicts_tau_once_in_increasing_order():
+    assert M.thresholds((0.9, 0.5), 0.99) == (0.5, 0.9, 0.99)
+    assert M.thresholds((0.9, 0.5, 0.9), 0.9) == (0.5, 0.9) and M.thresholds([1], 0.5) == (0.5, 1.0)
+
+
+def test_accuracy_pct_and_the_dropout_accuracy_table_of_standard_dropout_and_ensemble():
+    labels = torch.tensor([0, 1, 1, 0])
+    z = lambda preds: torch.eye(2)[torch.tensor(preds)]
+    assert M.accuracy_pct(z([0, 1, 0, 0]), labels) == 75
+    std = [z([0, 1, 0, 0]), torch.tensor([[3.0, 0.0], [0, 1], [0, 1], [1, 0]])]       # 75% and 100%
+    table = M.dropout_accuracy(std, {"d0": z([1, 1, 1, 1]), "d1": z([0, 0, 0, 0])}, labels, "CNN")
+    assert list(table.index) == ["CNN, standard training (2 models)", "CNN, input dropout (2 models)",
+                                 "ensemble of the 2 standard CNNs"]
+    # the ensemble's mean logits [[2, 0], [0, 1], [.5, .5], [1, 0]] predict 0, 1, 0 (a tie: the first), 0: 75%
+    assert table[("test accuracy (%)", "mean")].tolist() == [87.5, 50, 75]
+    v = M.dropout_accuracy_values(table, {}, 4)
+    assert v == {"n_acc": 4, "n_dropout_plateau": 0, "acc_std": "87.50", "acc_drop": "50.00", "acc_ens": "75.00"}
+
+
+def test_means_table_shows_mean_interval_and_images_per_model_and_tau():
+    means = pd.DataFrame({"model": ["a", "a", "b"], "kind": "single", "arch": "x", "tau": [0.5, 0.9, 0.5],
+                          "images": [10, 1, 4], "mean": [3.14, 2.0, 5.55], "low": [2.0, np.nan, 5.0],
+                          "high": [4.26, np.nan, 6.0]})
+    t = M.means_table(means)
+    assert list(t.columns) == ["τ = 0.5", "τ = 0.9"] and list(t.index) == ["a", "b"]
+    assert t.loc["a"].tolist() == ["3.1 [2.0, 4.3] (10)", "2.0 (1)"] and t.loc["b"].tolist() == ["5.5 [5.0, 6.0] (4)", "—"]
+
+
+def test_increase_table_and_values_of_the_ensembles():
+    inc = pd.DataFrame({"ensemble": ["e1", "e1", "e2"], "tau": [0.5, 0.9, 0.5], "images": [12, 0, 3],
+                        "increase (points)": [1.25, np.nan, -0.5], "low": [0.5, np.nan, np.nan],
+                        "high": [2.0, np.nan, np.nan]}).set_index(["ensemble", "tau"])
+    t = M.increase_table(inc, {"e2": [], "e1": []})
+    assert list(t.index) == ["e2", "e1"] and t.loc["e1"].tolist() == ["+1.2 [+0.5, +2.0] (12)", "—"]
+    assert t.loc["e2", "τ = 0.5"] == "-0.5 (3)"
+    v = M.ensembles_increase_sis(_rows([2, 3], [0.5, -1.0], [20, 20]))
+    assert M.increase_values(v) == {"sis_verdict": "does not hold", "inc_min": "+2.0", "inc_max": "+3.0",
+                                    "inc_above": 1, "inc_n": 2}
+    d = M.dropout_increases_sis(_rows([2.04, 3], [0.5, 1.0], [20, 20]).iloc[:1])
+    assert M.dropout_verdict_values(d) == {"verdict": "holds", "inc": "+2.0", "inc_low": "+0.5", "inc_high": "+3.0",
+                                           "inc_images": 20}
+
+
+def test_ensemble_gains_average_the_members_logits():
+    labels = torch.tensor([0, 1])
+    out = {"a (seed 0)": torch.tensor([[2.0, 0.0], [2.0, 0.0]]), "a (seed 1)": torch.tensor([[0.0, 1.0], [0.0, 3.0]])}
+    g = M.ensemble_gains(out, {"e": [("a", 0), ("a", 1)]}, labels, 100, seed=0)
+    assert g.loc["e", "ensemble accuracy (%)"] == 100 and g.loc["e", "members' mean accuracy (%)"] == 50
+
+
+def test_sis_size_pct_gives_the_figure_s2_labels_the_old_float32_expression_gave():
+    """Figure S2's row labels: sis_size_pct (result, tau, sis) at the shown images, formatted, equal the
+    notebook's former 100 * mask.flatten(1).float().mean(1) of the shown rows."""
+    from overinterp.engine.backselect import BackSelectResult
+    from overinterp.engine.sis import find_sis, sis_size_pct
+    g = torch.Generator().manual_seed(0)
+    B, P = 12, 28 * 28
+    order = torch.stack([torch.randperm(P, generator=g) for _ in range(B)])
+    after = torch.sort(torch.randn(B, P, generator=g, dtype=torch.float64) * 4 + 3, 1, descending=True)[0]
+    res = BackSelectResult(order, after, torch.zeros(B, dtype=torch.long), after[:, 0] + torch.rand(B, generator=g) * 3,
+                           torch.zeros(B, dtype=torch.long), torch.zeros(1), (28, 28), 1, "exact")
+    for tau in (0.5, 0.9, 0.99):
+        s = find_sis(res, tau)
+        both = (s.size >= 0).nonzero().flatten()[:6]
+        old = " ".join(f"{p:.0f}%" for p in 100 * s.mask[both].flatten(1).float().mean(1))
+        new = " ".join(f"{p:.0f}%" for p in sis_size_pct(res, tau, s)[both.numpy()])
+        assert new == old and len(both)
+        assert (sis_size_pct(res, tau, s)[both.numpy()] == (100 * s.mask[both].flatten(1).float().mean(1)).numpy()).all()

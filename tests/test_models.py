@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from overinterp.models import ARCHS, Ensemble, build_model, count_params, fuse_conv_bn
+from overinterp.zoo.models import ARCHS, Ensemble, build_model, count_params, fuse_conv_bn
 
 # Paper S1: ResNet20 0.27M, ResNet18 11.2M, VGG16 14.7M; WRN-28-10: 36.5M (Zagoruyko & Komodakis).
 PAPER_PARAMS = {"resnet20": 0.27e6, "resnet18": 11.2e6, "vgg16": 14.7e6, "wideresnet": 36.5e6}
@@ -62,7 +62,7 @@ def test_fuse_conv_bn_folds_batch_norms_and_keeps_the_function(arch):
 
 
 def test_fuse_conv_bn_fuses_inside_a_module_it_cannot_trace():
-    from overinterp.train import InputDropout
+    from overinterp.zoo.train import InputDropout
     model = InputDropout(_with_running_stats(build_model("resnet20", 1, 10, width=4)), keep_prob=0.8, samples=2).eval()
     fused = fuse_conv_bn(model)
     assert isinstance(fused, InputDropout)  # its mask loop is kept

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from overinterp.book import ROOT, build
+from overinterp.pages.build import ROOT, build
 
 MATHJAX = ROOT / ".mathjax" / "node_modules" / "mathjax" / "es5" / "tex-mml-chtml.js"
 needs_mathjax = pytest.mark.skipif(not MATHJAX.exists(), reason="no local MathJax: run `make mathjax` (needs npm)")

@@ -1,4 +1,4 @@
-"""Adversarially robust models (overinterp.robust, paper 4.5): PGD on cases whose answer is known
+"""Adversarially robust models (overinterp.experiments.robust, paper 4.5): PGD on cases whose answer is known
 by hand, adversarial training through train.fit's perturb hook, SIS sizes and the verdicts."""
 import math
 
@@ -8,10 +8,11 @@ import pytest
 import torch
 import torch.nn as nn
 
-from overinterp import robust as R
-from overinterp.backselect import BackSelectResult
-from overinterp.profiles import TrainConfig
-from overinterp.train import fit
+from overinterp.experiments import robust as R
+from overinterp.engine.backselect import BackSelectResult
+from overinterp.engine.sis import sis_size_pct
+from overinterp.zoo.train import TrainConfig
+from overinterp.zoo.train import fit
 
 MEAN, STD = (0.5,), (0.25,)
 
@@ -153,7 +154,7 @@ THREE = _result([0.95, 0.97, 0.8], [[0.93, 0.92, 0.91, 0.1], [0.95, 0.85, 0.5, 0
 
 
 def test_sis_sizes_are_percent_of_the_pixels_and_nan_without_an_sis():
-    sizes = R.sis_sizes(THREE, 0.9)
+    sizes = sis_size_pct(THREE, 0.9)
     assert sizes[:2].tolist() == [25.0, 75.0] and math.isnan(sizes[2])
     t = R.sis_table({("robust", 0): THREE, ("standard", 0): _result([0.99] * 3, [[0.95, 0.95, 0.2, 0.1]] * 3)}, 0.9)
     pairs = R.paired_sizes(t, "robust", "standard")
@@ -179,9 +180,9 @@ def test_larger_verdict_needs_the_mean_paired_difference_beyond_two_standard_err
 
 
 def test_tiny_profile_trains_caches_attacks_and_backselects_the_robust_model():
-    from overinterp import analysis as A
-    from overinterp.book import setup
-    run = setup(device="cpu", show=False)
+    from overinterp.experiments import runs as A
+    from overinterp.config.context import make_run
+    run = make_run(device="cpu")
     cfg = run.profile.robust
     models = R.robust_models(run, replicates=1, progress=False)
     assert len(models) == 1 and not models[0].training and models[0].info["test_acc"] is not None
@@ -195,13 +196,13 @@ def test_tiny_profile_trains_caches_attacks_and_backselects_the_robust_model():
     assert (acc["PGD accuracy (%)"] <= acc["clean accuracy (%)"]).all()
     sel = A.selection(run, "test").narrow(list(range(3)))
     res = R.robust_backselect(run, models[0], sel, progress=False)
-    assert res.order.shape[0] == 3 and len(R.sis_sizes(res, run.profile.sis_threshold)) == 3
+    assert res.order.shape[0] == 3 and len(sis_size_pct(res, run.profile.sis_threshold)) == 3
 
 
 def test_robust_selection_takes_the_first_test_images_every_model_classifies_correctly_and_confidently(always):
-    from overinterp import analysis as A
-    from overinterp.book import setup
-    run = setup(profile="tiny", device="cpu", show=False)
+    from overinterp.experiments import runs as A
+    from overinterp.config.context import make_run
+    run = make_run(profile="tiny", device="cpu")
     _, Y = A.selection(run, "test").load()
     sel = R.robust_selection(run, [always(3), always(3)], tau=0.99, n=4)
     X_sel, Y_sel = sel.load()
@@ -210,3 +211,41 @@ def test_robust_selection_takes_the_first_test_images_every_model_classifies_cor
     assert torch.equal(X_sel, A.selection(run, "test").load()[0][first])
     with pytest.raises(ValueError, match="confidence >= 0.99"):               # no image both call correct
         R.robust_selection(run, [always(3), always(4)], tau=0.99)
+
+
+# ----------------------------------------------------------------------------- the chapter's tables and prose
+
+def test_paper_numbers_render_as_before_from_overinterp_paper_numbers():
+    from overinterp.config.context import make_run
+    table = R.paper_accuracy_table()
+    assert list(table.index) == ["Madry et al.'s model (CIFAR-10, ε = 8/255)"]
+    assert table.iloc[0].tolist() == ["87.3", "47.04 (20 steps); 45.21 (10 restarts)"]
+    assert R.EPSILON["cifar10"] == 8 / 255
+    devs = R.deviations(make_run(profile="tiny", device="cpu"))
+    assert "fashion-mnist, epsilon = 0.1 in [0, 1] pixels (CIFAR-10: 8/255)" in devs
+    assert any(d.endswith("PGD steps of 1 epsilon (Madry's: 7 steps of epsilon / 4)") for d in devs)
+    assert any(d.endswith("epochs (Madry's: all 50,000 images, 80,000 steps of 128)") for d in devs)
+    claim = R.robust_sis_sparse({"robust A": [1.0]}, 0.99).claim
+    assert "highly sparse sufficient input subsets with ≥ 99% confidence (section 4.5" in claim
+
+
+def test_gallery_shows_the_images_where_the_first_robust_replicate_has_an_sis():
+    standard = _result([0.99] * 3, [[0.95, 0.95, 0.2, 0.1]] * 3)
+    results = {("ResNet20", 0): standard, ("robust ResNet20", 0): THREE}
+    show, masks = R.sis_gallery(results, 0.9, 8, "resnet20")
+    assert show.tolist() == [0, 1] and list(masks) == ["SIS ResNet20", "SIS robust ResNet20"]
+    assert masks["SIS robust ResNet20"].flatten(1).sum(1).tolist() == [1, 3]
+    assert R.sis_gallery(results, 0.9, 1, "resnet20")[0].tolist() == [0]
+
+
+def test_sis_accuracy_and_verdict_values_for_the_prose():
+    t = R.sis_table({("robust", 0): THREE, ("standard", 0): _result([0.99] * 3, [[0.95, 0.95, 0.2, 0.1]] * 3)}, 0.9)
+    assert R.sis_values(t, 3, "robust") == {"n_sis_images": 3, "robust_has_sis": "67", "robust_conf": "0.907"}
+    acc = pd.DataFrame({"model": ["robust ResNet20", "robust ResNet20", "ResNet20"], "replicate": [0, 1, 0],
+                        "clean accuracy (%)": [80.0, 90.0, 95.0], "PGD accuracy (%)": [40.0, 50.04, 1.0]})
+    assert R.accuracy_values(R.accuracy_table(acc), 16, "resnet20") == {
+        "n_eval": 16, "robust_clean": "85.0", "robust_pgd": "45.0", "standard_clean": "95.0", "standard_pgd": "1.0"}
+    sparse = R.robust_sis_sparse({"robust A": [1.0, 2.0, 4.0, 3.0, 2.5]}, 0.99)
+    larger = R.robust_sis_larger({"x": pd.DataFrame({"robust": [5.0] * 5, "standard": [2.0] * 5})}, 0.99)
+    assert R.verdict_values(sparse, larger, 5) == {"n_pairs": 5, "sparse_word": "holds", "larger_word": "holds",
+                                                   "robust_mean_sis": "2.5"}

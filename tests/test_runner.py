@@ -1,4 +1,4 @@
-"""Tests for overinterp.runner: resumable, sharded, config-keyed backward selection of a split."""
+"""Tests for overinterp.engine.runner: resumable, sharded, config-keyed backward selection of a split."""
 from __future__ import annotations
 
 import shutil
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from overinterp.artifacts import ArtifactMismatch, Store
-from overinterp.backselect import BackSelectConfig, backselect
-from overinterp.models import build_model
-from overinterp.runner import KIND, run_backselect, run_config
+from overinterp.store import ArtifactMismatch, Store
+from overinterp.engine.backselect import BackSelectConfig, backselect
+from overinterp.zoo.models import build_model
+from overinterp.engine.runner import KIND, run_backselect, run_config
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = {"dataset": "toy", "split": "test"}
@@ -79,7 +79,7 @@ def test_killed_process_then_rerun_gives_the_same_result(tmp_path, reference):
         sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(Path(__file__).parent)!r})
         torch.set_num_threads(1)
         from test_runner import run
-        from overinterp.artifacts import Store
+        from overinterp.store import Store
         run(Store({str(tmp_path / 'store')!r}), after_shard=lambda i: os.kill(os.getpid(), signal.SIGKILL))
     """))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
@@ -136,8 +136,8 @@ def test_the_key_holds_what_determines_the_result():
 
 
 def test_shards_record_what_produced_them_and_assembly_refuses_another_engine_version(tmp_path):
-    from overinterp.artifacts import VERSIONS, atomic_save
-    from overinterp.runner import assemble
+    from overinterp.store import VERSIONS, atomic_save
+    from overinterp.engine.runner import assemble
     store = Store(tmp_path)
     model, images = toy()
     run_backselect(model, images, model_config={"arch": "cnn", "width": 2}, data_config=DATA, store=store,

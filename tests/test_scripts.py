@@ -1,5 +1,5 @@
-"""scripts/gpu_edition.py: the one command of the GPU machine stops on its time budget, says what is
-left, and brings back files of at most 16 MiB."""
+"""scripts/: gpu_edition.py (the one command of the GPU machine stops on its time budget, says what is
+left, and brings back files of at most 16 MiB) and compare_books.py (the restructuring check)."""
 import importlib.util
 import json
 from pathlib import Path
@@ -31,3 +31,33 @@ def test_a_call_that_runs_out_of_budget_stops_after_a_unit_and_says_what_is_left
     assert code == 3 and not status["complete"] and status["files"] == []
     assert len(status["units"]) >= 1 and status["units_left"] > 0
     assert next(iter(status["units"])).startswith("0 model:")
+
+
+def _executed(folder: Path, stem: str, glued: dict, table: str) -> None:
+    """An executed notebook as myst-nb and papermill write it: glue outputs and one displayed table."""
+    import nbformat
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("...")
+    cell.outputs = [nbformat.v4.new_output("display_data", {f"application/papermill.record/text/plain": repr(v)},
+                                           metadata={"scrapbook": {"name": k, "mime_prefix": "application/papermill.record/"}})
+                    for k, v in glued.items()]
+    cell.outputs.append(nbformat.v4.new_output("execute_result", {"text/html": table}, execution_count=1))
+    nb.cells = [cell]
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / f"{stem}.ipynb")
+
+
+def test_compare_books_finds_a_moved_glued_value_and_ignores_a_stylers_random_id(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("compare_books", ROOT / "scripts" / "compare_books.py")
+    compare_books = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare_books)
+    table = '<style>#T_{}  td {{}}</style><table id="T_{}_"><tr><td>8.8</td></tr></table>'
+    _executed(tmp_path / "a", "03_sis", {"sis_mean": "8.8", "n": 20}, table.format("896e3", "896e3"))
+    _executed(tmp_path / "b", "03_sis", {"sis_mean": "8.8", "n": 20}, table.format("f1350", "f1350"))
+    assert compare_books.main([str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    _executed(tmp_path / "c", "03_sis", {"sis_mean": "8.9", "n": 20}, table.format("f1350", "f1350"))
+    assert compare_books.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1
+    assert "glue sis_mean: \"'8.8'\" -> \"'8.9'\"" in capsys.readouterr().out
+    _executed(tmp_path / "d", "03_sis", {"sis_mean": "8.8", "n": 20}, table.replace("8.8", "9.1").format("1", "1"))
+    assert compare_books.main([str(tmp_path / "a"), str(tmp_path / "d")]) == 1
+    assert compare_books.main([str(tmp_path / "a"), str(tmp_path / "empty")]) == 2

@@ -1,4 +1,4 @@
-"""Shared Interest (overinterp.shared_interest): the three coverage scores on hand-drawn masks,
+"""Shared Interest (overinterp.methods.shared_interest and overinterp.experiments.shared_interest): the three coverage scores on hand-drawn masks,
 binarisation of a known saliency map, the silhouette of a hand-made image, the eight cases."""
 import numpy as np
 import pandas as pd
@@ -6,7 +6,8 @@ import pytest
 import torch
 import torch.nn as nn
 
-from overinterp import shared_interest as SI
+from overinterp.experiments import shared_interest as XSI
+from overinterp.methods import shared_interest as SI
 
 
 def _mask(rows):
@@ -116,7 +117,7 @@ def _table():
 
 
 def test_case_counts_are_per_replicate_with_mean_and_std_and_every_case_present():
-    counts = SI.case_counts(_table())
+    counts = XSI.case_counts(_table())
     assert counts[("Human aligned", "mean")].item() == 1.5          # 1 and 2 images
     assert counts[("Human aligned", "std")].item() == pytest.approx(np.std([1, 2], ddof=1))
     assert counts[("Context dependent", "mean")].item() == 1.5      # 2 and 1
@@ -133,7 +134,7 @@ def test_ranked_orders_a_case_by_its_score():
 
 
 def ranked_images(t, case):
-    return [(int(r.image), r[SI.IOU]) for _, r in SI.ranked(t, case, 5).iterrows()]
+    return [(int(r.image), r[SI.IOU]) for _, r in XSI.ranked(t, case, 5).iterrows()]
 
 
 def test_saliency_map_of_a_linear_model_is_its_weights_and_integrated_gradients_is_weight_times_input():
@@ -154,7 +155,27 @@ def test_verdict_holds_only_when_sis_lie_on_the_garment_less_than_random_pixels(
     def table(ec, g_pixels):
         return pd.DataFrame({"model": "m", "replicate": [0, 1], "method": "SIS", "has": True, "correct": True,
                              "|E|": 5, "|G|": g_pixels, SI.EC: ec})
-    below = SI.sis_on_background(table([0.2, 0.3], [392, 392]), "SIS", 0.99, pixels=784)   # random: 0.5
-    above = SI.sis_on_background(table([0.2, 0.9], [392, 392]), "SIS", 0.99, pixels=784)
+    below = XSI.sis_on_background(table([0.2, 0.3], [392, 392]), "SIS", 0.99, pixels=784)   # random: 0.5
+    above = XSI.sis_on_background(table([0.2, 0.9], [392, 392]), "SIS", 0.99, pixels=784)
     assert below.holds is True and above.holds is False
     assert below.numbers.loc["m", "random pixels (|G| / HW)"] == pytest.approx(0.5)
+
+
+def test_the_silhouette_needs_fashion_mnist_and_says_why():
+    XSI.check_dataset("fashion-mnist")
+    with pytest.raises(ValueError, match="parameter dataset='cifar10': the silhouette ground truth needs fashion-mnist"):
+        XSI.check_dataset("cifar10")
+
+
+def test_method_names_carry_tau_and_the_subset_size():
+    from overinterp.config.profiles import SharedInterestConfig
+    assert XSI.sis_name(0.99) == "SIS (τ = 0.99)" and XSI.bs_name(SharedInterestConfig(frac=0.05)) == "BS 5% subset"
+
+
+def test_score_stats_average_each_replicate_then_give_mean_and_std_over_replicates():
+    t = pd.DataFrame({"method": "m", "model": "a", "replicate": [0, 0, 1, 1], "has": [True, True, True, False],
+                      SI.IOU: [0.2, 0.4, 0.5, 0.9], SI.GTC: 0.5, SI.EC: 0.5, "|E|": [10, 30, 40, 0]})
+    per_rep, stats = XSI.score_stats(t, pixels=100)
+    assert per_rep[SI.IOU].tolist() == pytest.approx([0.3, 0.5])
+    assert per_rep["|E| (% of pixels)"].tolist() == pytest.approx([20.0, 40.0])
+    assert stats.loc[("m", "a"), (SI.IOU, "mean")] == pytest.approx(0.4)

@@ -1,4 +1,4 @@
-"""SIS size and accuracy (overinterp.sis_accuracy, paper 4.4, Fig. 5, S3) and its verdict."""
+"""SIS size and accuracy (overinterp.experiments.sis_accuracy, paper 4.4, Fig. 5, S3) and its verdict."""
 import math
 
 import numpy as np
@@ -6,9 +6,11 @@ import pandas as pd
 import pytest
 import torch
 
-from overinterp import sis_accuracy as S, verdicts as V
-from overinterp.backselect import BackSelectResult
-from overinterp.sis import find_sis
+from overinterp.experiments import sis_accuracy as S
+from overinterp.paper import verdicts as V
+from overinterp.engine.backselect import BackSelectResult
+from overinterp.engine.sis import find_sis
+from overinterp.paper.intervals import bootstrap
 
 
 def _logit(p):
@@ -81,10 +83,43 @@ def test_percentage_increase_is_relative_to_the_incorrect_mean_with_a_seeded_int
     assert (other["low"], other["high"]) != (row["low"], row["high"])
 
 
+def _old_bootstrap_interval(c, i, n_resamples=2000, confidence_level=0.95, seed=0):
+    """sis_accuracy.bootstrap_interval as it was before it became a call of intervals.bootstrap (issue 19)."""
+    rng = np.random.default_rng(seed)
+    cb = c[rng.integers(0, len(c), (n_resamples, len(c)))]
+    ib = i[rng.integers(0, len(i), (n_resamples, len(i)))]
+    stat = np.nan_to_num(S._increase(cb, ib, axis=1), nan=np.inf)
+    a = (1 - confidence_level) / 2
+    low, high = np.quantile(stat, [a, 1 - a], method="inverted_cdf")
+    return float(low), float(high)
+
+
+def _interval(c, i, n_resamples=2000, confidence_level=0.95, seed=0):
+    """The interval percentage_increase computes."""
+    return bootstrap((c, i), S._increase, n_resamples, confidence_level, seed, undefined=np.inf)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_interval_is_bitwise_the_old_bootstrap_interval_on_random_groups(seed):
+    rng = np.random.default_rng(100 + seed)
+    c = rng.gamma(2.0, 3.0, rng.integers(2, 60))
+    i = np.where(rng.random(rng.integers(2, 40)) < 0.5, 0.0, rng.gamma(1.0, 2.0, 1)[0])   # many zero sizes
+    for args in [(2000, 0.95, seed), (333, 0.9, seed + 7)]:
+        assert _interval(c, i, *args) == _old_bootstrap_interval(c, i, *args)
+
+
+def test_interval_counts_a_resample_with_a_zero_incorrect_mean_as_infinite_like_the_old_one():
+    c, i = np.array([1.0, 2.0, 3.0]), np.array([0.0, 0.0, 4.0])   # a third of the i-resamples are all 0
+    new, old = _interval(c, i, 500), _old_bootstrap_interval(c, i, 500)
+    assert new == old and new[1] > 1e300      # the upper quantile falls on an undefined resample
+    both_zero = np.zeros(3)
+    assert _interval(both_zero, both_zero, 50) == _old_bootstrap_interval(both_zero, both_zero, 50)
+
+
 def test_bootstrap_interval_matches_the_normal_interval_of_a_mean_when_the_incorrect_group_is_constant():
     # incorrect sizes all 5: increase = 20 * mean(c) - 100, so its 95% interval is 20 * (mean ± 1.96 se)
     c = np.random.default_rng(1).gamma(2.0, 3.0, 400)
-    low, high = S.bootstrap_interval(c, np.full(50, 5.0), n_resamples=4000)
+    low, high = _interval(c, np.full(50, 5.0), n_resamples=4000)
     se = c.std(ddof=1) / math.sqrt(len(c))
     assert low == pytest.approx(20 * (c.mean() - 1.96 * se) - 100, abs=0.1 * 20 * 1.96 * se)
     assert high == pytest.approx(20 * (c.mean() + 1.96 * se) - 100, abs=0.1 * 20 * 1.96 * se)
@@ -130,9 +165,9 @@ def test_verdict_fails_on_one_tested_interval_reaching_zero_and_cannot_be_tested
 def test_tiny_profile_end_to_end_from_the_cached_backward_selections():
     """The chapter's table on the tiny profile: one row per image confident at tau, from the very
     backward selections chapter 4 makes (backselect_set, seed + replicate)."""
-    from overinterp import analysis as A
-    from overinterp.book import setup
-    run = setup(device="cpu", show=False)
+    from overinterp.experiments import runs as A
+    from overinterp.config.context import make_run
+    run = make_run(device="cpu")
     taus = (0.2, 0.3)
     images = S.image_table(run, taus, archs=("cnn",))
     assert set(images["set"]) == set(A.eval_selections(run)) and set(images["replicate"]) == {0, 1}
@@ -155,3 +190,66 @@ def test_tiny_profile_end_to_end_from_the_cached_backward_selections():
     assert V.sis_predicts_accuracy(inc).numbers.index.tolist() == [("small CNN", s) for s in A.eval_selections(run)]
     for fig in (S.increase_figure(inc), S.confidence_figure(images)):
         assert len([ax for ax in fig.axes if ax.has_data()]) == 2
+
+
+# ----------------------------------------------------------------------------- the chapter's tables and prose
+
+def test_thresholds_are_floats_in_increasing_order_and_prose_numbers_show_undefined_as_a_dash():
+    assert S.thresholds([0.9, 0.5, 1]) == (0.5, 0.9, 1.0) and all(type(t) is float for t in S.thresholds([1, 0]))
+    assert S.prose_number(float("nan")) == "—" and S.prose_number(12.345) == "12.3" and S.prose_number(-4.6, 0) == "-5"
+
+
+def _inc_rows():
+    return pd.DataFrame([
+        {"model": "A", "set": "test", "tau": 0.5, "correct images": 3, "incorrect images": 2, "increase (%)": 50.4,
+         "low": 10.2, "high": 89.6},
+        {"model": "A", "set": "test", "tau": 0.9, "correct images": 1, "incorrect images": 0, "increase (%)": np.nan,
+         "low": np.nan, "high": np.nan},
+        {"model": "A", "set": "ood", "tau": 0.5, "correct images": 2, "incorrect images": 1, "increase (%)": -20.0,
+         "low": np.nan, "high": np.nan},
+        {"model": "A", "set": "ood", "tau": 0.9, "correct images": 2, "incorrect images": 2, "increase (%)": 5.0,
+         "low": -1.0, "high": 9.0}])
+
+
+def test_increase_table_shows_each_point_with_its_interval_and_the_group_sizes_in_the_sets_order():
+    shown = S.increase_table(_inc_rows(), ["test", "ood"])
+    assert list(shown.columns) == ["τ = 0.5", "τ = 0.9"] and list(shown.index) == [("test", "A"), ("ood", "A")]
+    assert shown.loc[("test", "A")].tolist() == ["+50 [10, 90]", "—"]
+    assert shown.loc[("ood", "A")].tolist() == ["-20", "+5 [-1, 9]"]
+    assert S.increase_table(_inc_rows(), ["test", "ood"], "groups").loc[("test", "A")].tolist() == ["3 / 2", "1 / 0"]
+
+
+def test_verdict_values_count_the_tested_points_and_give_the_range_of_the_tested_increases():
+    rows = [("A", "test", 0.5, 500, 50, 5.0, 40.0), ("A", "test", 0.9, 500, 50, 10.0, 60.0),
+            ("A", "ood", 0.5, 500, 50, -30.0, -10.0), ("A", "ood", 0.9, 500, 3, 1.0, 2.0)]
+    v = S.verdict_values(V.sis_predicts_accuracy(_increase(rows), min_images=10))
+    assert v["verdict"] == "does not hold" and (v["tested"], v["cells"], v["above"], v["below"]) == (3, 4, 2, 1)
+    assert (v["test_min"], v["test_max"], v["ood_min"], v["ood_max"]) == ("22", "35", "-20", "-20")
+    assert all(type(v[k]) is int for k in ("tested", "cells", "above", "below"))
+
+
+def test_replicate_values_count_the_points_where_the_correct_group_has_the_larger_mean():
+    images = pd.concat([_images([10, 12], [5, 6]), _images([3, 4], [5, 6], replicate=1),
+                        _images([10], [5, 6], replicate=2)])
+    assert S.replicate_values(images, (0.5,), 2) == {"rep_pos": 1, "rep_n": 2}   # replicate 2: one correct image
+    assert S.replicate_values(images, (0.5, 0.9), 1) == {"rep_pos": 2, "rep_n": 3}
+
+
+def test_empty_sis_shares_per_group_and_the_increase_without_them():
+    images = pd.concat([_images([0, 10, 20, 30], [0, 0, 5, 5]), _images([10, 10], [0, 5], set_name="ood")])
+    pooled = S.pooled_empty(images)
+    table = S.empty_table(pooled, (0.5, 0.9))
+    assert table.loc[("test", "m", "correct")].tolist() == ["25", "—"]
+    assert table.loc[("test", "m", "misclassified")].tolist() == ["50", "—"]
+    v = S.empty_values(images, pooled, (0.5,), 2, 200, 0)
+    assert (v["empty_test_c_min"], v["empty_test_i_max"], v["empty_ood_c_max"], v["empty_ood_i_min"]) == \
+        ("25", "50", "0", "50")
+    # without empty SIS: test 20 over 5 -> +300%; ood keeps one misclassified image, below min_images
+    assert (v["ne_test_min"], v["ne_test_n"], v["ne_ood_n"]) == ("300", 1, 0)
+    assert v["ne_ood_min"] == "—" and v["ne_test_above"] == 1
+
+
+def test_confidence_values_count_where_the_misclassified_images_are_less_confident():
+    images = pd.concat([_images([1], [2]), _images([1], [2], tau=0.9), _images([1], [], tau=0.99)])
+    images.loc[images["tau"] == 0.9, S.CONF] = 0.95          # both groups equally confident at 0.9
+    assert S.confidence_values(images) == {"conf_lower": 1, "conf_n": 2}

@@ -1,4 +1,5 @@
-"""The benchmark results chapter's reader (overinterp.speed): small files in the real structure."""
+"""The benchmark results chapter's reader (overinterp.pages.speed) and prose (overinterp.pages.speed_prose):
+small files that the tests write in the structure bench_backselect.py writes (schema 2)."""
 import json
 import math
 import os
@@ -8,42 +9,52 @@ from pathlib import Path
 
 import pytest
 
-from overinterp import speed as S
+from overinterp.pages import speed as S
+from overinterp.pages import speed_prose as SP
+
+
+def _note(text, sections=(), shared_cpu=False):
+    return {"sections": list(sections), "text": text, "shared_cpu": shared_cpu}
 
 
 def _result(device="cpu", gpu=None, smoke=False, notes=(), load=(0.5, 0.6), inception=False, drop=()):
-    """A bench_backselect.py result with the committed files' keys and made-up small numbers."""
+    """A bench_backselect.py result in its structure (schema 2) with made-up small numbers."""
     info = {"device": device, "torch": "2.0", "threads": 2, "python": "3.11", "loadavg_start": [load[0], 0, 0],
             "cpu": "Test CPU", "threads_fidelity_projections": 2, "loadavg_end": [load[1], 0, 0], "wall_s": 7200.0}
     if gpu:
         info["gpu"] = gpu
-    eff = {"arch": "cnn", "shape": [1, 28, 28], "width": None, "plain_sweep_img_s": {"nchw-64": 90.0, "cl-64": 100.0},
+    eff = {"model": "cnn-28x28x1", "arch": "cnn", "shape": [1, 28, 28], "width": None, "plain_sweep_img_s": {"nchw-64": 90.0, "cl-64": 100.0},
            "best_plain_config": "cl-64", "engine_config": {"chunk_size": 128, "channels_last": True}, "images": 4,
            "steps_timed": 4, "rounds": [{"plain_img_s": 100.0, "engine_evals_s": 80.0, "ratio": 0.8},
                                         {"plain_img_s": 110.0, "engine_evals_s": 110.0, "ratio": 1.0}],
            "ratio_median": 0.9, "ratio_of_bests": 1.0, "exact_s_per_image": 2793.1}
-    base = {"images": 2, "steps_timed": 4, "same_order": True, "reference_nchw_evals_s": 50.0,
+    base = {"threads": 2, "model": "cnn-28x28x1", "images": 2, "steps_timed": 4, "same_order": True, "reference_nchw_evals_s": 50.0,
             "reference_channels_last_evals_s": 100.0, "engine_evals_s": 100.0, "speedup_vs_reference_nchw": 2.0,
             "speedup_vs_reference_channels_last": 1.0}
 
-    def variant(s, r9, r99):
-        return {"s_per_image": s, "subset_5pct": {"acc": 0.25, "kept_prediction": 0.25, "confidence": 0.2},
+    def variant(run, s, r9, r99):
+        return {**run, "s_per_image": s, "subset_5pct": {"acc": 0.25, "kept_prediction": 0.25, "confidence": 0.2},
                 "overlap_5pct_with_exact": 0.5, "iou_5pct_with_exact": 0.25,
-                "sis_tau0.9": {"images_with_sis": 3, "mean_size": 10.0, "mean_size_ratio_vs_exact": r9,
-                               "all_verified_f_ge_tau": True},
-                "sis_tau0.99": {"images_with_sis": 2, "mean_size": 20.0, "mean_size_ratio_vs_exact": r99,
-                                "all_verified_f_ge_tau": True}}
-    out = {"info": info, "smoke": smoke, "section_seconds": {}, "notes": list(notes),
-           "efficiency": {"threads=2": {"cnn-28x28x1": eff}, "threads=1": {"cnn-28x28x1": eff}},
-           "reference_style_baseline": {"threads=2": {"cnn-28x28x1": base}},
-           "fidelity": {"model": "trained_model('fashion-mnist', 'cnn', 'quick')", "block": 1, "test_acc": 0.9,
+                "sis": [{"tau": 0.9, "images_with_sis": 3, "mean_size": 10.0, "mean_size_ratio_vs_exact": r9,
+                         "all_verified_f_ge_tau": True},
+                        {"tau": 0.99, "images_with_sis": 2, "mean_size": 20.0, "mean_size_ratio_vs_exact": r99,
+                         "all_verified_f_ge_tau": True}]}
+    out = {"schema": 2, "info": info, "smoke": smoke, "section_seconds": {},
+           "notes": [n if isinstance(n, dict) else _note(n) for n in notes],
+           "efficiency": [{"threads": 2, **eff}, {"threads": 1, **eff}],
+           "reference_style_baseline": [base],
+           "fidelity": {"source": {"dataset": "fashion-mnist", "arch": "cnn", "profile": "quick", "seed": 0, "key": None},
+                        "shape": [1, 28, 28], "block": 1, "test_acc": 0.9,
                         "images": 32, "full_images": {"acc": 0.8, "confidence": 0.9},
                         "random_5pct": {"acc": 0.1, "kept_prediction": 0.1, "confidence": 0.1},
-                        "exact": variant(100.0, 1.0, 1.0), "pruned-m16": variant(2.0, 1.05, None),
-                        "gradient-k1": variant(0.5, 1.5, 1.6), "chosen_m": 16, "chosen_m_rule": "rule"},
-           "projections": {"fashion-mnist-70k-cnn": {"images": 72000, "batch": 64,
-                                                     "s_per_image": {"exact": 100.0, "gradient-k1": 0.5},
-                                                     "projected_hours": {"exact": 2000.0, "gradient-k1": 10.0}}},
+                        "runs": [variant({"method": "exact"}, 100.0, 1.0, 1.0),
+                                 variant({"method": "pruned", "m": 16}, 2.0, 1.05, None),
+                                 variant({"method": "gradient", "k": 1}, 0.5, 1.5, 1.6)],
+                        "chosen_m": 16, "chosen_m_rule": "rule", "chosen_m_reason": "why"},
+           "projections": [{"dataset": "fashion-mnist", "arch": "cnn", "shape": [1, 28, 28], "images": 72000,
+                            "batch": 64, "runs": [{"method": "exact", "s_per_image": 100.0, "projected_hours": 2000.0},
+                                                  {"method": "gradient", "k": 1, "s_per_image": 0.5,
+                                                   "projected_hours": 10.0}]}],
            "default_m_in_code": 16}
     if inception:
         out["inception_v3_gradient_sis"] = {"images": 32, "size": 299, "k": 100, "seconds": 48.0,
@@ -126,12 +137,16 @@ def test_missing_sections_are_skipped_with_a_message(tmp_path):
     assert "backselect-cpu.json" in msg and "no `fidelity` section" in msg
     assert "CUDA only" in S.missing(r, "inception_v3_gradient_sis")[0]
     assert len(S.s5(r)) == 1                                                  # the paper's row alone
-    S.plot_fidelity(S.fidelity(r))                                            # an empty panel, not an error
+    SP.plot_fidelity(S.fidelity(r))                                            # an empty panel, not an error
 
 
 @pytest.mark.parametrize("content, says", [("{not json", "not a readable JSON file"),
                                            ({"efficiency": {}}, "no info.device"),
-                                           ({"info": {"device": "cpu"}, "fidelity": [1]}, "'fidelity' is not")])
+                                           ({"info": {"device": "cpu"}, "efficiency": {}}, "schema None, not 2"),
+                                           ({"schema": 2, "info": {"device": "cpu"}, "fidelity": [1]},
+                                            "'fidelity' is not a JSON object"),
+                                           ({"schema": 2, "info": {"device": "cpu"}, "efficiency": {}},
+                                            "'efficiency' is not a JSON array")])
 def test_a_malformed_file_raises_one_line_naming_the_file(tmp_path, content, says):
     _write(tmp_path, "backselect-cpu.json", _result())
     _write(tmp_path, "backselect-bad.json", content)
@@ -143,7 +158,7 @@ def test_a_malformed_file_raises_one_line_naming_the_file(tmp_path, content, say
 
 def test_a_section_with_missing_keys_raises_naming_the_file(tmp_path):
     data = _result()
-    del data["efficiency"]["threads=2"]["cnn-28x28x1"]["rounds"]
+    del data["efficiency"][0]["rounds"]
     _write(tmp_path, "backselect-cpu.json", data)
     with pytest.raises(ValueError, match=r"^backselect-cpu.json: section 'efficiency' is malformed"):
         S.efficiency(S.load_results(tmp_path))
@@ -154,9 +169,11 @@ def test_no_result_file_is_a_clear_error(tmp_path):
         S.load_results(tmp_path)
 
 
-def test_contention_notes_and_high_load_become_caveats(tmp_path):
-    _write(tmp_path, "backselect-cpu.json", _result(notes=["efficiency: timed 4 steps", "CPU shared with other jobs"]))
-    assert S.caveats(S.load_results(tmp_path)) == {"CPU (Test CPU, 2 threads)": ["CPU shared with other jobs"]}
+def test_notes_flagged_shared_cpu_and_high_load_become_caveats(tmp_path):
+    notes = [_note("efficiency: timed 4 steps, shared nothing", ["efficiency"]),    # wording does not count
+             _note("the machine was busy", shared_cpu=True)]
+    _write(tmp_path, "backselect-cpu.json", _result(notes=notes))
+    assert S.caveats(S.load_results(tmp_path)) == {"CPU (Test CPU, 2 threads)": ["the machine was busy"]}
     _write(tmp_path, "backselect-cpu.json", _result(load=(0.5, 3.5)))
     (note,) = S.caveats(S.load_results(tmp_path))["CPU (Test CPU, 2 threads)"]
     assert "load average up to 3.5" in note
@@ -166,20 +183,45 @@ def test_contention_notes_and_high_load_become_caveats(tmp_path):
 
 def test_the_fidelity_plot_has_one_panel_per_tau_and_one_marker_per_setting(tmp_path):
     _write(tmp_path, "backselect-cpu.json", _result())
-    fig = S.plot_fidelity(S.fidelity(S.load_results(tmp_path)))
+    fig = SP.plot_fidelity(S.fidelity(S.load_results(tmp_path)))
     assert [ax.get_title() for ax in fig.axes] == ["τ = 0.9", "τ = 0.99"]
     assert [len(ax.collections) for ax in fig.axes] == [3, 2]                 # tau 0.99: pruned has no ratio
     assert fig.axes[0].get_xscale() == "log"
 
 
-def test_the_committed_cpu_results_load():
-    r = S.load_results(S.RESULTS)
-    label = next(k for k, v in r.items() if v["file"] == "backselect-cpu.json")
-    assert label.startswith("CPU (")
-    fid = S.fidelity({label: r[label]})
-    assert {"exact", "pruned", "gradient"} <= set(fid["method"]) and fid["verified"].all()
-    assert not S.efficiency(r).empty and not S.projections(r).empty and S.exact_vs_reference(r)["same_order"].all()
-    assert label in S.caveats(r)                                              # it was measured on a shared CPU
+@pytest.mark.parametrize("name", ["backselect-cpu.json", "backselect-cpu-smoke.json"])
+def test_every_committed_result_file_has_the_current_schema_and_every_table_reads(tmp_path, name):
+    _write(tmp_path, name, (S.RESULTS / name).read_text())
+    r = S.load_results(tmp_path)
+    for table in (S.exact_vs_reference, S.efficiency, S.fidelity, S.fidelity_context, S.projections, S.s5):
+        assert len(table(r)) > 0, table.__name__
+
+
+def test_the_speedup_over_exact_is_exacts_seconds_over_the_methods(tmp_path):
+    data = _result()
+    data["fidelity"]["runs"][0]["s_per_image"] = 12.0                         # exact
+    data["fidelity"]["runs"][2]["s_per_image"] = 0.25                         # gradient k=1
+    _write(tmp_path, "backselect-cpu.json", data)
+    fid = S.fidelity(S.load_results(tmp_path)).set_index("setting")
+    assert fid.loc["k=1", "speedup_vs_exact"] == 48.0 and fid.loc["", "speedup_vs_exact"] == 1.0
+    assert fid.loc["k=1", "param"] == 1.0 and math.isnan(fid.loc["", "param"])
+
+
+def test_setting_reads_the_fields_of_a_run_record():
+    assert S.setting({"method": "pruned", "m": 16}) == ("pruned", "m=16", 16.0)
+    assert S.setting({"method": "gradient", "k": 4, "s_per_image": 1.0}) == ("gradient", "k=4", 4.0)
+    method, setting, param = S.setting({"method": "exact"})
+    assert (method, setting) == ("exact", "") and math.isnan(param)
+
+
+def test_sis_size_in_percent_uses_the_shape_and_block_the_file_records(tmp_path):
+    data = _result()
+    data["fidelity"]["shape"] = [3, 10, 20]                                   # 200 pixels
+    _write(tmp_path, "backselect-cpu.json", data)
+    m = S.claim_measures(S.load_results(tmp_path), 0.99).set_index("method")
+    assert m.loc["exact", "SIS size (% of pixels)"] == pytest.approx(100 * 20 / 200)
+    t = S.s5(S.load_results(tmp_path))
+    assert t.loc[t["how"].str.startswith("measured"), "features"].tolist() == [200]
 
 
 def test_exact_claim_measures_are_percent_of_the_pixels_and_missing_facts_are_dashes(tmp_path):
@@ -192,11 +234,13 @@ def test_exact_claim_measures_are_percent_of_the_pixels_and_missing_facts_are_da
     facts = S.exact_facts(r, 0.99, bound=2.0)
     assert facts["exact_sis"] == "2.6" and facts["bound"] == "above" and facts["coarse"] == "gradient k=1"
     assert S.exact_facts(r, 0.99, bound=5.0)["bound"] == "below"
+    assert (facts["dataset"], facts["arch"], facts["profile"]) == ("fashion-mnist", "small CNN", "quick")
     assert {S.exact_facts(r, 0.5)[k] for k in ("exact_sis", "coarse_sis", "bound")} == {"—"}  # no tau 0.5 in the file
     assert facts["relation"].startswith("not this chapter's")                 # the file names no model key
     keyed = _result()
     sample = {"dataset": "fashion-mnist", "set": "test", "n": 300, "seed": 0, "index": list(range(40))}
-    keyed["fidelity"].update(model_key="0123456789abcdef", selection={**sample, "index": list(range(32))})
+    keyed["fidelity"]["source"]["key"] = "0123456789abcdef"
+    keyed["fidelity"]["selection"] = {**sample, "index": list(range(32))}
     _write(tmp_path, "backselect-cpu.json", keyed)
     r = S.load_results(tmp_path)
     same = S.exact_facts(r, source_key="0123456789abcdef", sample=sample)["relation"]
@@ -212,17 +256,83 @@ def test_the_benchmark_reruns_one_section_into_the_existing_file(tmp_path):
     """--only fidelity fusion replaces those sections (and their notes) and keeps every other one of the file."""
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "backselect-cpu.json"
-    _write(tmp_path, out.name, _result(notes=("fidelity: the old run's note", "efficiency: kept")))
+    _write(tmp_path, out.name, _result(notes=(_note("the old run's fidelity note", ["fidelity"]),
+                                               _note("kept", ["efficiency"]))))
     env = {**os.environ, "OVERINTERP_ARTIFACTS": str(tmp_path / "store"), "PYTHONPATH": str(root),
            "OVERINTERP_DATA": os.environ.get("OVERINTERP_DATA") or str(root / "data")}
     subprocess.run([sys.executable, str(root / "benchmarks" / "bench_backselect.py"), "--smoke", "--only", "fidelity",
                     "fusion", "--out", str(out)], check=True, env=env, capture_output=True, cwd=tmp_path)
     new, old = json.loads(out.read_text()), _result()
     assert new["efficiency"] == old["efficiency"] and new["projections"] == old["projections"]
-    assert new["fidelity"]["model"] == "trained_model('fashion-mnist', 'resnet20', 'tiny')"
-    assert new["fidelity"]["images"] == 2 and len(new["fidelity"]["model_key"]) == 16
-    assert "efficiency: kept" in new["notes"] and "fidelity: the old run's note" not in new["notes"]
-    assert any(n.startswith("fidelity, fusion: re-run alone") for n in new["notes"])
-    # the fusion section: plain and fused engines agree on the subsets they keep
-    assert all(r["iou_5pct_fused_vs_plain"] >= 0.8 for r in new["fusion"].values())
-    assert all(r["s_per_image_plain"] > 0 and r["s_per_image_fused"] > 0 for r in new["fusion"].values())
+    src = new["fidelity"]["source"]
+    assert (src["dataset"], src["arch"], src["profile"], src["seed"]) == ("fashion-mnist", "resnet20", "tiny", 0)
+    assert new["fidelity"]["images"] == 2 and len(src["key"]) == 16 and new["fidelity"]["shape"] == [1, 28, 28]
+    assert [S.setting(r)[:2] for r in new["fidelity"]["runs"]] == [("exact", ""), ("pruned", "m=2"),
+                                                                    ("gradient", "k=4")]
+    assert [s["tau"] for s in new["fidelity"]["runs"][0]["sis"]] == [0.5]
+    texts = [n["text"] for n in new["notes"]]
+    assert "kept" in texts and "the old run's fidelity note" not in texts
+    (rerun,) = [n for n in new["notes"] if n["text"].startswith("fidelity, fusion: re-run alone")]
+    assert rerun["sections"] == ["fidelity", "fusion"]
+    # the merged file reads, and the fusion section: plain and fused engines agree on the subsets they keep
+    assert len(S.fidelity(S.load_results(tmp_path))) == 3
+    assert [(r["arch"], r["method"]) for r in new["fusion"]] == [("cnn", "gradient"), ("cnn", "pruned")]
+    # (pruned at smoke size, 1 image of 7 x 7 blocks: near-ties flip under folding, its IoU was 0.33)
+    assert all(r["iou_5pct_fused_vs_plain"] >= 0.8 for r in new["fusion"] if r["method"] == "gradient")
+    assert all(0 <= r["iou_5pct_fused_vs_plain"] <= 1 for r in new["fusion"])
+    assert all(r["s_per_image_plain"] > 0 and r["s_per_image_fused"] > 0 for r in new["fusion"])
+
+
+# ----------------------------------------------------------------------------- what the chapter says (speed_prose)
+
+def test_span_and_listed_write_ranges_and_distinct_values():
+    assert SP.span([2.0, 1.0, float("nan")]) == "1.00–2.00" and SP.span([1.001, 0.999]) == "1.00"
+    assert SP.span([], "{:.0f}") == "—" and SP.listed(["a", "b", "a"]) == "a, b" and SP.listed([]) == "—"
+
+
+def test_paper_values_quote_s5_and_count_the_files(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _result())
+    v = SP.paper_values(S.load_results(tmp_path))
+    assert v["n_files"] == "1" and (v["paper_lo"], v["paper_hi"], v["paper_images"]) == ("1", "2", "32")
+    assert v["paper_steps"] == "895" and v["paper_pixels"] == "89,401" and v["paper_size"] == "299×299"
+    assert all(isinstance(x, str) for x in v.values())
+
+
+def test_fidelity_values_take_pruned_at_the_chosen_m_and_the_rule_field(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _result())
+    r = S.load_results(tmp_path)
+    v = SP.fidelity_values(S.fidelity(r), S.fidelity_context(r))
+    assert (v["fid_m"], v["fid_rule"], v["fid_arch"], v["fid_taus"]) == ("16", "rule", "small CNN", "0.9 and 0.99")
+    assert v["fid_pruned_s"] == "2.00" and v["fid_pruned_speedup"] == "50" and v["fid_pruned_ratio"] == "1.05"
+    assert v["fid_grad_speedup"] == "200" and v["fid_grad_ratio"] == "1.50–1.60"
+    assert v["fid_acc_random"] == "10.0" and v["fid_verified"].startswith("Every SIS")
+
+
+def test_projection_values_name_the_fastest_approximation_per_dataset(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _result())
+    v = SP.projection_values(S.projections(S.load_results(tmp_path)))
+    assert (v["proj_fm_images"], v["proj_fm_exact_h"], v["proj_fm_exact_days"]) == ("72,000", "2,000", "83")
+    assert (v["proj_fm_fast"], v["proj_fm_fast_h"], v["proj_fm_fast_device"]) == \
+        ("gradient k=1", "10.0", "CPU (Test CPU, 2 threads)")
+    assert v["proj_c10_images"] == "—" and v["proj_batch"] == "64"            # no CIFAR-10 workload in the file
+    assert list(SP.projection_table(S.projections(S.load_results(tmp_path))).columns) == ["exact", "gradient k=1"]
+
+
+def test_s5_values_name_the_device_of_the_closest_row(tmp_path):
+    _write(tmp_path, "backselect-cuda.json", _result("cuda", gpu="GPU X", inception=True))
+    v = SP.s5_values(S.s5(S.load_results(tmp_path)))
+    assert v["s5_ours"].startswith("Inception-v3 (torchvision, random weights)") and "on GPU X: 0.80 minutes" in v["s5_ours"]
+    assert v["s5_differs"].startswith("the same architecture")
+    shown = SP.s5_table(S.s5(S.load_results(tmp_path)))
+    assert shown.loc["paper", "minutes for 32 images"] == "1–2"
+    assert SP.s5_values(S.s5({})) == {"s5_ours": "no measurement of `gradient` was found in the files",
+                                      "s5_differs": "—"}
+
+
+def test_file_notes_list_every_note_and_warn_of_shared_cpu_notes(tmp_path):
+    notes = [_note("efficiency: timed", ["efficiency"]), _note("busy machine", shared_cpu=True)]
+    _write(tmp_path, "backselect-cpu.json", _result(notes=notes))
+    lines, warning, dropdown = SP.file_notes(S.load_results(tmp_path))
+    assert lines.startswith("- **CPU (Test CPU, 2 threads)**: `backselect-cpu.json`, torch 2.0, 2.0 h")
+    assert warning.startswith(":::{warning}") and "busy machine" in warning and "efficiency: timed" not in warning
+    assert "- **CPU (Test CPU, 2 threads)**: efficiency: timed" in dropdown

@@ -3,10 +3,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import overinterp.train as T
-from overinterp.artifacts import Store
-from overinterp.models import build_model
-from overinterp.profiles import TrainConfig
+import overinterp.zoo.train as T
+import overinterp.experiments.runs as R
+from overinterp.store import Store
+from overinterp.zoo.models import build_model
+from overinterp.zoo.train import TrainConfig
 
 
 def _quadrant_data(n=512, seed=0):
@@ -92,14 +93,14 @@ def test_input_dropout_masks_whole_pixels_in_training_and_is_deterministic_in_ev
 
 def test_trained_model_is_cached_in_the_store_with_its_config(tmp_path, monkeypatch):
     store = Store(tmp_path)
-    model = T.trained_model("fashion-mnist", "cnn", "tiny", seed=0, device="cpu", store=store, progress=False)
+    model = R.trained_model("fashion-mnist", "cnn", "tiny", seed=0, device="cpu", store=store, progress=False)
     assert model.info["test_acc"] > 0.5 and not model.training          # 10 classes: well above chance
     monkeypatch.setattr(T, "fit", lambda *a, **k: pytest.fail("retrained a cached model"))
-    again = T.trained_model("fashion-mnist", "cnn", "tiny", seed=0, device="cpu", store=store, progress=False)
+    again = R.trained_model("fashion-mnist", "cnn", "tiny", seed=0, device="cpu", store=store, progress=False)
     for a, b in zip(model.state_dict().values(), again.state_dict().values()):
         assert torch.equal(a, b)
-    assert store.exists("model", T.model_config("fashion-mnist", "cnn", "tiny", 0))
+    assert store.exists("model", R.model_config("fashion-mnist", "cnn", "tiny", 0))
     # model_key names the folder the model was saved in, and changes with any of its settings
     folders = [p.name for p in (tmp_path / "model").iterdir()]
-    assert folders == [T.model_key("fashion-mnist", "cnn", "tiny", 0)]
-    assert T.model_key("fashion-mnist", "cnn", "tiny", 1) != folders[0] != T.model_key("fashion-mnist", "cnn", "tiny", epochs=3)
+    assert folders == [R.model_key("fashion-mnist", "cnn", "tiny", 0)]
+    assert R.model_key("fashion-mnist", "cnn", "tiny", 1) != folders[0] != R.model_key("fashion-mnist", "cnn", "tiny", epochs=3)

@@ -1,12 +1,15 @@
-"""Verdicts (overinterp.verdicts), numeric tables, the plateau criterion and profile deviations."""
+"""Verdicts (overinterp.paper.verdicts), numeric tables, the plateau criterion and profile deviations."""
 import math
 
 import pytest
 import torch
 
-from overinterp import analysis as A, paper, plots, verdicts as V
-from overinterp.profiles import PROFILES, get_profile
-from overinterp.train import plateaued, tail_start_loss
+from overinterp.experiments import runs as A
+from overinterp.paper import numbers as paper
+from overinterp.pages import plots
+from overinterp.paper import verdicts as V
+from overinterp.config.profiles import PROFILES, get_profile
+from overinterp.zoo.train import plateaued, tail_start_loss
 
 
 def test_paper_gaps_come_from_table1():
@@ -108,3 +111,17 @@ def test_deviations_list_what_differs_from_the_paper():
     assert "gradient" in bs and "training images: gradient (k=16)" in bs   # the coarser engine of 4.2
     assert "Table S1" in " ".join(quick.deviations("retraining"))
     assert all(isinstance(d, str) for p in PROFILES.values() for d in p.deviations())
+
+
+def test_claims_quote_the_papers_numbers_from_paper_numbers():
+    """The claims' numbers are derived from overinterp.paper.numbers, rendered as the paper prints them."""
+    assert "Table 1: at most 0.52 points lower on CIFAR-10)." in V.subsets_accurate({"m": [1.0]}, {"m": [1.0]}).claim
+    assert "mean drop of confidence −0.035 to −0.012 on CIFAR-10)." in V.confidence_kept({"m": [0.0]}).claim
+    nt = V.no_transfer({"m": 90.0}, {"m": [20.0]}, {"m": 10.0})
+    assert "ResNet18's, 94.8% by itself, get 27.5–29.2% from a ResNet18 replicate" in nt.claim
+    assert "the paper: 0.21)" in nt.criterion
+    assert V.paper_transfer_share() == pytest.approx(((27.6 + 29.2 + 27.5) / 3 - 10.01) / (94.8 - 10.01))
+    beats = V.retrain_beats_random({"m": [1.0]}, {"m": [1.0]}).claim
+    assert "Table 1: 92.5–95.0% against 50.1–53.8% on CIFAR-10)" in beats   # 50.05 -> 50.1, half up as printed
+    assert "at τ = 0.99 is below 5% of the image" in V.sis_size({"m": [0.01]}, 0.3).claim
+    assert V._decimal(50.05) == "50.1" and V._decimal(94.97) == "95.0" and V._decimal(-0.25, 2) == "-0.25"

@@ -1,0 +1,271 @@
+"""Chapter parameters: one dataclass per chapter, the single source of its papermill parameters.
+
+Every chapter's ``parameters`` cell is generated from its dataclass (:func:`parameters_cell`; a
+test checks that the notebook holds exactly that text, ``python -m overinterp chapters
+--write-parameters`` rewrites them), and the command line derives its flags from the same
+dataclasses (:func:`add_arguments`), so papermill, ``python -m overinterp book`` and the other
+commands accept the same names with the same defaults.
+
+A field's metadata says what the parameter is (``help``), which profile value a ``None`` stands
+for (``inherit``, a dotted path into :class:`overinterp.config.profiles.Profile`) and how it is
+checked (``check``: "threshold" in [0, 1], "fraction" in (0, 1], "min2" an integer >= 2, "path" a
+folder, relative to the repository root unless absolute, or a tuple of valid values). :func:`resolve` applies both, in this one place:
+
+    p = resolve(SIS(tau=None), get_profile("quick"))     # p.tau == 0.99, the profile's
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]   # the repository root (relative paths are read from it)
+
+__all__ = ["param", "RunConfig", "CHAPTERS", "chapter_config", "resolve", "parameters_cell", "add_arguments",
+           "from_arguments"]
+
+
+def param(default: Any, help: str, inherit: str | None = None, check: Any = None):
+    """A chapter parameter: its default, a one-line help (the notebook comment and the ``--help`` text),
+    the profile value a None default stands for, and its check."""
+    return field(default=default, metadata={"help": help, "inherit": inherit, "check": check})
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What every chapter and every command takes (:class:`overinterp.config.context.Run`)."""
+    dataset: str = param("fashion-mnist", "fashion-mnist (default) or cifar10 (the paper's)")
+    profile: str | None = param(None, "tiny | quick | gpu | paper; None: $OVERINTERP_PROFILE or quick")
+    device: str = param("auto", "auto | cpu | cuda")
+    seed: int = param(0, "first replicate's seed; replicate r uses seed + r")
+
+
+TAU = "SIS threshold; None: the profile's (0.99, the paper's, except for tiny)"
+TAUS = "SIS thresholds (Figures 5 and 6)"
+
+
+@dataclass(frozen=True)
+class Introduction(RunConfig):
+    pass
+
+
+@dataclass(frozen=True)
+class ModelZoo(RunConfig):
+    pass
+
+
+@dataclass(frozen=True)
+class SIS(RunConfig):
+    tau: float | None = param(None, TAU, inherit="sis_threshold", check="threshold")
+    n_show: int = param(8, "images shown per architecture")
+    n_curves: int = param(4, "backward-selection curves drawn per architecture")
+
+
+@dataclass(frozen=True)
+class PixelSubsets(RunConfig):
+    frac: float = param(0.05, "fraction of pixels kept (the paper: 5%)", check="fraction")
+    n_show: int = param(6, "example images shown")
+
+
+@dataclass(frozen=True)
+class Retraining(RunConfig):
+    frac: float = param(0.05, "fraction of pixels kept (the paper: 5%)", check="fraction")
+
+
+@dataclass(frozen=True)
+class BenchmarkResults(RunConfig):
+    """A chapter that reads the committed benchmark results."""
+    results: str = param("benchmarks/results", "folder of the backselect-<device>.json files, from the repository root",
+                         check="path")
+
+
+@dataclass(frozen=True)
+class Why(BenchmarkResults):
+    pass
+
+
+@dataclass(frozen=True)
+class Humans(RunConfig):
+    per_class: int = param(10, "images per class (paper: 10, i.e. 100 CIFAR-10 images)")
+    threshold: float = param(0.99, "confidence the assigned model must reach on the full image (paper: 0.99)",
+                             check="threshold")
+    fracs: tuple = param((0.05, 0.30, 0.50), "fraction of pixels kept per level, increasing (paper: Table 2)",
+                         check="fraction")
+
+
+@dataclass(frozen=True)
+class SISAccuracy(RunConfig):
+    taus: tuple = param((0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), TAUS, check="threshold")
+    n_resamples: int = param(2000, "bootstrap resamples of each interval")
+    min_images: int = param(20, "images each group needs for its interval to count", check="min2")
+
+
+@dataclass(frozen=True)
+class Robust(RunConfig):
+    tau: float | None = param(None, TAU, inherit="sis_threshold", check="threshold")
+    n_show: int = param(8, "images shown")
+
+
+@dataclass(frozen=True)
+class Ensembles(RunConfig):
+    taus: tuple = param((0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), TAUS, check="threshold")
+    tau: float | None = param(None, "threshold of Figure S2 and of the verdict; " + TAU.split("; ")[1],
+                              inherit="sis_threshold", check="threshold")
+    n_show: int = param(6, "images shown in Figure S2")
+    n_resamples: int = param(2000, "bootstrap resamples of each interval")
+    min_images: int = param(10, "images with an SIS each model needs for the verdict", check="min2")
+
+
+@dataclass(frozen=True)
+class InputDropout(RunConfig):
+    taus: tuple = param((0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), TAUS, check="threshold")
+    tau: float | None = param(None, "threshold of the verdict; " + TAU.split("; ")[1], inherit="sis_threshold",
+                              check="threshold")
+    n_resamples: int = param(2000, "bootstrap resamples of each interval")
+    min_images: int = param(10, "images with an SIS each model needs for the verdict", check="min2")
+
+
+@dataclass(frozen=True)
+class ImageNet(RunConfig):
+    tau: float = param(0.9, "the paper's SIS threshold (4.1.1, Figures 3-4)", check="threshold")
+    taus: tuple = param((0.5, 0.7, 0.9), "thresholds shown; below 0.9 only where the profile backselects such images",
+                        check="threshold")
+    model: str | None = param(None, "efficientnet_lite0 | inception_v3 (downloads torchvision's weights); "
+                              "None: the profile's", inherit="imagenet.model",
+                              check=("efficientnet_lite0", "inception_v3"))
+    imagenet_dir: str | None = param(None, "an ImageNet validation folder (<dir>/<wnid>/*.JPEG); "
+                                     "None: the shipped photographs")
+    border: float = param(0.125, "border band: the outer 1/8 of the height and width on each side", check="fraction")
+    min_images: int = param(10, "images with an SIS that the verdict needs", check="min2")
+
+
+@dataclass(frozen=True)
+class Speed(BenchmarkResults):
+    pass
+
+
+@dataclass(frozen=True)
+class SharedInterest(RunConfig):
+    binarize: str | None = param(None, "std (mean + 1 std, as Shared Interest) or percentile; None: the profile's",
+                                 inherit="shared_interest.binarize", check=("std", "percentile"))
+    high: float | None = param(None, "coverage threshold between high and low (0 to 1); None: the profile's, 0.5",
+                               inherit="shared_interest.high", check="threshold")
+    gallery_arch: str | None = param(None, "architecture of the gallery; None: the profile's first",
+                                     inherit="archs.0")
+
+
+@dataclass(frozen=True)
+class InputReduction(RunConfig):
+    min_images: int = param(8, "images with a measure under both models needed to test a verdict", check="min2")
+
+
+@dataclass(frozen=True)
+class BayesTrEx(RunConfig):
+    tau: float | None = param(None, TAU, inherit="sis_threshold", check="threshold")
+    n_show: int = param(8, "samples shown per target")
+
+
+#: notebook stem -> its parameters
+CHAPTERS = {
+    "01_introduction": Introduction, "02_model_zoo": ModelZoo, "03_sis": SIS, "04_pixel_subsets": PixelSubsets,
+    "05_retraining": Retraining, "06_why": Why, "07_humans": Humans, "08_sis_accuracy": SISAccuracy,
+    "09_robust": Robust, "10_ensembles": Ensembles, "11_input_dropout": InputDropout, "12_imagenet": ImageNet,
+    "13_speed": Speed, "14_shared_interest": SharedInterest, "15_input_reduction": InputReduction,
+    "16_bayes_trex": BayesTrEx,
+}
+
+
+def chapter_config(chapter: str) -> type:
+    if chapter not in CHAPTERS:
+        raise ValueError(f"unknown chapter {chapter!r}; valid chapters: {', '.join(CHAPTERS)}")
+    return CHAPTERS[chapter]
+
+
+def _inherited(profile, path: str):
+    return functools.reduce(lambda obj, k: obj[int(k)] if k.isdigit() else getattr(obj, k), path.split("."), profile)
+
+
+def _check(name: str, value, check) -> None:
+    if check is None or value is None:
+        return
+    values = value if isinstance(value, (tuple, list)) and check in ("threshold", "fraction") else [value]
+    for v in values:
+        if isinstance(check, tuple):
+            ok, valid = v in check, "valid values: " + ", ".join(map(str, check))
+        elif check == "threshold":
+            ok, valid = isinstance(v, (int, float)) and 0 <= v <= 1, "must lie in [0, 1]"
+        elif check == "fraction":
+            ok, valid = isinstance(v, (int, float)) and 0 < v <= 1, "must lie in (0, 1]"
+        elif check == "path":
+            ok, valid = Path(v).is_dir(), "no such folder"
+        elif check == "min2":
+            ok, valid = int(v) >= 2, "must be at least 2"
+        else:
+            raise ValueError(f"unknown check {check!r} of parameter {name}")
+        if not ok:
+            raise ValueError(f"parameter {name}={value!r} is not valid: {valid}")
+
+
+def resolve(params, profile):
+    """``params`` checked, with each None that stands for a profile value replaced by it."""
+    changes = {}
+    for f in dataclasses.fields(params):
+        value, meta = getattr(params, f.name), f.metadata
+        if value is None and meta.get("inherit"):
+            value = changes[f.name] = _inherited(profile, meta["inherit"])
+        if meta.get("check") == "path" and value is not None:
+            value = changes[f.name] = str(ROOT / value)     # an absolute value stays as it is
+        _check(f.name, value, meta.get("check"))
+    return dataclasses.replace(params, **changes)
+
+
+def parameters_cell(cls: type) -> str:
+    """The source of a chapter's papermill ``parameters`` cell: one line per field, default and help."""
+    lines = [(f"{f.name} = {f.default!r}", f.metadata.get("help", "")) for f in dataclasses.fields(cls)]
+    width = max(len(code) for code, _ in lines) + 2
+    return "\n".join(f"{code:<{width}}# {help}" if help else code for code, help in lines)
+
+
+def _parser(name: str, default, annotation: str = ""):
+    """argparse type of the flag ``--name``: the text as the type of ``default`` (tuples as
+    comma-separated numbers, 'None' as None; a None default takes the type its annotation names
+    first, e.g. ``float | None``); an error names the flag."""
+    named = {"float": float, "int": int, "bool": bool}.get(str(annotation).split("|")[0].strip(), str)
+    kind = float if isinstance(default, tuple) else type(default) if default is not None else named
+
+    def parse(text: str):
+        if text == "None":
+            return None
+        try:
+            if isinstance(default, tuple):
+                return tuple(float(t) for t in text.split(","))
+            if kind is bool:
+                return text.lower() in ("1", "true", "yes")
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--{name.replace('_', '-')} expects {kind.__name__}"
+                                             f"{' values separated by commas' if isinstance(default, tuple) else ''}"
+                                             f", got {text!r}") from None
+    parse.__name__ = name
+    return parse
+
+
+def add_arguments(parser: argparse.ArgumentParser, cls: type, inherit: str | None = None) -> argparse.ArgumentParser:
+    """Add one ``--name`` flag per field of the dataclass ``cls`` (``-`` for ``_``), default and help
+    from the field. With ``inherit`` (what the defaults come from, in words) every flag defaults to
+    None, meaning "the value of ``inherit``"."""
+    for f in dataclasses.fields(cls):
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        shown = inherit if inherit else default
+        parser.add_argument(f"--{f.name.replace('_', '-')}", dest=f.name, default=None if inherit else default,
+                            type=_parser(f.name, default, f.type),
+                            help=f"{f.metadata.get('help', '')} (default: {shown})")
+    return parser
+
+
+def from_arguments(cls: type, args: argparse.Namespace):
+    """The ``cls`` dataclass made from the parsed flags that :func:`add_arguments` added."""
+    return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls) if hasattr(args, f.name)})

@@ -1,0 +1,69 @@
+"""The run context of one chapter execution: dataset, profile, device and seed, checked.
+
+Every experiment takes a :class:`Run`; :func:`make_run` validates a chapter's parameters (a
+``ValueError`` names the bad parameter and the valid values) and builds it. The book's chapters
+call :func:`overinterp.pages.chapter.setup`, which makes the run and shows it in a box.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from overinterp.config.profiles import PROFILES, Profile, default_profile, get_profile
+from overinterp.zoo.data import DATASETS
+from overinterp.zoo.models import ARCHS
+from overinterp.zoo.train import device_name, resolve_device
+
+__all__ = ["Run", "make_run", "check_fraction", "check_threshold"]
+
+
+@dataclass
+class Run:
+    """What one chapter execution uses; made by :func:`setup`."""
+    dataset: str
+    profile: Profile
+    device: torch.device
+    seed: int
+
+    @property
+    def label(self) -> str:
+        """Column label of our numbers: 'ours (fashion-mnist, quick, cpu)'."""
+        return f"ours ({self.dataset}, {self.profile.name}, {self.device.type})"
+
+    def describe(self) -> str:
+        dev = device_name(self.device)
+        return (f"**This execution:** dataset `{self.dataset}`, profile `{self.profile.name}` "
+                f"({self.profile.doc}), device {dev}, seed {self.seed}, torch {torch.__version__}.")
+
+
+def _check(name: str, value, valid) -> None:
+    if value not in valid:
+        raise ValueError(f"parameter {name}={value!r} is not valid; valid values: {', '.join(map(str, valid))}")
+
+
+def check_threshold(name: str, value: float) -> float:
+    if not 0 <= value <= 1:
+        raise ValueError(f"parameter {name}={value!r} must lie in [0, 1]")
+    return value
+
+
+def check_fraction(name: str, value: float) -> float:
+    if not 0 < value <= 1:
+        raise ValueError(f"parameter {name}={value!r} must lie in (0, 1]")
+    return value
+
+
+def make_run(dataset: str = "fashion-mnist", profile: str | None = None, device: str = "auto", seed: int = 0,
+             archs=None) -> Run:
+    """Validate a chapter's parameters and build its :class:`Run` (``profile`` None: the default profile)."""
+    profile = profile or default_profile()
+    _check("profile", profile, PROFILES)
+    _check("dataset", dataset, [d for d in DATASETS if "-c" not in d and "." not in d])
+    for a in archs or ():
+        _check("archs", a, ARCHS)
+    if device not in ("auto", "cpu") and not str(device).startswith("cuda"):
+        raise ValueError(f"parameter device={device!r} is not valid; valid values: auto, cpu, cuda, cuda:N")
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"parameter device={device!r}: no CUDA device is available here; use auto or cpu")
+    return Run(dataset, get_profile(profile), resolve_device(device), int(seed))

@@ -1,0 +1,325 @@
+"""Named parameter sets: how big a run is (paper section 3.2 and S1 for ``paper``).
+
+A profile fixes the dataset default, the model zoo (architectures, widths,
+replicates), how much data and how many epochs, and how backward selection is
+run. A notebook's papermill parameters ``dataset`` / ``profile`` pick one.
+
+* ``tiny``  -- seconds; what the tests run. Numbers are meaningless.
+* ``quick`` -- the book's default: Fashion-MNIST on a 2-core laptop CPU, the whole
+  book in about 40 minutes (benchmarks/results/book-quick-cpu.json). Models are narrowed (8 initial
+  filters) and trained to the plateau of their training loss: 60 epochs on 1500 images without
+  augmentation (25% more SGD steps than 12 epochs on 6000, which did not plateau); retraining uses 300 training
+  images (gradient k=16), 30 epochs, short of the plateau (benchmarks/bench_retrain.py).
+* ``gpu``   -- Fashion-MNIST at the paper's widths and recipe, scaled to about 25
+  minutes of one H100 (the paper-scale edition of the book, issue 11): exact
+  backward selection on a stated sample of test and OOD images, ``pruned`` on the
+  retraining images. Sizes are first estimates, to be calibrated on the GPU.
+* ``paper`` -- CIFAR-10 with the paper's hyperparameters (200 epochs, 5 replicates,
+  full widths, exact backward selection on every image). Needs a GPU.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from overinterp.engine.backselect import BackSelectConfig
+from overinterp.zoo.train import TrainConfig
+
+__all__ = ["TrainConfig", "FactorConfig", "RobustConfig", "MitigationConfig", "ImageNetConfig", "SharedInterestConfig",
+           "InputReductionConfig", "BayesTrExConfig", "Profile", "PROFILES", "get_profile", "default_profile"]
+
+
+@dataclass(frozen=True)
+class FactorConfig:
+    """The one-factor-at-a-time sweeps of the chapter "Why it holds or fails here"
+    (:mod:`overinterp.experiments.factors`): each varies one choice of ours away from the profile's."""
+    arch: str = "resnet20"             # the architecture whose choices are varied
+    images: int = 40                   # test images for the gradient / pruned / mask-value / model sweeps
+    pruned_images: int | None = None   # first test images run by pruned backward selection (None: ``images``)
+    exact_images: int = 8              # first test images run by exact backward selection (slow on a CPU; 0: none)
+    ks: tuple = (4, 16, 64)            # gradient method: features removed per step (+ the profile's k)
+    epochs: tuple = (1, 3, 10, 20)     # training lengths of the epoch sweep's models
+    widths: tuple = (4, 8, 16)         # initial filters of the width sweep's models
+    width_epochs: int = 10             # training length of the width sweep's models (shared with the epoch sweep)
+    train_size: int = 2000             # training images of the epoch and width sweeps' models
+
+
+@dataclass(frozen=True)
+class RobustConfig:
+    """Adversarially robust models of the chapter "Adversarially robust models" (paper 4.5,
+    :mod:`overinterp.experiments.robust`): l-inf PGD adversarial training (Madry et al. 2018) of one zoo
+    architecture, evaluated by a longer PGD with restarts. Sizes in [0, 1] pixel units."""
+    arch: str = "resnet20"             # the architecture trained robust (the paper: Madry's wide ResNet)
+    epsilon: float | None = None       # l-inf radius; None: the dataset's (robust.EPSILON: 8/255, Fashion-MNIST 0.1)
+    steps: int = 7                     # PGD steps per training batch (Madry's CIFAR-10 model: 7)
+    step_size: float = 0.25            # PGD step in units of epsilon (Madry's: 2/255 = epsilon / 4)
+    train_size: int | None = None      # training images (None: the profile's)
+    epochs: int | None = None          # training epochs (None: the profile's recipe)
+    replicates: int | None = None      # robust models, seeds seed, seed+1, ... (None: the profile's)
+    eval_images: int | None = None     # test images attacked for robust accuracy (None: the profile's test_size)
+    eval_steps: int = 20               # PGD steps of the evaluation attack (Madry's leaderboard: 20)
+    eval_restarts: int = 10            # random starts of the evaluation attack; robust = correct under all
+    sis_images: int | None = None      # confident test images compared (None: the SIS chapter's sis_images)
+
+
+@dataclass(frozen=True)
+class BayesTrExConfig:
+    """Bayes-TrEx (Booth et al. 2021, :mod:`overinterp.experiments.bayes_trex`): a VAE of the training images
+    (their Table 6: fully connected, 400 hidden units, 5 latent dimensions), NUTS in its latent
+    space on the relaxed level sets (their eqs. 6-9, sigma = 0.05), backward selection of samples."""
+    arch: str = "resnet20"             # the zoo classifier inspected (replicate ``seed``)
+    latent: int = 5                    # VAE latent dimensions (Booth et al.: 5)
+    hidden: int = 400                  # VAE hidden units (Booth et al.: 400)
+    vae_epochs: int = 30               # VAE training epochs (Adam; not stated by Booth et al.)
+    vae_train_size: int | None = None  # training images of the VAE (None: all of them)
+    vae_batch_size: int = 128
+    vae_lr: float = 1e-3
+    sigma: float = 0.05                # relaxation of the level set (Booth et al. 4.2: 0.05 everywhere)
+    high_classes: tuple = tuple(range(10))  # targets p_c = 1 (Booth et al.: every class)
+    ambiguous_pairs: tuple = ((0, 3),)  # targets p_i = p_j = 0.5 (their Table 2: T-shirt / dress)
+    held_out: int = 8                  # class left out of the second VAE (their Table 2: bag)
+    chains: int = 4                    # independent NUTS chains per target (for r_hat)
+    warmup: int = 500                  # NUTS warmup (step-size and mass adaptation) per chain
+    samples: int = 2000                # kept samples per chain (Booth et al.: stop after 2000)
+    max_tree_depth: int = 10           # NUTS tree depth cap (Pyro's default: 10, at most 2**10 steps)
+    init_pool: int = 2000              # training images encoded; chains start at the codes nearest the level set
+    sis_images: int = 100              # sampled high-confidence images backward-selected
+
+
+@dataclass(frozen=True)
+class InputReductionConfig:
+    """Input reduction and its mitigation (Feng et al. 2018, :mod:`overinterp.experiments.input_reduction`):
+    beam-search reduction of test images by one zoo architecture, then fine-tuning by their Eq. 2
+    (log-likelihood + lambda * entropy on reduced training images), every replicate."""
+    arch: str = "resnet20"             # the zoo architecture reduced and fine-tuned
+    images: int = 200                  # first test images of the test selection reduced (before and after)
+    beam: int = 5                      # maximum beam size on the test images (Feng et al. 2.2: 5)
+    fraction: float = 0.0              # share of the remaining pixels removed per step, halved on failure
+                                       # down to one pixel (0: one pixel per step, Feng et al.'s)
+    train_images: int = 10000          # training images reduced into negatives (Feng et al.: all)
+    train_beam: int = 5                # maximum beam size of those reductions
+    steps: int = 2000                  # fine-tuning steps (a regular and a reduced batch each)
+    lam: float = 1.0                   # lambda of Eq. 2 (Feng et al. do not state theirs)
+    lr: float = 1e-3                   # constant SGD learning rate (the zoo recipe's last: 0.1 / 5**3)
+    batch_size: int = 128              # regular images per step, and as many reduced ones
+
+
+@dataclass(frozen=True)
+class SharedInterestConfig:
+    """Shared Interest (Boggust et al., :mod:`overinterp.experiments.shared_interest`): coverage of the garment's
+    silhouette by explanation regions of every zoo model on the test selection."""
+    images: int | None = None          # first images of the test selection (None: all of it)
+    methods: tuple = ("saliency", "integrated_gradients")  # Captum saliency methods
+    ig_steps: int = 50                 # Integrated Gradients steps (Captum's default: 50)
+    binarize: str = "std"              # "std" (Shared Interest: >= mean + n_std std) or "percentile"
+    n_std: float = 1.0                 # standard deviations above the mean (Shared Interest: 1)
+    percentile: float = 0.9            # quantile kept from, for binarize="percentile"
+    sis_threshold: float | None = None  # tau of the SIS regions (None: the profile's sis_threshold)
+    frac: float = 0.05                 # backward-selection subset (paper 4.1: 5%)
+    high: float = 0.5                  # a coverage >= high is "high" in the eight cases
+    silhouette_level: float = 0.05     # intensities <= level (of 1) reachable from the border are background
+    gallery: int = 6                   # top-ranked images shown per case
+
+
+@dataclass(frozen=True)
+class MitigationConfig:
+    """The two mitigations of the chapters "Ensembles" and "Input dropout" (paper 4.6, S2 and the
+    paper code's input dropout, :mod:`overinterp.experiments.mitigation`). Ensembles are built from the zoo."""
+    dropout_arch: str = "resnet20"     # the architecture trained with input dropout
+    keep_prob: float = 0.8             # probability a pixel is kept in training (the paper code's default)
+    dropout_samples: int = 16          # fixed dropout masks averaged at evaluation (train.InputDropout)
+    dropout_replicates: int | None = None  # input-dropout models, seeds seed, seed+1, ... (None: the profile's)
+    accuracy_images: int | None = None  # test images of the accuracy comparison (None: the whole test set)
+
+
+@dataclass(frozen=True)
+class ImageNetConfig:
+    """The chapter "ImageNet" (paper 4.1.1, S5, Figures 3-4; :mod:`overinterp.experiments.imagenet`)."""
+    model: str = "inception_v3"        # the paper's: torchvision's pre-trained Inception-v3 (downloads its weights)
+    images: int = 1000                 # images backselected, most confident first (Fig. 4: 1000 validation images)
+    min_confidence: float = 0.9        # only images classified with at least this confidence (the paper: tau)
+    backselect: BackSelectConfig = BackSelectConfig("gradient", k=100)  # S5: Batched Gradient, pixels, k = 100
+    timing_images: int = 32            # Inception-v3 (random weights) timed on this many images (S5: 32)
+    timing_steps: int = 3              # gradient steps timed and projected to a full run
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    doc: str
+    dataset: str                       # default dataset of this profile
+    archs: tuple                       # the model zoo (paper: resnet20, resnet18, vgg16)
+    widths: tuple = ()                 # (arch, initial filters) overrides; () = paper widths
+    replicates: int = 5                # models per architecture (paper: 5)
+    train_size: int | None = None      # training images used (None = all)
+    test_size: int | None = None       # test / OOD images evaluated (None = all)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    backselect: BackSelectConfig = field(default_factory=BackSelectConfig)  # paper 3.3: exact, pixels, mean pixel
+    backselect_train: BackSelectConfig | None = None  # for the retraining images (4.2); None = ``backselect``
+    shard_size: int = 256              # images per saved shard of a backward-selection run (part of its key)
+    sis_images: int = 100              # confidently classified test images for the SIS chapter
+    sis_threshold: float = 0.99        # tau of the SIS chapter (paper 4.1: 0.99)
+    retrain_images: int | None = None  # training images backselected and retrained on (4.2; None = all)
+    retrain: TrainConfig | None = None  # recipe of the models retrained on subsets (4.2); None = ``train``
+    retrain_augment_rows: bool = True  # also retrain with augmentation (Table S1)
+    factors: FactorConfig = field(default_factory=FactorConfig)
+    mitigation: MitigationConfig = field(default_factory=MitigationConfig)
+    bayes_trex: BayesTrExConfig = field(default_factory=BayesTrExConfig)
+    robust: RobustConfig = field(default_factory=RobustConfig)
+    input_reduction: InputReductionConfig = field(default_factory=InputReductionConfig)
+    shared_interest: SharedInterestConfig = field(default_factory=SharedInterestConfig)
+    imagenet: ImageNetConfig = field(default_factory=ImageNetConfig)
+
+    def width(self, arch: str) -> int | None:
+        return dict(self.widths).get(arch)
+
+    def deviations(self, *topics: str) -> list[str]:
+        """What this profile does differently from the paper's protocol (the ``paper`` profile,
+        sections 3.2, 3.3, 4.1, 4.2, S1), for the ``topics`` a chapter depends on: "models",
+        "evaluation", "backselect", "retraining" (all when none given). Empty for ``paper``."""
+        ref, out = PROFILES["paper"], []
+        topics = set(topics or ("models", "evaluation", "backselect", "retraining"))
+        if "models" in topics:
+            if self.dataset != ref.dataset:
+                out.append(f"dataset {self.dataset} (the paper: CIFAR-10)")
+            if self.widths:
+                out.append("initial filters " + ", ".join(f"{a} {w}" for a, w in self.widths) +
+                           " (the paper: 16 for ResNet20, 64 for ResNet18 and VGG16)")
+            if self.replicates != ref.replicates:
+                out.append(f"{self.replicates} replicates per architecture (the paper: {ref.replicates})")
+            if self.train_size:
+                out.append(f"trained on {self.train_size} training images (the paper: all)")
+            if self.train.epochs != ref.train.epochs:
+                out.append(f"{self.train.epochs} epochs (the paper: {ref.train.epochs})")
+            if self.train.augment != ref.train.augment:
+                out.append("no data augmentation (the paper: random crop and horizontal flip)")
+        if "evaluation" in topics and self.test_size:
+            out.append(f"{self.test_size}-image seeded samples of the test and out-of-distribution sets "
+                       "(the paper: all test images)")
+        if "backselect" in topics:
+            for name, cfg in [("test images", self.backselect)] + (
+                    [("training images", self.backselect_train)] if self.backselect_train else []):
+                if cfg.method != "exact" or cfg.block != 1:
+                    out.append(f"backward selection of {name}: {cfg.describe()} (the paper: exact, pixel by pixel)")
+                if cfg.mask_value != 0:
+                    out.append(f"masked pixels set to {cfg.mask_value:g} (the paper: the mean pixel)")
+        if "retraining" in topics:
+            if self.retrain_images:
+                out.append(f"backward selection and retraining on {self.retrain_images} training images "
+                           "(the paper: all 50,000)")
+            r = self.retrain or self.train
+            if r.epochs != ref.train.epochs:
+                out.append(f"retrained models train {r.epochs} epochs (the paper: {ref.train.epochs})")
+            if not self.retrain_augment_rows:
+                out.append("no retraining with augmentation (the paper's Table S1)")
+        return out
+
+    def engine(self, set_name: str) -> BackSelectConfig:
+        """The backward selection run on images of ``set_name`` ("train" for retraining, 4.2)."""
+        return self.backselect_train if set_name == "train" and self.backselect_train else self.backselect
+
+
+PROFILES = {p.name: p for p in [
+    Profile(
+        name="tiny", doc="tests only: seconds, meaningless numbers",
+        dataset="fashion-mnist", archs=("cnn", "resnet20"), widths=(("cnn", 8), ("resnet20", 4)),
+        replicates=2, train_size=2048, test_size=64,
+        train=TrainConfig(epochs=2, batch_size=64, augment=False),
+        backselect=BackSelectConfig("gradient", block=4, k=8), shard_size=32, sis_images=4, sis_threshold=0.3,
+        retrain_images=128,
+        robust=RobustConfig(arch="cnn", steps=1, step_size=1.0, train_size=256, epochs=1, eval_steps=2,
+                            eval_restarts=2),
+        mitigation=MitigationConfig(dropout_samples=2, accuracy_images=256),
+        factors=FactorConfig(arch="cnn", images=6, exact_images=2, ks=(4, 16), epochs=(1, 2), widths=(4, 8),
+                             width_epochs=2, train_size=512),
+        bayes_trex=BayesTrExConfig(latent=2, hidden=32, vae_epochs=1, vae_train_size=512, high_classes=(0,),
+                                   chains=2, warmup=4, samples=4, max_tree_depth=3, init_pool=64,
+                                   sis_images=4),
+        input_reduction=InputReductionConfig(arch="cnn", images=4, beam=2, fraction=0.25, train_images=16,
+                                             train_beam=1,
+                                             steps=4, batch_size=32),
+        shared_interest=SharedInterestConfig(images=32, ig_steps=4, gallery=3),
+        imagenet=ImageNetConfig(model="efficientnet_lite0", images=1, min_confidence=0.5,
+                                backselect=BackSelectConfig("gradient", block=32, k=8), timing_images=1,
+                                timing_steps=1)),
+    Profile(
+        name="quick", doc="book default: Fashion-MNIST on a 2-core CPU, the whole book in ~40 min",
+        dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
+        widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
+        replicates=2, train_size=1500, test_size=300,
+        # trained to the plateau (train.plateaued): 12 epochs on 6000 images end far above it (measured,
+        # ResNet20: final loss 0.23 after 12 epochs, 0.004 after 48); 48 epochs on 1500 images, the same
+        # SGD steps, reach it except VGG16 (missed by 0.0005 nats), so 60 epochs. Augmentation off: measured
+        # on ResNet20 (1500 images, 48 epochs) it leaves test accuracy at 82.4% (82.5% without) but lowers the
+        # mean confidence from 0.92 to 0.85 and the training loss plateaus at 0.37 instead of 0.014
+        train=TrainConfig(epochs=60, augment=False),
+        backselect=BackSelectConfig("gradient", k=8), sis_images=20,
+        # training images only feed the 5% subsets of retraining (4.2): a coarser, twice-as-fast engine
+        backselect_train=BackSelectConfig("gradient", k=16),
+        # input dropout: ResNet20 only, 2 replicates of the zoo recipe; 4 masks at evaluation, accuracy on 2000
+        # test images (the whole test set took ~25 s of the budget)
+        mitigation=MitigationConfig(dropout_samples=4, accuracy_images=2000),
+        # retraining: 18 models (3 kinds x 3 architectures x 2 replicates) plus the "why" chapter's 6 controls,
+        # 30 epochs on 300 training images, to keep the book within its budget. This recipe leaves them short of
+        # the plateau (benchmarks/results/retrain-cpu.json, seed 0: no ResNet reaches it; batch 64 x 60 epochs brings
+        # both there at twice the cost, moving their test accuracy by -4 to +8 points; VGG16's loss flattens high:
+        # training accuracy 0.39 on full images here, 0.88 at batch 64 x 60, at most 0.31 on random subsets in
+        # every recipe tried), so chapter 5 counts the retrained models that reach it
+        retrain_images=300, retrain=TrainConfig(epochs=30, augment=False), retrain_augment_rows=False,
+        # adversarial training within ~150 s of the 2-core CPU, on the zoo's 1500 training images: see the
+        # chapter "Adversarially robust models"
+        robust=RobustConfig(steps=3, step_size=0.5, epochs=10, eval_images=300, eval_steps=10,
+                            eval_restarts=2, sis_images=40),
+        # the "why" chapter within ~7 CPU minutes: exact backward selection of ResNet20 takes ~80 s per
+        # image here (measured, batch norms fused), so the chapter reads it from the engine's benchmark
+        # (bench_backselect.py --only fidelity: this source model, the first 8 images of its sample); the gpu
+        # profile runs it in the sweep
+        # the epoch sweep ends at the zoo's model (60 epochs on its 1500 images: shared, not retrained);
+        # widths at the sweep's 12 epochs (a width-16 model costs ~4x a width-8 one)
+        factors=FactorConfig(images=40, pruned_images=40, exact_images=0, epochs=(3, 12, 60), widths=(4, 8, 16),
+                             width_epochs=12, train_size=1500),
+        # Bayes-TrEx within ~200 s of the 2-core CPU: 2 VAEs of 12000 images x 8 epochs, 4 targets x
+        # 2 chains x (30 warmup + 30 samples) NUTS steps of at most 2**5 leapfrog steps, 16 backselected samples
+        bayes_trex=BayesTrExConfig(vae_epochs=8, vae_train_size=12000, high_classes=(0, 4), chains=2,
+                                   warmup=30, samples=30, max_tree_depth=5, init_pool=500, sis_images=16),
+        # input reduction: ~80 CPU-s on one thread from an empty store (measured: 64 negatives and 40 steps of
+        # fine-tuning per replicate ~42 s, 40 test images reduced by 4 models + their SIS ~36 s); beam 2, not 5
+        input_reduction=InputReductionConfig(images=40, beam=2, fraction=0.25, train_images=64, train_beam=1,
+                                             steps=40, batch_size=64),
+        # Integrated Gradients of 6 models x 500 images: ~160 CPU-s at 16 steps, so 4 Gauss-Legendre steps
+        shared_interest=SharedInterestConfig(ig_steps=4),
+        # ImageNet: EfficientNet-Lite0 (offline weights) on the shipped photographs classified with >= 0.5;
+        # pixels, k = 200 (~0.12 CPU-s per image-step: 4 photos x 251 steps ~ 120 CPU-s); Inception-v3 timed 1 step
+        imagenet=ImageNetConfig(model="efficientnet_lite0", images=8, min_confidence=0.5,
+                                backselect=BackSelectConfig("gradient", k=200), timing_images=1, timing_steps=1)),
+    Profile(
+        name="gpu", doc="Fashion-MNIST at the paper's widths and recipe on one GPU (~25 min of an H100)",
+        dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
+        replicates=3, train_size=None, test_size=200, shard_size=100,
+        train=TrainConfig(epochs=30),
+        backselect=BackSelectConfig("exact"), backselect_train=BackSelectConfig("pruned", m=16),
+        sis_images=32, retrain_images=10000,
+        robust=RobustConfig(epochs=10, replicates=2),
+        imagenet=ImageNetConfig(model="efficientnet_lite0", min_confidence=0.5),
+        # NUTS evaluates the classifier once per leapfrog step, one chain at a time: the paper-scale
+        # defaults (10 classes x 4 chains x 2500 steps) would take hours; a first guess for ~10 GPU minutes
+        bayes_trex=BayesTrExConfig(high_classes=(0, 4), chains=2, warmup=100, samples=200, max_tree_depth=6,
+                                   sis_images=32)),
+    Profile(
+        name="paper", doc="CIFAR-10, the paper's hyperparameters (S1); needs a GPU",
+        dataset="cifar10", archs=("resnet20", "resnet18", "vgg16"),
+        replicates=5, train=TrainConfig(epochs=200),
+        backselect=BackSelectConfig("exact"), sis_images=100),
+]}
+
+
+def get_profile(name: str) -> Profile:
+    if name not in PROFILES:
+        raise ValueError(f"unknown profile {name!r}; valid choices: {', '.join(PROFILES)}")
+    return PROFILES[name]
+
+
+def default_profile() -> str:
+    """``$OVERINTERP_PROFILE`` (tests set ``tiny``) or ``quick``."""
+    return os.environ.get("OVERINTERP_PROFILE", "quick")
+

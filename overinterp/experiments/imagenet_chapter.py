@@ -1,0 +1,205 @@
+"""What the chapter "Overinterpretation on ImageNet" (``book/12_imagenet``; paper 4.1.1, S5, Figures 3
+and 4) runs, step by step, on top of :mod:`overinterp.experiments.imagenet`.
+
+* :func:`thresholds` -- the thresholds shown: the chapter's ``taus`` with its ``tau`` added, sorted;
+* :func:`deviations_note` and :func:`setup_values` -- what the chapter says of its setting;
+* :func:`sample` -- the images backselected (the shipped photographs or an ImageNet folder), their
+  artifact key and what the prose says of them (:class:`Sample`);
+* :func:`select` -- Batched Gradient SIS of those images at every threshold, cached in the store,
+  with the per-image table (:class:`Selected`); :func:`examples` (Figure 3), :func:`heatmap`
+  (Figure 4), :func:`table_values` and :func:`verdict` read it;
+* :func:`cost` -- S5's timing: a few gradient steps of each model, projected to a full run of the
+  paper's 32 images, beside the paper's figure (:data:`overinterp.paper.numbers.PAPER_S5`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import torch
+import torch.nn as nn
+
+from overinterp.engine.sis import find_sis
+from overinterp.experiments import imagenet as I
+from overinterp.experiments import runs as A
+from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
+from overinterp.paper.verdicts import Verdict
+
+__all__ = ["thresholds", "deviations_note", "setup_values", "Sample", "sample", "photo_table", "Selected", "select",
+           "examples", "heatmap", "table_values", "verdict", "cost"]
+
+
+def thresholds(tau: float, taus) -> tuple[float, ...]:
+    """The thresholds the chapter shows: ``taus`` and ``tau`` (the paper's, always shown), as floats,
+    each once, sorted."""
+    return tuple(sorted({float(t) for t in taus} | {float(tau)}))
+
+
+def _source(imagenet_dir) -> str:
+    return "photos" if imagenet_dir is None else "imagenet"
+
+
+def deviations_note(cfg, model: str, imagenet_dir) -> str:
+    """A MyST note listing :func:`overinterp.experiments.imagenet.deviations` ('' if there are none)."""
+    devs = "".join(f"\n- {d}" for d in I.deviations(cfg, model, _source(imagenet_dir)))
+    return f":::{{note}}\n**Deviations from the paper's protocol (4.1.1, S5) in this chapter:**{devs}\n:::" if devs else ""
+
+
+def setup_values(run, p, taus) -> dict:
+    """What the prose says of the setting: model, input size, thresholds, engine, sample limits, the
+    label of our numbers (``who``) and exact backward selection's forward passes per image."""
+    cfg, spec = run.profile.imagenet, I.MODELS[p.model]
+    size = spec["size"]
+    return {"model_name": spec["name"], "size": f"{size}×{size}", "tau": f"{float(p.tau):g}",
+            "taus": ", ".join(f"{t:g}" for t in taus), "method": cfg.backselect.describe(),
+            "min_conf": f"{cfg.min_confidence:g}", "n_max": cfg.images, "who": f"{spec['name']}, {run.label}",
+            "exact_forwards": f"{size * size * (size * size + 1) // 2:,}"}
+
+
+@dataclass
+class Sample:
+    """The images backselected: (N, 3, H, W) normalised, their names, their artifact key, the table
+    of every photograph (None for a folder) and what the prose says of them (``values``)."""
+    images: torch.Tensor
+    names: list
+    data_key: dict
+    photos: pd.DataFrame | None
+    values: dict
+
+
+def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
+    """The shipped photographs (``imagenet_dir`` None), the ``cfg.images`` most confident with
+    confidence >= ``cfg.min_confidence``, or the paper's sample of an ImageNet folder
+    (:func:`overinterp.experiments.imagenet.confident`, in ``seed``'s order)."""
+    size, resize = I.MODELS[model]["size"], I.MODELS[model]["resize"]
+    if imagenet_dir is None:
+        images, names, photos = I.photo_sample(net, size, cfg.images, cfg.min_confidence)
+        data_key = {"set": "photos", "names": names, "size": size, "transform": "whole image resized, bilinear"}
+        values = {"source_text": f"the {len(photos)} photographs that scikit-image (`skimage.data`) and scikit-learn "
+                  "(sample images) ship, each resized whole to " + f"{size}×{size}", "n_sel": len(names)}
+        known = photos.set_index("photo")
+        for name in ("chelsea", "coffee"):
+            values[f"{name}_class"] = known.loc[name, "class"].split(",")[0]
+            values[f"{name}_conf"] = f"{known.loc[name, 'confidence']:.2f}"
+        values.update(n_photos=len(photos), n_090=int((photos["confidence"] >= IMAGENET_FIG4["min_confidence"]).sum()))
+        return Sample(images, names, data_key, photos, values)
+    files = I.folder_files(imagenet_dir)
+    images, labels, paths = I.confident(net, files, size, resize, cfg.images, cfg.min_confidence, seed)
+    names = [f.stem for f in paths]
+    data_key = {"set": "imagenet-folder", "root": str(imagenet_dir), "seed": seed,
+                "min_confidence": cfg.min_confidence, "size": size, "resize": resize}
+    values = dict.fromkeys(("chelsea_class", "chelsea_conf", "coffee_class", "coffee_conf", "n_photos", "n_090"), "—")
+    values["source_text"] = (f"a seeded random sample of the {len(files)} images of the folder `{imagenet_dir}`, "
+                             f"resized (shorter side {resize}) and centre-cropped to {size}×{size}")
+    values["n_sel"] = len(names)
+    return Sample(images, names, data_key, None, values)
+
+
+def photo_table(photos: pd.DataFrame) -> pd.DataFrame:
+    """Every photograph as shown: its class (first name), confidence (3 decimals), whether selected."""
+    return photos.assign(**{"class": photos["class"].str.split(",").str[0],
+                            "confidence": photos["confidence"].round(3)}).set_index("photo")
+
+
+@dataclass
+class Selected:
+    """Backward selection of a :class:`Sample` (``res`` None without images), its SIS and keep masks
+    (on the CPU) per threshold, and :func:`overinterp.experiments.imagenet.sis_table`."""
+    res: object
+    sis: dict
+    masks: dict
+    table: pd.DataFrame
+
+
+def select(run, net: nn.Module, model_key: dict, s: Sample, cfg, taus, border: float) -> Selected:
+    """Batched Gradient SIS (``cfg.backselect``) of ``s``'s images, kept in the artifact store, at
+    every threshold of ``taus``."""
+    res = A.backselect_model(run, net, model_key, (s.images, s.data_key), cfg.backselect, shard_size=32,
+                             progress=False) if len(s.images) else None
+    sis = {t: find_sis(res, t) for t in taus} if res is not None else {}
+    masks = {t: x.mask.cpu() for t, x in sis.items()}
+    return Selected(res, sis, masks, I.sis_table(masks, {t: x.size.cpu() for t, x in sis.items()}, s.names, border))
+
+
+def _empty(text: str):
+    fig, ax = plt.subplots(figsize=(4, 1))
+    ax.axis("off"), ax.text(0.5, 0.5, text, ha="center")
+    return fig
+
+
+def examples(s: Sample, sel: Selected):
+    """Figure 3: each image at the highest threshold where it has an SIS, titled with its predicted
+    class and confidence (a note-only figure where no image has one)."""
+    res, table, names = sel.res, sel.table, s.names
+    cn = I.class_names()
+    conf = res.confidence.cpu().tolist() if res is not None else []
+    pred = [cn[c].split(",")[0] for c in res.pred.cpu().tolist()] if res is not None else []
+    best = table.sort_values("tau").groupby("image", sort=False).last() if len(table) else table
+    shown = [n for n in names if n in best.index]
+    if not shown:
+        return _empty("no image has an SIS at these thresholds")
+    idx = [names.index(n) for n in shown]
+    fig_masks = torch.stack([sel.masks[best.loc[n, "tau"]][i] for n, i in zip(shown, idx)])
+    titles = [f"{n}: {pred[i]} ({conf[i]:.2f})\nSIS at τ = {best.loc[n, 'tau']:g}" for n, i in zip(shown, idx)]
+    return I.examples_figure(s.images[idx], fig_masks, titles)
+
+
+def heatmap(sel: Selected, taus, band: torch.Tensor):
+    """Figure 4: the frequency of SIS pixel locations, one panel per threshold with at least one SIS."""
+    sis, masks = sel.sis, sel.masks
+    freqs = {f"τ = {t:g} ({int((sis[t].size >= 0).sum())} image(s))": I.frequency(masks[t][sis[t].size.cpu() >= 0])
+             for t in taus if len(sis) and int((sis[t].size >= 0).sum())}
+    return I.heatmap_figure(freqs, band) if freqs else _empty("no SIS at these thresholds")
+
+
+def table_values(table: pd.DataFrame, tau: float, border: float, area: float) -> dict[str, str]:
+    """The prose of the SIS table: the border band (percent of each side and of the area), the images
+    with an SIS at ``tau`` and their median size, and the range of sizes over all thresholds."""
+    at_tau = table[table["tau"] == tau]
+    return {"band_pct": f"{100 * border:g}%", "band_area": f"{100 * area:.1f}%", "n_tau": len(at_tau),
+            "size_tau": f"{at_tau['SIS size (%)'].median():.1f}%" if len(at_tau) else "—",
+            "size_all": (f"{table['SIS size (%)'].min():.1f}–{table['SIS size (%)'].max():.1f}%"
+                         if len(table) else "—")}
+
+
+def verdict(table: pd.DataFrame, tau: float, area: float, min_images: int) -> Verdict:
+    """:func:`overinterp.experiments.imagenet.borders_verdict` on the images with an SIS at ``tau``."""
+    shares = (table[table["tau"] == tau]["SIS pixels in the border band (%)"] / 100).tolist()
+    return I.borders_verdict(shares, area, tau, min_images)
+
+
+def cost(net: nn.Module, images: torch.Tensor, model: str, cfg, device) -> tuple[pd.DataFrame, dict]:
+    """S5's cost: ``cfg.timing_steps`` Batched Gradient steps timed on up to ``cfg.timing_images`` images
+    (zeros where the sample has fewer) with ``net`` and with a randomly initialised Inception-v3 at the
+    paper's size and k, projected to the paper's number of images (plus this chapter's own engine
+    setting where it differs), beside the paper's row. Returns the table as shown and the prose values."""
+    p, spec = PAPER_S5, I.MODELS[model]
+    size, n = spec["size"], p["images"]
+    n_t = max(1, min(cfg.timing_images, n))
+    x_eff = images[:n_t] if len(images) >= n_t else torch.zeros(n_t, 3, size, size)
+    inc, _ = I.load_classifier("inception_v3", pretrained=False)
+    inc = inc.to(device)
+    x_inc = torch.nn.functional.interpolate(x_eff, size=(p["size"], p["size"]), mode="bilinear", align_corners=False)
+    k = cfg.backselect.k
+    rows = {f"{spec['name']} (ImageNet weights), {size}×{size}, k = {p['k']}":
+            (I.time_gradient_steps(net, x_eff.to(device), p["k"], 1, cfg.timing_steps), size * size, p["k"]),
+            f"Inception-v3 (random weights, timing only), {p['size']}×{p['size']}, k = {p['k']}":
+            (I.time_gradient_steps(inc, x_inc.to(device), p["k"], 1, cfg.timing_steps), p["pixels"], p["k"])}
+    if (cfg.backselect.block, k) != (1, p["k"]):
+        hf = -(-size // cfg.backselect.block)
+        rows[f"{spec['name']}, this chapter's run ({cfg.backselect.describe()})"] = (rows[next(iter(rows))][0],
+                                                                                    hf * hf, k)
+    table = I.s5_projection(rows, n)
+    minutes = f"minutes for {n} images"
+    paper_row = {"model": f"paper (S5): Inception-v3 (pre-trained), {p['size']}×{p['size']}, k = {p['k']}",
+                 "features": p["pixels"], "k": p["k"], "steps": -(-p["pixels"] // p["k"]),
+                 minutes: f"{p['minutes'][0]}–{p['minutes'][1]}"}
+    inc_min = table.loc[table["model"].str.startswith("Inception"), minutes].iloc[0]
+    table["model"] = "ours: " + table["model"]
+    values = {"paper_lo": p["minutes"][0], "paper_hi": p["minutes"][1], "inc_min": f"{inc_min:.0f}", "eff_min": f"{table[minutes].iloc[0]:.0f}",
+              "timing": f"{cfg.timing_steps} step(s) on {n_t} image(s)"}
+    shown = pd.concat([table.assign(**{"s per image-step": table["s per image-step"].round(3),
+                                       minutes: table[minutes].round(1)}), pd.DataFrame([paper_row])],
+                      ignore_index=True)
+    return shown.set_index("model"), values

@@ -1,0 +1,287 @@
+"""Chapter 15's runs of input reduction (Feng et al. 2018, "Pathologies of neural models make
+interpretations difficult", sections 2 and 4; the method is :mod:`overinterp.methods.input_reduction`):
+the cached reductions of the test images by the zoo's models and by their entropy-fine-tuned
+versions, the fine-tuned models themselves, their Table 2 on our data, and the verdicts on
+"fine-tuning makes reduced inputs (and SIS) larger".
+
+    ex = experiment(run)                          # per-image rows, accuracies, reductions, histories
+    v = size_verdict(ex["images"], min_images=8)  # Feng et al.'s claim, image by image
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn as nn
+
+from overinterp.engine.backselect import apply_keep
+from overinterp.engine.runner import fingerprint
+from overinterp.engine.sis import find_sis
+from overinterp.experiments import runs as A
+from overinterp.experiments.runs import model_config, trained_model
+from overinterp.methods.input_reduction import Reduction, finetune, reduce_inputs
+from overinterp.paper.numbers import ARCH_NAMES, FENG_BEAM, FENG_MEAN_LENGTH, FENG_TABLE2
+from overinterp.paper.verdicts import Verdict, spread
+from overinterp.store import Store
+from overinterp.zoo import data as D
+from overinterp.zoo.data import Selection
+from overinterp.zoo.train import accuracy, cached_training, make_model
+
+__all__ = ["MODELS", "reduction_selection", "reduction", "negatives", "finetune_config", "finetuned_model",
+           "experiment", "table2", "table2_summary", "increases", "size_verdict", "sis_verdict", "sis_table",
+           "beside_feng", "feng_lengths", "setup_values", "size_values", "confidence_values", "table2_values"]
+
+MODELS = ("original", "fine-tuned")
+
+
+def reduction_selection(run) -> Selection:
+    """The test images reduced before and after fine-tuning: the first ``input_reduction.images`` of
+    the profile's test selection (those whose backward selection chapter 4 made)."""
+    sel = A.selection(run, "test")
+    n = min(run.profile.input_reduction.images, sel.n or 10 ** 9)
+    return sel.narrow(range(n))
+
+
+def reduction(run, model: nn.Module, model_cfg: dict, sel, beam: int, progress: bool = True) -> Reduction:
+    """:func:`~overinterp.methods.input_reduction.reduce_inputs` of the images of ``sel`` by ``model``
+    with the profile's fraction, cached in the artifact store (kind ``input_reduction``) under the
+    model's config and weights, the images and the parameters."""
+    cfg_ir = run.profile.input_reduction
+    X = sel.load()[0]
+    key = {"model": {**model_cfg, "weights": fingerprint(model)}, "data": {**sel.key(), "images": fingerprint(X)},
+           "beam": beam, "fraction": cfg_ir.fraction, "mask_value": run.profile.backselect.mask_value}
+    store = Store()
+    saved = store.load("input_reduction", key)
+    if saved is None:
+        t0 = time.perf_counter()
+        res = reduce_inputs(model.to(run.device).eval(), X.to(run.device), beam, cfg_ir.fraction,
+                            run.profile.backselect.mask_value, progress=progress)
+        saved = {**res.to_payload(), "seconds": time.perf_counter() - t0}
+        store.save("input_reduction", key, saved)
+    return Reduction(**{k: saved[k] for k in Reduction.__dataclass_fields__})
+
+
+def negatives(run, arch: str, seed: int, progress: bool = True) -> torch.Tensor:
+    """Feng et al.'s negative set X~ for replicate ``seed`` of ``arch``: every input of the last beam
+    of the reduction (beam ``train_beam``) of the first ``train_images`` images of the model's own
+    training sample, as masked images (n, C, H, W)."""
+    p, c = run.profile, run.profile.input_reduction
+    model = trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
+    sel = Selection(run.dataset, "train", p.train_size).narrow(range(c.train_images))
+    red = reduction(run, model, model_config(run.dataset, arch, p.name, seed), sel, c.train_beam, progress)
+    X = sel.load()[0]
+    b, keep = red.variants()
+    H, W = X.shape[2:]
+    return apply_keep(X[b], keep.view(-1, H, W), p.backselect.mask_value)
+
+
+def finetune_config(run, arch: str, seed: int) -> dict:
+    """The artifact key of the fine-tuned model: the zoo model's config plus the fine-tuning's."""
+    c = run.profile.input_reduction
+    return {**model_config(run.dataset, arch, run.profile.name, seed),
+            "finetune": {"objective": "Feng et al. 2018 Eq. 2: log-likelihood + lambda * entropy on reduced inputs",
+                         **{k: v for k, v in asdict(c).items() if k not in ("images", "beam")},
+                         "mask_value": run.profile.backselect.mask_value}}
+
+
+def finetuned_model(run, arch: str, seed: int, progress: bool = True) -> nn.Module:
+    """Replicate ``seed`` of ``arch`` fine-tuned by :func:`~overinterp.methods.input_reduction.finetune`
+    on its training sample and its :func:`negatives`, from the artifact store or fine-tuned now
+    (:func:`overinterp.zoo.train.cached_training`, kind ``model``, key :func:`finetune_config`).
+    ``model.info``: the fine-tuning history, seconds (negatives included), negatives used."""
+    p, c = run.profile, run.profile.input_reduction
+    cfg = finetune_config(run, arch, seed)
+    train = D.load(run.dataset, "train")
+    torch.manual_seed(seed)
+    model = make_model(cfg, train.images.shape[1], len(train.classes))
+
+    def tune(model: nn.Module) -> dict:
+        base = trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
+        neg = negatives(run, arch, seed, progress)
+        model.load_state_dict(base.state_dict())
+        model.to(run.device)
+        X, Y = D.take(train, p.train_size, seed=0)
+        history = finetune(model, X, Y, neg, c.steps, c.lam, c.lr, c.batch_size, seed, progress,
+                           desc=f"{arch} seed {seed} entropy fine-tuning")
+        return {"history": history, "negatives": len(neg)}
+    return cached_training("model", cfg, model, tune).to(run.device).eval()
+
+
+def experiment(run, progress: bool = True) -> dict:
+    """The chapter's measurements for every replicate of the profile's ``input_reduction.arch``:
+    {"images": per (replicate, model, image) rows, "accuracy": per (replicate, model) test accuracy (%),
+    "reductions": {(replicate, model): Reduction}, "history": {replicate: fine-tuning records}}.
+    model is "original" or "fine-tuned"; the rows hold the reduced size (pixels), the confidence
+    on the original and on the reduced input, and the SIS size (pixels) at the profile's
+    ``sis_threshold`` (-1: no SIS) from the profile's backward selection of the same images."""
+    p, c = run.profile, run.profile.input_reduction
+    sel = reduction_selection(run)
+    X, Y = sel.load()
+    Xt, Yt = A.selection(run, "test").load()
+    rows, acc, reds, hist = [], [], {}, {}
+    for r in range(p.replicates):
+        seed = run.seed + r
+        orig = trained_model(run.dataset, c.arch, p.name, seed=seed, device=run.device, progress=progress)
+        tuned = finetuned_model(run, c.arch, seed, progress)
+        hist[r] = tuned.info["history"]
+        bs_orig = A.backselect_set(run, c.arch, A.selection(run, "test"), seed, progress=progress)[list(sel.index)]
+        bs_tuned = A.backselect_model(run, tuned, finetune_config(run, c.arch, seed), (X, sel.key()), p.engine("test"),
+                                      progress=progress)
+        for name, model, cfg, bs in (("original", orig, model_config(run.dataset, c.arch, p.name, seed), bs_orig),
+                                     ("fine-tuned", tuned, finetune_config(run, c.arch, seed), bs_tuned)):
+            red = reduction(run, model, cfg, sel, c.beam, progress)
+            reds[(r, name)] = red
+            full, reduced = red.confidence
+            sis = find_sis(bs, p.sis_threshold)
+            sis_px = torch.where(sis.size >= 0, sis.mask.flatten(1).sum(1), -1)      # pixels (features may be blocks)
+            rows.append(pd.DataFrame({"replicate": r, "model": name, "image": range(len(X)),
+                                      "correct": (red.pred.cpu() == Y).numpy(), "reduced size": red.size.cpu().numpy(),
+                                      "confidence (original)": full.cpu().numpy(),
+                                      "confidence (reduced)": reduced.cpu().numpy(),
+                                      "SIS size": sis_px.cpu().numpy()}))
+            acc.append({"replicate": r, "model": name, "test accuracy (%)": 100 * accuracy(model, Xt, Yt, run.device)})
+    return {"images": pd.concat(rows, ignore_index=True), "accuracy": pd.DataFrame(acc), "reductions": reds,
+            "history": hist}
+
+
+# ----------------------------------------------------------------------------- their Table 2 and the verdicts
+
+def table2(images: pd.DataFrame, acc: pd.DataFrame) -> pd.DataFrame:
+    """Their Table 2 on our data: per replicate, test accuracy (%) and mean reduced size (pixels)
+    before and after fine-tuning."""
+    size = images.pivot_table(index="replicate", columns="model", values="reduced size", aggfunc="mean")
+    a = acc.pivot(index="replicate", columns="model", values="test accuracy (%)")
+    return pd.DataFrame({"accuracy before": a["original"], "accuracy after": a["fine-tuned"],
+                         "reduced size before": size["original"], "reduced size after": size["fine-tuned"]})
+
+
+def table2_summary(images: pd.DataFrame, acc: pd.DataFrame, arch: str) -> pd.DataFrame:
+    """:func:`table2`'s mean and std over replicates, one row named ``arch``, columns (column, 'mean' | 'std')."""
+    return A.mean_std(table2(images, acc)).to_frame().T.set_axis([ARCH_NAMES.get(arch, arch)])
+
+
+def _interval(d: np.ndarray) -> tuple[float, float, float]:
+    """Mean of paired differences ``d`` and its normal 95% interval (mean -+ 1.96 standard errors)."""
+    m = float(d.mean())
+    se = float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else math.nan
+    return m, m - 1.96 * se, m + 1.96 * se
+
+
+def increases(images: pd.DataFrame, measure: str, claim: str, min_images: int = 10) -> Verdict:
+    """Verdict on "entropy fine-tuning increases ``measure``" ("reduced size" or "SIS size").
+
+    Per replicate, the paired difference (fine-tuned - original) of ``measure`` over the images that
+    have it under both models (an SIS size of -1, no SIS at the threshold, leaves the image out):
+    its mean and normal 95% interval. Holds when every replicate's interval lies above 0; does not
+    hold when any lies at or below it (contains 0 or is negative); cannot be tested when a replicate
+    has fewer than ``min_images`` such images."""
+    w = images.pivot_table(index=["replicate", "image"], columns="model", values=measure)
+    w = w[(w >= 0).all(axis=1)]
+    rows = {}
+    for r in sorted(images["replicate"].unique()):
+        g = w.loc[r] if r in w.index.get_level_values(0) else w.iloc[:0]
+        d = (g["fine-tuned"] - g["original"]).to_numpy(float)
+        m, lo, hi = _interval(d) if len(d) else (math.nan,) * 3
+        rows[r] = {"images": len(d), "original": g["original"].mean(), "fine-tuned": g["fine-tuned"].mean(),
+                   "mean increase": m, "low": lo, "high": hi,
+                   "images larger": int((d > 0).sum()), "images smaller": int((d < 0).sum())}
+    numbers = pd.DataFrame.from_dict(rows, orient="index").rename_axis("replicate")
+    testable = bool(len(numbers)) and (numbers["images"] >= min_images).all()
+    holds = None if not testable else bool((numbers["low"] > 0).all())
+    mean, std, n = spread(numbers["mean increase"].fillna(0)) if len(numbers) else (math.nan, math.nan, 0)
+    criterion = (f"for every replicate, the 95% interval (mean ± 1.96 standard errors) of the per-image increase of "
+                 f"the {measure} from the original to the fine-tuned model lies above 0, over the images that have "
+                 f"one under both models; cannot be tested with fewer than {min_images} such images "
+                 f"(mean increase over replicates here: {mean:+.1f} ± {std:.1f} pixels)")
+    return Verdict(claim, criterion, holds, numbers)
+
+
+def size_verdict(images: pd.DataFrame, min_images: int) -> Verdict:
+    """Feng et al.'s claim (their Table 2): fine-tuning makes the reduced inputs larger (:func:`increases`)."""
+    squad = FENG_TABLE2["SQuAD"]
+    claim = ("Fine-tuning that maximises the entropy on reduced inputs (Feng et al. 2018, Eq. 2) makes the inputs "
+             "that input reduction leaves larger (their Table 2: on all three tasks, e.g. SQuAD "
+             f"{squad[2]:.2f} to {squad[3]:.2f} words).")
+    return increases(images, "reduced size", claim, min_images=int(min_images))
+
+
+def sis_verdict(images: pd.DataFrame, min_images: int) -> Verdict:
+    """Our question: the same fine-tuning makes the SIS larger (:func:`increases` of the SIS size)."""
+    claim = ("Our question, not Feng et al.'s: the same fine-tuning makes the model's sufficient input subsets at "
+             "the profile's threshold larger, i.e. it mitigates overinterpretation (as ensembling does in the "
+             "paper, section 4.3).")
+    return increases(images, "SIS size", claim, min_images=int(min_images))
+
+
+def sis_table(images: pd.DataFrame) -> pd.DataFrame:
+    """Per replicate: images with an SIS and their mean SIS size (pixels), original and fine-tuned model."""
+    has = images[images["SIS size"] >= 0]
+    sis = has.pivot_table(index="replicate", columns="model", values="SIS size", aggfunc=["mean", "count"])
+    return pd.DataFrame({"images with an SIS, original": sis[("count", "original")],
+                         "images with an SIS, fine-tuned": sis[("count", "fine-tuned")],
+                         "mean SIS size (pixels), original": sis[("mean", "original")],
+                         "mean SIS size (pixels), fine-tuned": sis[("mean", "fine-tuned")]})
+
+
+def beside_feng(ours: pd.DataFrame, label: str) -> pd.DataFrame:
+    """Their Table 2 (NLP validation sets, lengths in words) above our rows (lengths in pixels)."""
+    cols = list(ours.columns)
+    feng = pd.DataFrame.from_dict({f"Feng et al.: {k} (words)": [f"{v:.2f}" for v in vals]
+                                   for k, vals in FENG_TABLE2.items()}, orient="index", columns=cols)
+    return pd.concat([feng, ours.set_axis([f"{label}: {i} (pixels)" for i in ours.index])])
+
+
+def feng_lengths() -> pd.DataFrame:
+    """Their Figure 3's mean lengths (words) of the original and the reduced inputs, per task."""
+    return pd.DataFrame({"original length (words)": {k: v[0] for k, v in FENG_MEAN_LENGTH.items()},
+                         "reduced length (words)": {k: v[1] for k, v in FENG_MEAN_LENGTH.items()}}).rename_axis(
+        "Feng et al. (NLP)")
+
+
+# ----------------------------------------------------------------------------- values the prose glues
+
+def setup_values(run, p, images: torch.Tensor) -> dict:
+    """The chapter's setup, for the prose: architecture, beam, fine-tuning and backward-selection
+    settings; ``images`` (N, C, H, W) are the reduced test images; ``p`` the chapter's parameters."""
+    cfg = run.profile.input_reduction
+    return {"arch": ARCH_NAMES.get(cfg.arch, cfg.arch), "beam": cfg.beam, "feng_beam": FENG_BEAM,
+            "n_images": len(images), "replicates": run.profile.replicates,
+            "pixels": images.shape[2] * images.shape[3], "train_images": cfg.train_images,
+            "train_beam": cfg.train_beam, "ft_steps": cfg.steps, "batch": cfg.batch_size, "lam": f"{cfg.lam:g}",
+            "lr": f"{cfg.lr:g}", "tau": f"{run.profile.sis_threshold:g}", "min_images": int(p.min_images),
+            "method": run.profile.backselect.describe(), "fraction": f"{cfg.fraction:g}",
+            "fraction_pct": f"{100 * cfg.fraction:g}"}
+
+
+def size_values(images: pd.DataFrame, pixels: int) -> dict:
+    """Reduced sizes of the original models' reductions (their Figure 3), and the fine-tuned mean."""
+    orig = images[images["model"] == "original"]
+    tuned = images[images["model"] == "fine-tuned"]
+    return {"size_orig": f"{orig['reduced size'].mean():.1f}",
+            "size_orig_pct": f"{100 * orig['reduced size'].mean() / pixels:.1f}",
+            "size_orig_median": f"{orig['reduced size'].median():.0f}",
+            "n_one": int((orig["reduced size"] == 1).sum()), "n_rows": len(orig),
+            "size_tuned": f"{tuned['reduced size'].mean():.1f}"}
+
+
+def confidence_values(images: pd.DataFrame) -> dict:
+    """Mean confidence on the original and the reduced inputs per model (their Figure 4), and how
+    many reduced inputs the original models classify more confidently than their originals."""
+    orig = images[images["model"] == "original"]
+    tuned = images[images["model"] == "fine-tuned"]
+    out = {}
+    for name, g in (("orig", orig), ("tuned", tuned)):
+        out[f"conf_full_{name}"] = f"{g['confidence (original)'].mean():.2f}"
+        out[f"conf_red_{name}"] = f"{g['confidence (reduced)'].mean():.2f}"
+    out["n_more"] = int((orig["confidence (reduced)"] > orig["confidence (original)"]).sum())
+    return out
+
+
+def table2_values(summary: pd.DataFrame) -> dict:
+    """The means of :func:`table2_summary`, glued as accuracy_before, ..., reduced_size_after."""
+    return {col.replace(" ", "_"): f"{summary[(col, 'mean')].iloc[0]:.1f}"
+            for col in ("accuracy before", "accuracy after", "reduced size before", "reduced size after")}

@@ -1,0 +1,468 @@
+"""Mitigating overinterpretation: ensembles (paper 4.6, Fig. 6, S2) and input dropout (the paper code's).
+
+Ensembles (paper 3.2) average their members' logits: one *homogeneous* ensemble per
+architecture of the zoo (its replicates) and one *heterogeneous* ensemble of every zoo model.
+The paper finds that ensembling raises accuracy and also the size of the sufficient input
+subsets (SIS; Fig. 6: mean SIS size against the threshold tau), and that an ensemble's SIS is
+larger than its members' SIS of the same image (Fig. S2). *Input dropout* trains a model on
+images whose pixels are each kept with probability ``keep_prob`` (the rest set to the mean
+pixel); at evaluation :class:`overinterp.zoo.train.InputDropout` averages the probabilities over a
+fixed set of masks, so the model is a deterministic function of the image.
+
+SIS sizes come from one backward selection per model of the SIS chapter's confident test
+images (:func:`overinterp.experiments.runs.confident_selection`), with FindSIS at every tau: the zoo
+models' runs are those of the SIS chapter (replicate ``run.seed``) or made the same way; an
+ensemble's run is keyed by its members' configs, a dropout model's by its training config,
+both cached through :func:`overinterp.experiments.runs.backselect_model`. Sizes are % of the pixels.
+
+    table = sis_table(run, taus, dropout=True)         # one row per (model, image, tau with an SIS)
+    means = mean_sizes(table)                           # Fig. 6: mean and 95% interval per (model, tau)
+    inc = ensemble_increase(table, members(run), tau)   # ensemble minus its members, same images
+    ensembles_increase_sis(inc)                         # the verdict
+
+The chapters' prose numbers, display tables and Figure S2 (``book/10_ensembles.ipynb``,
+``book/11_input_dropout.ipynb``) come from the functions after the verdicts (``*_values``: glue name -> value).
+
+Intervals are seeded percentile bootstraps over images (:func:`overinterp.paper.intervals.bootstrap`).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import torch
+import torch.nn as nn
+
+from overinterp.engine.sis import find_sis, random_subset, sis_size_pct
+from overinterp.experiments import runs as A
+from overinterp.experiments.runs import model_config, trained_model
+from overinterp.experiments.sis_accuracy import SIZE, sis_rows
+from overinterp.paper.intervals import bootstrap
+from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
+from overinterp.paper.verdicts import Verdict
+from overinterp.zoo import data as D
+from overinterp.zoo.models import Ensemble
+from overinterp.zoo.train import plateaued
+
+__all__ = ["PAPER_ENSEMBLE", "model_name", "members", "ensemble_config", "ensemble", "dropout_config", "dropout_models",
+           "backselect_model", "sis_table", "mean_sizes", "paired_increase", "ensemble_increase",
+           "dropout_increase", "table1_rows", "logits", "accuracy_gain", "sis_figure", "ensembles_increase_sis",
+           "ensembles_increase_accuracy", "dropout_increases_sis", "thresholds", "accuracy_pct", "zoo_logits",
+           "ensemble_gains", "ensembles_values", "accuracy_values", "means_table", "s2_gallery", "increase_table",
+           "increase_values", "dropout_values", "dropout_logits", "dropout_accuracy", "dropout_accuracy_values", "dropout_legend",
+           "dropout_verdict_values"]
+
+#: Table 1's ensemble rows (5 ResNet18s, CIFAR-10): (train on, evaluate on) -> (test, CIFAR-10.1, CIFAR-10-C).
+PAPER_ENSEMBLE = {k[1:]: v for k, v in TABLE1.items() if k[0] == "ensemble 5x resnet18"}
+
+
+def model_name(arch: str, seed: int) -> str:
+    """How a zoo model is named in the tables: 'ResNet20 (seed 0)'."""
+    return f"{ARCH_NAMES.get(arch, arch)} (seed {seed})"
+
+
+def members(run) -> dict[str, list[tuple[str, int]]]:
+    """The ensembles of paper 3.2 over ``run``'s zoo: name -> member (arch, seed) pairs; one
+    homogeneous ensemble per architecture (its replicates) and, with more than one architecture,
+    one heterogeneous ensemble of every model (as :func:`overinterp.experiments.runs.ensembles`)."""
+    p = run.profile
+    seeds = [run.seed + r for r in range(p.replicates)]
+    out = {f"ensemble {len(seeds)}× {ARCH_NAMES.get(a, a)}": [(a, s) for s in seeds]
+           for a in p.archs if len(seeds) > 1}
+    if len(p.archs) > 1:
+        out[f"ensemble of all {len(p.archs) * len(seeds)}"] = [(a, s) for a in p.archs for s in seeds]
+    return out
+
+
+def ensemble_config(run, spec: Sequence[tuple[str, int]]) -> dict:
+    """The artifact key of an ensemble: its members' model configs, in order."""
+    return {"ensemble": [model_config(run.dataset, a, run.profile.name, s) for a, s in spec]}
+
+
+def ensemble(run, spec: Sequence[tuple[str, int]]) -> Ensemble:
+    """The ensemble of the zoo models ``spec`` (arch, seed), trained or loaded, in eval mode."""
+    return Ensemble([trained_model(run.dataset, a, run.profile.name, seed=s, device=run.device, progress=False)
+                     for a, s in spec]).eval()
+
+
+def dropout_config(run, seed: int) -> dict:
+    """The artifact key of the input-dropout model of seed ``seed`` (the profile's recipe with
+    ``keep_prob`` and ``dropout_samples`` of :class:`overinterp.config.profiles.MitigationConfig`)."""
+    c = run.profile.mitigation
+    return model_config(run.dataset, c.dropout_arch, run.profile.name, seed, keep_prob=c.keep_prob,
+                        dropout_samples=c.dropout_samples)
+
+
+def dropout_models(run, progress: bool = True) -> dict[str, nn.Module]:
+    """The models trained with input dropout: name -> model, seeds run.seed, run.seed + 1, ..."""
+    c = run.profile.mitigation
+    out = {}
+    for r in range(c.dropout_replicates or run.profile.replicates):
+        out[f"{model_name(c.dropout_arch, run.seed + r)} input dropout"] = trained_model(
+            run.dataset, c.dropout_arch, run.profile.name, seed=run.seed + r, device=run.device, progress=progress,
+            keep_prob=c.keep_prob, dropout_samples=c.dropout_samples)
+    return out
+
+
+def sis_table(run, taus: Sequence[float], sel=None, dropout: bool = False, progress: bool = True) -> pd.DataFrame:
+    """One row per (model, image, tau) where the model's confidence on the image reaches tau
+    (:func:`overinterp.experiments.sis_accuracy.sis_rows`): every zoo model, every ensemble of :func:`members`
+    and, with ``dropout``, every input-dropout model, on the images of ``sel`` (default: the SIS
+    chapter's, :func:`overinterp.experiments.runs.confident_selection` at the profile's threshold).
+    Columns model, kind ("single" | "ensemble" | "input dropout"), arch (an ensemble's: its
+    members' architecture or "all"), then image, tau, correct, confidence and :data:`SIZE`."""
+    p = run.profile
+    sel = sel or A.confident_selection(run, p.sis_threshold)
+    labels = sel.load()[1]
+    runs = []  # (model, kind, arch, result)
+    for a in p.archs:
+        for r in range(p.replicates):
+            res = A.backselect_set(run, a, sel, run.seed + r, progress=progress)
+            runs.append((model_name(a, run.seed + r), "single", ARCH_NAMES.get(a, a), res))
+    for name, spec in members(run).items():
+        archs = {a for a, _ in spec}
+        arch = ARCH_NAMES.get(spec[0][0], spec[0][0]) if len(archs) == 1 else "all"
+        runs.append((name, "ensemble", arch, A.backselect_model(run, ensemble(run, spec), ensemble_config(run, spec),
+                                                                sel, progress=progress)))
+    if dropout:
+        c = p.mitigation
+        for r, (name, m) in enumerate(dropout_models(run, progress).items()):
+            res = A.backselect_model(run, m, dropout_config(run, run.seed + r), sel, progress=progress)
+            runs.append((name, "input dropout", ARCH_NAMES.get(c.dropout_arch, c.dropout_arch), res))
+    frames = [sis_rows(res, labels, taus).assign(model=name, kind=kind, arch=arch) for name, kind, arch, res in runs]
+    out = pd.concat(frames, ignore_index=True)
+    first = ["model", "kind", "arch"]
+    return out[first + [c for c in out.columns if c not in first]]
+
+
+def _mean_interval(x, n_resamples: int, confidence_level: float, seed: int) -> tuple[float, float]:
+    """Bootstrap interval of the mean of ``x`` (:func:`overinterp.paper.intervals.bootstrap`);
+    (NaN, NaN) for fewer than 2 values."""
+    x = np.asarray(x, dtype=float)
+    if len(x) < 2:
+        return float("nan"), float("nan")
+    return bootstrap((x,), np.mean, n_resamples, confidence_level, seed)
+
+
+def mean_sizes(table: pd.DataFrame, n_resamples: int = 2000, confidence_level: float = 0.95,
+               seed: int = 0) -> pd.DataFrame:
+    """Fig. 6: per (model, tau), the images with an SIS, their mean SIS size (%) and its
+    bootstrap interval (low, high); columns model, kind, arch, tau, images, mean, low, high."""
+    rows = []
+    for (model, kind, arch, tau), g in table.groupby(["model", "kind", "arch", "tau"], sort=False):
+        low, high = _mean_interval(g[SIZE].to_numpy(), n_resamples, confidence_level, seed)
+        rows.append({"model": model, "kind": kind, "arch": arch, "tau": tau, "images": len(g),
+                     "mean": g[SIZE].mean(), "low": low, "high": high})
+    return pd.DataFrame(rows)
+
+
+def paired_increase(table: pd.DataFrame, treated: Sequence[str], control: Sequence[str], tau: float,
+                    n_resamples: int = 2000, confidence_level: float = 0.95, seed: int = 0) -> dict:
+    """On the images where every model of ``treated`` and of ``control`` has an SIS at ``tau``:
+    per image, the mean SIS size (%) of the treated models minus that of the controls; returns
+    images, the two means, their difference (the increase, points of % of the image) and its
+    bootstrap interval (low, high). The difference is NaN without images."""
+    t = table[np.isclose(table["tau"], tau)].pivot_table(index="image", columns="model", values=SIZE)
+    names = list(treated) + list(control)
+    t = t.reindex(columns=names).dropna()
+    a, b = t[list(treated)].mean(axis=1).to_numpy(), t[list(control)].mean(axis=1).to_numpy()
+    low, high = _mean_interval(a - b, n_resamples, confidence_level, seed)
+    nan = float("nan")
+    return {"tau": float(tau), "images": len(t), "treated mean SIS (%)": a.mean() if len(t) else nan,
+            "control mean SIS (%)": b.mean() if len(t) else nan,
+            "increase (points)": (a - b).mean() if len(t) else nan, "low": low, "high": high}
+
+
+def ensemble_increase(table: pd.DataFrame, specs: Mapping[str, Sequence[tuple[str, int]]], taus: Sequence[float],
+                      **kw) -> pd.DataFrame:
+    """:func:`paired_increase` of each ensemble over its own members (Fig. S2), per tau: rows
+    (ensemble, tau)."""
+    rows = []
+    for name, spec in specs.items():
+        for tau in taus:
+            rows.append({"ensemble": name, **paired_increase(table, [name], [model_name(a, s) for a, s in spec], tau, **kw)})
+    return pd.DataFrame(rows).set_index(["ensemble", "tau"])
+
+
+def dropout_increase(table: pd.DataFrame, taus: Sequence[float], **kw) -> pd.DataFrame:
+    """:func:`paired_increase` of the input-dropout models (pooled) over the zoo's models of the
+    same architecture (pooled), per tau."""
+    drop = table.loc[table["kind"] == "input dropout"]
+    arch = drop["arch"].iloc[0]
+    treated = list(drop["model"].unique())
+    control = list(table.loc[(table["kind"] == "single") & (table["arch"] == arch), "model"].unique())
+    rows = [{"models": f"{arch} input dropout vs standard", **paired_increase(table, treated, control, t, **kw)}
+            for t in taus]
+    return pd.DataFrame(rows).set_index(["models", "tau"])
+
+
+def table1_rows(run, specs: Mapping[str, Sequence[tuple[str, int]]], frac: float = 0.05) -> pd.DataFrame:
+    """Table 1's ensemble rows: accuracy (%) of each ensemble on the full images and on random
+    ``frac`` pixel subsets (the seeded subsets of :func:`overinterp.experiments.runs.subsets`) of each
+    evaluation set (:func:`overinterp.experiments.runs.eval_sets`); rows (ensemble, "full" | "random")."""
+    p, rows = run.profile, {}
+    for set_name, (X, Y) in A.eval_sets(run).items():
+        Xr = random_subset(X, frac, seed=A.SUBSET_SEED, block=p.backselect.block, mask_value=p.backselect.mask_value)[0]
+        out = {}  # (arch, seed) -> (logits on X, logits on Xr)
+        for a, s in dict.fromkeys(m for spec in specs.values() for m in spec):
+            model = trained_model(run.dataset, a, p.name, seed=s, device=run.device, progress=False)
+            out[a, s] = logits(model, X, run.device), logits(model, Xr, run.device)
+        for name, spec in specs.items():
+            for k, kind in enumerate(("full", "random")):
+                z = torch.stack([out[m][k] for m in spec]).mean(0)   # the Ensemble's output
+                rows.setdefault((name, kind), {})[set_name] = 100 * (z.argmax(1) == Y).double().mean().item()
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["ensemble", "evaluated on"])
+
+
+@torch.inference_mode()
+def logits(model: nn.Module, images: torch.Tensor, device="cpu", batch_size: int = 1000) -> torch.Tensor:
+    """(N, K) float32 outputs of ``model`` in eval mode, on the CPU."""
+    model.to(device).eval()
+    return torch.cat([model(images[i:i + batch_size].to(device)).float().cpu()
+                      for i in range(0, len(images), batch_size)])
+
+
+def accuracy_gain(ensemble_logits: torch.Tensor, member_logits: Sequence[torch.Tensor], labels: torch.Tensor,
+                  n_resamples: int = 2000, confidence_level: float = 0.95, seed: int = 0) -> dict:
+    """Accuracy (%) of an ensemble and the mean accuracy of its members on the same images, the
+    gain (points) and its paired bootstrap interval over images (per image: the ensemble's
+    correctness minus the share of members correct)."""
+    ens = (ensemble_logits.argmax(1) == labels).double().numpy()
+    mem = torch.stack([(m.argmax(1) == labels).double() for m in member_logits]).mean(0).numpy()
+    low, high = _mean_interval(100 * (ens - mem), n_resamples, confidence_level, seed)
+    return {"images": len(labels), "ensemble accuracy (%)": 100 * ens.mean(), "members' mean accuracy (%)":
+            100 * mem.mean(), "gain (points)": 100 * (ens - mem).mean(), "low": low, "high": high}
+
+
+_STYLE = {"single": dict(ls="--", lw=1.0, marker="o", ms=2), "ensemble": dict(ls="-", lw=2.2, marker="s", ms=3),
+          "input dropout": dict(ls=":", lw=1.8, marker="^", ms=3)}
+
+
+def sis_figure(means: pd.DataFrame, accuracy: Mapping[str, float] | None = None, ax=None):
+    """Fig. 6: mean SIS size (% of the pixels) against tau, one line per model with its 95%
+    interval shaded; colour by architecture (black: the ensemble of all), dashed single models,
+    thick ensembles, dotted input dropout; ``accuracy`` (model -> test accuracy, %) goes in the
+    legend. Thresholds at equal spacing (0.95 and 0.99 would crowd)."""
+    ax = ax or plt.subplots(figsize=(7.5, 4.2), layout="constrained")[1]
+    taus = sorted(means["tau"].unique())
+    pos = {t: k for k, t in enumerate(taus)}
+    archs = [a for a in means["arch"].unique() if a != "all"]
+    colors = {**dict(zip(archs, sns.color_palette())), "all": (0, 0, 0)}
+    for model, g in means.groupby("model", sort=False):
+        kind, arch = g["kind"].iloc[0], g["arch"].iloc[0]
+        x = g["tau"].map(pos)
+        label = model if accuracy is None or model not in accuracy else f"{model}: {accuracy[model]:.1f}%"
+        ax.plot(x, g["mean"], color=colors[arch], label=label, **_STYLE[kind])
+        ax.fill_between(x, g["low"], g["high"], color=colors[arch], alpha=0.12 if kind == "single" else 0.2, lw=0)
+    ax.set_xticks(range(len(taus)), [f"{t:g}" for t in taus])
+    ax.set_xlabel("SIS threshold τ")
+    ax.set_ylabel("mean SIS size (% of pixels)")
+    ax.legend(title="model: test accuracy" if accuracy else None, fontsize=7, title_fontsize=7,
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return ax.figure
+
+
+def _larger(rows: pd.DataFrame, claim: str, what: str, min_images: int, level: float) -> Verdict:
+    """Holds when every row's interval of the increase lies above 0; cannot be tested when a row
+    has fewer than ``min_images`` images."""
+    numbers = rows.copy()
+    numbers["images"] = numbers["images"].astype(int)
+    numbers["interval above 0"] = numbers["low"] > 0
+    enough = numbers["images"] >= min_images
+    holds = None if not enough.all() else bool(numbers["interval above 0"].all())
+    return Verdict(claim=claim,
+                   criterion=f"for every {what}: the {100 * level:g}% bootstrap interval (over images) of the "
+                             f"increase lies above 0, from at least {min_images} images each.",
+                   holds=holds, numbers=numbers)
+
+
+def ensembles_increase_sis(increase: pd.DataFrame, min_images: int = 10, confidence_level: float = 0.95) -> Verdict:
+    """Section 4.6, Fig. 6, S2: an ensemble's SIS is larger than its members'. ``increase``: rows
+    of :func:`ensemble_increase` (one per ensemble and tau), each paired on the same images."""
+    return _larger(increase, "Ensembling increases the SIS size: an ensemble needs more pixels than its members to "
+                   "reach the same confidence (section 4.6, Fig. 6; Fig. S2: 'the ensemble SIS are larger').",
+                   "ensemble and threshold, the increase of the ensemble's SIS size over the mean of its members' "
+                   "on the images where all have an SIS", min_images, confidence_level)
+
+
+def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100, confidence_level: float = 0.95) -> Verdict:
+    """Section 4.6: 'ensembling uniformly increases the model accuracy'. ``gains``: rows of
+    :func:`accuracy_gain`, one per ensemble."""
+    numbers = gains.rename(columns={"gain (points)": "increase (points)"})
+    ens, one = PAPER_ENSEMBLE[("full", "full")][0], TABLE1[("resnet18", "full", "full")][0]
+    return _larger(numbers, "Ensembling increases the accuracy over that of the members (section 4.6: 'uniformly'; "
+                   f"Table 1: {fmt(ens)}% for five ResNet18s against {fmt(one)}% for one, CIFAR-10).",
+                   "ensemble, the increase of test accuracy over its members' mean accuracy (paired on the same "
+                   "test images)", min_images, confidence_level)
+
+
+def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10, confidence_level: float = 0.95) -> Verdict:
+    """The paper code's claim that input dropout mitigates overinterpretation: its models' SIS are
+    larger. ``increase``: rows of :func:`dropout_increase` (one per tau)."""
+    return _larger(increase, "Input dropout mitigates overinterpretation: models trained with it have larger SIS "
+                   "(the paper's code: 'ensembling and input dropout can each help mitigate overinterpretation').",
+                   "threshold, the increase of the input-dropout models' SIS size over the standard models' (same "
+                   "architecture, replicates averaged per image, on the images where all have an SIS)",
+                   min_images, confidence_level)
+
+
+# ----------------------------------------------------------------------------- the chapters' tables and prose
+
+def thresholds(taus: Sequence[float], tau: float) -> tuple:
+    """The chapters' thresholds: ``taus`` as floats with the verdict's ``tau`` added, increasing."""
+    return tuple(sorted({float(t) for t in taus} | {tau}))
+
+
+def accuracy_pct(z: torch.Tensor, labels: torch.Tensor) -> float:
+    """Accuracy (%) of the outputs ``z`` (N, K) against ``labels`` (N,)."""
+    return 100 * (z.argmax(1) == labels).double().mean().item()
+
+
+def zoo_logits(run) -> tuple:
+    """(test split, labels, {model name: logits}) of every zoo model on the profile's
+    ``accuracy_images`` test images (the first of a seeded draw)."""
+    split = D.load(run.dataset, "test")
+    Xa, Ya = D.take(split, run.profile.mitigation.accuracy_images, seed=0)
+    zoo = A.zoo(run)
+    out = {model_name(a, run.seed + r): logits(m, Xa, run.device) for a, ms in zoo.items() for r, m in enumerate(ms)}
+    return split, Ya, out
+
+
+def ensemble_gains(out: Mapping[str, torch.Tensor], specs: Mapping[str, Sequence[tuple[str, int]]],
+                   labels: torch.Tensor, n_resamples: int, seed: int) -> pd.DataFrame:
+    """:func:`accuracy_gain` of every ensemble of ``specs`` (its output: the mean of its members'
+    logits ``out``), one row per ensemble."""
+    return pd.DataFrame({name: accuracy_gain(torch.stack([out[model_name(*m)] for m in spec]).mean(0),
+                                             [out[model_name(*m)] for m in spec], labels, n_resamples, seed=seed)
+                         for name, spec in specs.items()}).T
+
+
+def ensembles_values(run, tau: float, taus: Sequence[float], specs: Mapping, n_resamples: int,
+                     min_images: int) -> dict:
+    """Glue name -> value of the ensembles chapter's setup."""
+    return {"tau": f"{tau:g}", "taus": ", ".join(f"{t:g}" for t in taus), "method": run.profile.backselect.describe(),
+            "replicates": run.profile.replicates, "n_ensembles": len(specs), "ensemble_names": "; ".join(specs),
+            "n_resamples": n_resamples, "min_images": min_images}
+
+
+def accuracy_values(gains: pd.DataFrame, verdict: Verdict, n_images: int) -> dict:
+    """Glue name -> value of the ensembles' accuracy: images, verdict, range of the gains, Table 1's."""
+    return {"n_acc": n_images, "acc_verdict": verdict.word, "gain_min": f"{gains['gain (points)'].min():+.2f}",
+            "gain_max": f"{gains['gain (points)'].max():+.2f}", "paper_ens": fmt(PAPER_ENSEMBLE[("full", "full")][0]),
+            "paper_r18": fmt(TABLE1[("resnet18", "full", "full")][0])}
+
+
+def means_table(means: pd.DataFrame) -> pd.DataFrame:
+    """:func:`mean_sizes` for display: rows model, one column per tau, 'mean [low, high] (images)'."""
+    def cell(r):
+        ci = "" if pd.isna(r["low"]) else f" [{r['low']:.1f}, {r['high']:.1f}]"
+        return f"{r['mean']:.1f}{ci} ({int(r['images'])})"
+
+    shown = means.assign(shown=means.apply(cell, axis=1))
+    return shown.pivot(index="model", columns="tau", values="shown").reindex(means["model"].unique()).rename(
+        columns=lambda t: f"τ = {t:g}").rename_axis(columns=None).fillna("—")
+
+
+def s2_gallery(run, specs: Mapping[str, Sequence[tuple[str, int]]], tau: float, n_show: int, split) -> tuple:
+    """Figure S2: (name, images, masks, column titles) for :func:`overinterp.pages.plots.gallery` of the
+    homogeneous ResNet18 ensemble (else the first of ``specs``) and its members on the SIS chapter's
+    images, the first ``n_show`` where all have an SIS at ``tau``; each row label gives the SIS sizes (%)."""
+    shown_name = next((n for n in specs if "ResNet18" in n), next(iter(specs)))
+    sel = A.confident_selection(run, run.profile.sis_threshold)
+    X, Y = sel.load()
+    names = [shown_name] + [model_name(*m) for m in specs[shown_name]]
+    results = {shown_name: A.backselect_model(run, ensemble(run, specs[shown_name]),
+                                            ensemble_config(run, specs[shown_name]), sel, progress=False)}
+    results.update({model_name(a, s): A.backselect_set(run, a, sel, s, progress=False) for a, s in specs[shown_name]})
+    masks = {n: find_sis(r, tau) for n, r in results.items()}
+    both = torch.stack([m.size >= 0 for m in masks.values()]).all(0).nonzero().flatten()[:n_show]
+    rows = {}
+    for n in names:
+        pct = sis_size_pct(results[n], tau, masks[n])[both.numpy()]
+        rows[("ensemble" if n == shown_name else n) + "\n" + " ".join(f"{p:.0f}%" for p in pct)] = masks[n].mask[both]
+    return shown_name, X[both], rows, [split.classes[int(y)] for y in Y[both]]
+
+
+def increase_table(inc: pd.DataFrame, specs: Mapping) -> pd.DataFrame:
+    """:func:`ensemble_increase` for display: rows ensemble, one column per tau,
+    'increase [low, high] (images)' in points, '—' where undefined."""
+    def cell(r):
+        if pd.isna(r["increase (points)"]):
+            return "—"
+        ci = "" if pd.isna(r["low"]) else f" [{r['low']:+.1f}, {r['high']:+.1f}]"
+        return f"{r['increase (points)']:+.1f}{ci} ({int(r['images'])})"
+
+    return inc.apply(cell, axis=1).unstack("tau").reindex(list(specs)).rename(
+        columns=lambda t: f"τ = {t:g}").rename_axis(index=None, columns=None)
+
+
+def increase_values(verdict: Verdict) -> dict:
+    """Glue name -> value of the SIS verdict on the ensembles (:func:`ensembles_increase_sis`)."""
+    nums = verdict.numbers
+    return {"sis_verdict": verdict.word, "inc_min": f"{nums['increase (points)'].min():+.1f}",
+            "inc_max": f"{nums['increase (points)'].max():+.1f}", "inc_above": int(nums["interval above 0"].sum()),
+            "inc_n": len(nums)}
+
+
+def dropout_values(run, tau: float, taus: Sequence[float], min_images: int) -> dict:
+    """Glue name -> value of the input-dropout chapter's setup."""
+    c = run.profile.mitigation
+    return {"tau": f"{tau:g}", "taus": ", ".join(f"{t:g}" for t in taus),
+            "arch": ARCH_NAMES.get(c.dropout_arch, c.dropout_arch), "keep_prob": f"{c.keep_prob:g}",
+            "drop_pct": f"{100 * (1 - c.keep_prob):.0f}", "samples": c.dropout_samples,
+            "n_dropout": c.dropout_replicates or run.profile.replicates, "method": run.profile.backselect.describe(),
+            "min_images": min_images}
+
+
+def dropout_logits(run) -> tuple:
+    """(labels, standard logits [per replicate], input-dropout logits {name: logits}, input-dropout
+    models) on the profile's ``accuracy_images`` test images, for the input-dropout architecture."""
+    c = run.profile.mitigation
+    split = D.load(run.dataset, "test")
+    Xa, Ya = D.take(split, c.accuracy_images, seed=0)
+    standard = A.zoo(run, archs=[c.dropout_arch])[c.dropout_arch]
+    dropout = dropout_models(run, progress=False)
+    z_std = [logits(m, Xa, run.device) for m in standard]
+    z_drop = {n: logits(m, Xa, run.device) for n, m in dropout.items()}
+    return Ya, z_std, z_drop, dropout
+
+
+def dropout_accuracy(z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torch.Tensor], labels: torch.Tensor,
+                     arch: str) -> pd.DataFrame:
+    """Test accuracy (%), mean and std over the models, of the standard models, the input-dropout
+    models and the ensemble of the standard ones: numeric columns ('test accuracy (%)', 'mean' | 'std')."""
+    groups = {f"{arch}, standard training ({len(z_std)} models)": [accuracy_pct(z, labels) for z in z_std],
+              f"{arch}, input dropout ({len(z_drop)} models)": [accuracy_pct(z, labels) for z in z_drop.values()],
+              f"ensemble of the {len(z_std)} standard {arch}s": [accuracy_pct(torch.stack(z_std).mean(0), labels)]}
+    return pd.DataFrame({g: A.mean_std(pd.DataFrame({"test accuracy (%)": v})) for g, v in groups.items()}).T
+
+
+def dropout_accuracy_values(table: pd.DataFrame, dropout: Mapping[str, nn.Module], n_images: int) -> dict:
+    """Glue name -> value: test images, input-dropout models that plateaued (chapter 2's criterion)
+    and the mean accuracy (%) of each row of :func:`dropout_accuracy`."""
+    out = {"n_acc": n_images, "n_dropout_plateau": sum(plateaued(m.info["history"]) for m in dropout.values())}
+    for k, name in enumerate(("acc_std", "acc_drop", "acc_ens")):
+        out[name] = f"{table.iloc[k, 0]:.2f}"
+    return out
+
+
+def dropout_legend(run, z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torch.Tensor], labels: torch.Tensor,
+                   table: pd.DataFrame) -> dict:
+    """Model -> test accuracy (%) for the legend of :func:`sis_figure`: the standard replicates, the
+    input-dropout models and every ensemble of ``table`` (that of the standard replicates)."""
+    arch = run.profile.mitigation.dropout_arch
+    acc = {**{model_name(arch, run.seed + r): accuracy_pct(z, labels) for r, z in enumerate(z_std)},
+           **{n: accuracy_pct(z, labels) for n, z in z_drop.items()}}
+    acc.update({n: accuracy_pct(torch.stack(z_std).mean(0), labels)
+                for n in table.loc[table["kind"] == "ensemble", "model"].unique()})
+    return acc
+
+
+def dropout_verdict_values(verdict: Verdict) -> dict:
+    """Glue name -> value of the input-dropout verdict (:func:`dropout_increases_sis`, one tau)."""
+    row = verdict.numbers.iloc[0]
+    return {"verdict": verdict.word, "inc": f"{row['increase (points)']:+.1f}", "inc_low": f"{row['low']:+.1f}",
+            "inc_high": f"{row['high']:+.1f}", "inc_images": int(row["images"])}

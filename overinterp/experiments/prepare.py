@@ -1,0 +1,109 @@
+"""Precompute what chapters 2-5 need for a profile (the model zoo, SIS, 5% subsets and retraining:
+sections 3.2, 4.1, 4.2): their models, backward selections and retrained models, resumably and in
+shards, so heavy work can run on a GPU machine (or several processes) and those chapters then
+render from the artifact store. The other chapters compute their own runs when executed (they
+reuse these models and selections).
+
+The work is a fixed, ordered list of units (:func:`plan`): first the model zoo
+(section 3.2), then the backward selections of the chapters (one unit per shard of
+each run: the test and OOD selections of 4.1 for every replicate, the training selection
+of 4.2, the SIS chapter's confident images), then the models retrained on pixel subsets
+and the full-image controls (4.2). Each
+unit calls the very library function its chapter calls (:mod:`overinterp.experiments.runs`,
+:mod:`overinterp.experiments.subsets`),
+so it writes exactly the artifact the chapter loads, and a unit whose artifact exists
+costs nothing: rerunning resumes. ``units=slice(a, b)`` (``--shards a:b``) runs a
+part of the list, for several processes or machines; a unit whose model another
+process has not finished yet trains that model itself (same key, same result).
+
+    python -m overinterp prepare --profile quick --list       # the plan
+    python -m overinterp prepare --profile quick              # all of it
+    python -m overinterp prepare --profile paper --shards 0:15 --device cuda
+
+On the launchers researchers already use, each process takes every N-th unit of the
+range (no scheduler of ours; whichever process writes a run's last shard assembles it):
+
+    torchrun --nproc-per-node 8 -m overinterp prepare --profile gpu     # rank r: units r, r+8, ...
+    sbatch --array=0-15 --wrap "python -m overinterp prepare --profile gpu"   # one task each
+
+Under torchrun each rank uses the GPU of its ``LOCAL_RANK`` (with ``--device auto``/``cuda``).
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from tqdm import tqdm
+
+from overinterp.experiments import runs as A
+from overinterp.experiments import subsets as S
+from overinterp.engine.runner import n_shards
+from overinterp.paper.numbers import SUBSET_FRAC
+from overinterp.experiments.runs import trained_model
+
+__all__ = ["Unit", "plan", "prepare", "worker"]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One resumable piece of work; ``run()`` computes its artifact unless stored."""
+    kind: str                  # model | backselect | retrained
+    name: str                  # what a reader of --list sees
+    run: Callable[[], object]
+
+
+def plan(run) -> list[Unit]:
+    """Every unit chapters 2-5 need for ``run`` (a :class:`overinterp.config.context.Run`), in order."""
+    p, units = run.profile, []
+    for a in p.archs:
+        for r in range(p.replicates):
+            units.append(Unit("model", f"{a} seed {run.seed + r}",
+                              lambda a=a, s=run.seed + r: trained_model(run.dataset, a, p.name, seed=s,
+                                                                        device=run.device, progress=False)))
+    for a in p.archs:
+        for name, sel in A.eval_selections(run, train=True).items():
+            total = n_shards(len(sel.load()[1]), p.shard_size)
+            # every replicate's subsets of the test and OOD images (4.1); seed run.seed's of training images (4.2)
+            for r in range(1 if name == "train" else p.replicates):
+                for i in range(total):
+                    units.append(Unit("backselect", f"{a} seed {run.seed + r} {name} shard {i + 1}/{total}",
+                                      lambda a=a, sel=sel, i=i, s=run.seed + r: A.backselect_set(
+                                          run, a, sel, s, shards=range(i, i + 1), progress=False)))
+        units.append(Unit("backselect", f"{a} SIS images (tau {p.sis_threshold})",
+                          lambda a=a: A.backselect_set(run, a, A.confident_selection(run, p.sis_threshold),
+                                                       progress=False)))
+    for a in p.archs:
+        for kind in S.RETRAIN_KINDS:
+            for augment in (False, True) if p.retrain_augment_rows and kind != "full" else (False,):
+                what = "full images (control)" if kind == "full" else f"{S.pct(SUBSET_FRAC)}% {kind} subsets"
+                units.append(Unit("retrained", f"{a} on {what}{' (+aug)' if augment else ''}",
+                                  lambda a=a, k=kind, g=augment: S.retrain_on_subsets(run, a, k, g)))
+    return units
+
+
+def worker(env=os.environ) -> tuple[int, int, int | None]:
+    """(rank, number of processes, local rank) of this process: from torchrun (``RANK``,
+    ``WORLD_SIZE``, ``LOCAL_RANK``), from a SLURM job array (``SLURM_ARRAY_TASK_ID`` counted from
+    ``SLURM_ARRAY_TASK_MIN``, ``SLURM_ARRAY_TASK_COUNT``; local rank None), else (0, 1, None)."""
+    if "WORLD_SIZE" in env and "RANK" in env:
+        return int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", 0))
+    if "SLURM_ARRAY_TASK_COUNT" in env and "SLURM_ARRAY_TASK_ID" in env:
+        task = int(env["SLURM_ARRAY_TASK_ID"]) - int(env.get("SLURM_ARRAY_TASK_MIN", 0))
+        return task, int(env["SLURM_ARRAY_TASK_COUNT"]), None
+    return 0, 1, None
+
+
+def prepare(run, units: slice | None = None, rank: int = 0, world: int = 1, progress: bool = True) -> dict:
+    """Run this process's share of ``plan(run)[units]`` (default: all): units ``rank``,
+    ``rank + world``, ... of the range. Returns seconds per unit name."""
+    if not 0 <= rank < world:
+        raise ValueError(f"rank {rank} is outside 0:{world}")
+    todo = plan(run)[units or slice(None)][rank::world]
+    seconds = {}
+    for u in tqdm(todo, desc=f"prepare {run.profile.name} [{rank}/{world}]", unit="unit", disable=not progress):
+        t0 = time.perf_counter()
+        u.run()
+        seconds[f"{u.kind}: {u.name}"] = round(time.perf_counter() - t0, 1)
+    return seconds

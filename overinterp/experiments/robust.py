@@ -1,0 +1,438 @@
+"""Adversarially robust models (paper 4.5, Figure 1 "Adv. Robust").
+
+The paper takes the adversarially trained CIFAR-10 model of Madry et al. (2018; a wide
+ResNet trained against an l-inf PGD adversary of radius 8/255, 7 steps of 2/255) and finds
+that it, too, classifies highly sparse sufficient input subsets with >= 99% confidence.
+We train our own the same way -- adversarial training: every training batch is replaced by
+PGD adversarial examples of the current model -- through :func:`overinterp.zoo.train.cached_fit`
+(its ``perturb`` hook), cached in the artifact store like the zoo models.
+
+PGD is Captum's :class:`captum.robust.PGD`: untargeted, l-inf, uniform random start in the
+ball, ``steps`` steps of ``step_size`` in the sign of the loss gradient, each projected back
+into the epsilon ball and into [0, 1]. Our images are standardised per channel
+(:mod:`overinterp.zoo.data`), so the attack runs on [0, 1] pixels through :class:`PixelModel`
+(the model after the standardisation): epsilon is in pixel units for any data set. Two
+departures from Captum's defaults: the loss is the cross-entropy of the logits (Captum's
+default takes the log of the outputs, i.e. expects probabilities), and gradients below its
+``zero_thresh`` (1e-6) still move the image (a confident model's cross-entropy gradient is
+that small; freezing those pixels would overstate robustness). An image counts as robust
+when it is classified correctly clean and after each of ``restarts`` random-start attacks.
+
+    models = robust_models(run)                                 # replicates, trained or loaded
+    acc = attack_accuracies({"robust": models}, X, Y, run)      # clean and PGD accuracy (%)
+    res = robust_backselect(run, models[0], sel)                # cached backward selection
+    sizes = sis_size_pct(res, 0.99)                             # SIS size (%) per image, NaN: none
+    robust_sis_sparse({"robust ResNet20": sizes}, 0.99)         # the paper's claim as a Verdict
+
+The chapter's figures and prose numbers (``book/09_robust.ipynb``) come from the functions at the
+end (``*_values``: glue name -> value).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+with warnings.catch_warnings():  # captum imports tqdm.auto, which warns in a notebook without ipywidgets
+    warnings.simplefilter("ignore")
+    from captum.robust import PGD
+from tqdm import tqdm
+
+from overinterp.engine.backselect import BackSelectResult
+from overinterp.engine.sis import find_sis, sis_size_pct
+from overinterp.experiments import runs as A
+from overinterp.experiments.runs import confident_selection, mean_std, model_config
+from overinterp.paper.numbers import (ARCH_NAMES, MADRY_ACCURACY, MADRY_TRAINING, SIS_MEAN_SIZE_BELOW,
+                                      SIS_THRESHOLD)
+from overinterp.paper.verdicts import Verdict, _all, sis_size
+from overinterp.zoo import data as D
+from overinterp.zoo.train import cached_fit, make_model, plateaued
+
+__all__ = ["EPSILON", "LOSSES", "PixelModel", "pgd", "PGDTraining", "epsilon", "training_attack", "robust_config",
+           "robust_models", "robust_selection", "attack_correct", "attack_accuracies", "robust_backselect", "sis_table",
+           "paired_sizes", "robust_sis_sparse", "robust_sis_larger", "model_name", "accuracy_table", "deviations",
+           "PAPER", "setup_values", "training_values", "histories", "paper_accuracy_table", "accuracy_values",
+           "comparison_selection", "sis_results", "sis_values", "sis_gallery", "no_sis_figure", "sizes_figure",
+           "verdict_values"]
+
+#: l-inf radius in [0, 1] pixel units. CIFAR-10: Madry et al.'s model (8/255, the paper's). Fashion-MNIST:
+#: 0.1, as in Wong & Kolter 2018 ("Provable defenses against adversarial examples via the convex outer
+#: adversarial polytope", ICML; their Fashion-MNIST models) and later work on that data set.
+EPSILON = {"cifar10": MADRY_TRAINING["epsilon"], "fashion-mnist": 0.1}
+
+#: Madry et al.'s CIFAR-10 model as the paper used it: clean test accuracy (Madry et al. 2018) and its
+#: white-box leaderboard (github.com/MadryLab/cifar10_challenge): 20-step PGD on the cross-entropy.
+PAPER = MADRY_ACCURACY
+
+
+def _margin(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """(B,) largest other logit minus the label's (Carlini & Wagner): > 0 means misclassified."""
+    other = logits.masked_fill(F.one_hot(y, logits.shape[1]).bool(), float("-inf")).amax(1)
+    return other - logits.gather(1, y[:, None]).squeeze(1)
+
+
+#: per-image losses the attack ascends: cross-entropy of the logits (Madry's) or the logit margin.
+LOSSES = {"ce": lambda logits, y: F.cross_entropy(logits, y, reduction="none"), "margin": _margin}
+
+
+class PixelModel(nn.Module):
+    """``model`` on [0, 1] pixels: standardises ``p`` (B, C, H, W) with the data set's per-channel
+    ``mean`` / ``std`` first, so an attack's epsilon and bounds are in pixel units."""
+
+    def __init__(self, model: nn.Module, mean, std):
+        super().__init__()
+        self.model = model
+        self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32).view(1, -1, 1, 1))
+        self.register_buffer("std", torch.as_tensor(std, dtype=torch.float32).view(1, -1, 1, 1))
+
+    def forward(self, p):  # (B, C, H, W) pixels -> (B, K) logits
+        return self.model((p - self.mean.to(p)) / self.std.to(p))
+
+
+def pgd(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, epsilon: float, steps: int, step_size: float,
+        mean=(0.0,), std=(1.0,), random_start: bool = True, loss: str = "ce") -> torch.Tensor:
+    """Untargeted l-inf PGD (Madry et al. 2018) by :class:`captum.robust.PGD` on standardised
+    ``images`` (B, C, H, W) with true ``labels`` (B,); ``epsilon`` and ``step_size`` in [0, 1]
+    pixel units. Returns the adversarial images, standardised like ``images``, with every pixel
+    within ``epsilon`` of the original and within [0, 1]. The model runs in eval mode during the
+    attack and gets its mode back after; no parameter gradient is accumulated."""
+    if epsilon < 0 or steps < 0 or step_size < 0:
+        raise ValueError(f"epsilon, steps and step_size must be >= 0, got {epsilon}, {steps}, {step_size}")
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+    if epsilon == 0 or (steps == 0 and not random_start):
+        return images
+    pm = PixelModel(model, mean, std).to(images.device)
+    was_training = model.training
+    model.eval()
+    try:
+        attack = PGD(pm, LOSSES[loss], lower_bound=0.0, upper_bound=1.0)
+        attack.fgsm.zero_thresh = 0.0   # move on tiny gradients too (module docstring)
+        with torch.enable_grad(), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Input Tensor 0 did not already require gradients")
+            p = attack.perturb((images * pm.std + pm.mean).clamp(0, 1).detach(), radius=epsilon,
+                               step_size=step_size, step_num=steps, target=labels, random_start=random_start,
+                               norm="Linf")
+    finally:
+        model.train(was_training)
+    return ((p - pm.mean) / pm.std).detach()
+
+
+@dataclass(frozen=True)
+class PGDTraining:
+    """The ``perturb`` hook of :func:`overinterp.zoo.train.fit` for adversarial training (Madry et
+    al. 2018): each batch is replaced by its PGD examples against the current model."""
+    epsilon: float
+    steps: int
+    step_size: float
+    mean: tuple
+    std: tuple
+    loss: str = "ce"
+
+    def __call__(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return pgd(model, x, y, self.epsilon, self.steps, self.step_size, self.mean, self.std, loss=self.loss)
+
+
+def epsilon(dataset: str, cfg) -> float:
+    """``cfg.epsilon`` (a :class:`~overinterp.config.profiles.RobustConfig`), or the data set's :data:`EPSILON`."""
+    if cfg.epsilon is not None:
+        return float(cfg.epsilon)
+    if dataset not in EPSILON:
+        raise ValueError(f"no default epsilon for dataset {dataset!r}; set RobustConfig.epsilon")
+    return EPSILON[dataset]
+
+
+def training_attack(run) -> PGDTraining:
+    """The PGD of adversarial training for ``run``'s data set and profile (:class:`PGDTraining`)."""
+    cfg, split = run.profile.robust, D.load(run.dataset, "train")
+    eps = epsilon(run.dataset, cfg)
+    return PGDTraining(eps, cfg.steps, cfg.step_size * eps, tuple(split.mean), tuple(split.std))
+
+
+def robust_config(run, seed: int) -> dict:
+    """The artifact key of robust replicate ``seed``: the zoo model's config of the profile's
+    robust architecture (:func:`overinterp.experiments.runs.model_config`, with the robust training size and
+    epochs) plus the adversary trained against."""
+    cfg, p = run.profile.robust, run.profile
+    changes = {"epochs": cfg.epochs} if cfg.epochs else {}
+    base = model_config(run.dataset, cfg.arch, p.name, seed, train_size=cfg.train_size, **changes)
+    a = training_attack(run)
+    return {**base, "adversarial": {"attack": "captum.robust.PGD", "norm": "Linf", "random_start": True,
+                                    "epsilon": a.epsilon, "steps": a.steps, "step_size": a.step_size,
+                                    "loss": a.loss, "pixels": "[0, 1]"}}
+
+
+def robust_models(run, replicates: int | None = None, progress: bool = True) -> list[nn.Module]:
+    """Adversarially trained replicates (seeds run.seed, run.seed + 1, ...) of the profile's
+    robust architecture: the zoo's recipe on PGD examples (:func:`training_attack`), from the
+    artifact store or trained now (then saved). ``model.info['test_acc']``: clean test accuracy."""
+    cfg = run.profile.robust
+    train, test = D.load(run.dataset, "train"), D.load(run.dataset, "test")
+    out = []
+    for r in range(replicates or cfg.replicates or run.profile.replicates):
+        seed = run.seed + r
+        mcfg = robust_config(run, seed)
+        torch.manual_seed(seed)
+        model = make_model(mcfg, train.images.shape[1], len(train.classes))
+        X, Y = D.take(train, mcfg["train_size"], seed=0)
+        out.append(cached_fit("model", mcfg, model, X, Y, mcfg["train"], seed, run.device, progress=progress,
+                              desc=f"robust {cfg.arch} seed {seed}", eval_data=(test.images, test.labels),
+                              perturb=training_attack(run)))
+    return out
+
+
+def attack_correct(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, epsilon: float, steps: int,
+                   step_size: float, restarts: int = 1, mean=(0.0,), std=(1.0,), batch_size: int = 500,
+                   device="cpu", seed: int = 0, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """(clean, robust): (N,) bool, correct on the clean image, and correct on the clean image and
+    after each of ``restarts`` random-start PGD attacks (seeded by ``seed``)."""
+    model.to(device).eval()
+    torch.manual_seed(seed)
+    clean, robust = [], []
+    for i in tqdm(range(0, len(images), batch_size), desc="PGD", disable=not progress):
+        x, y = images[i:i + batch_size].to(device), labels[i:i + batch_size].to(device)
+        with torch.inference_mode():
+            ok = model(x).argmax(1) == y
+        clean.append(ok.cpu().clone())
+        for _ in range(restarts):
+            xa = pgd(model, x, y, epsilon, steps, step_size, mean, std, random_start=True)
+            with torch.inference_mode():
+                ok &= model(xa).argmax(1) == y
+        robust.append(ok.cpu())
+    return torch.cat(clean), torch.cat(robust)
+
+
+def attack_accuracies(models: Mapping[str, Sequence[nn.Module]], images: torch.Tensor, labels: torch.Tensor,
+                      run, progress: bool = False) -> pd.DataFrame:
+    """Per model and replicate: clean accuracy and accuracy under the profile's evaluation PGD
+    (``eval_steps`` steps, ``eval_restarts`` random starts, the training step size) in %."""
+    cfg, split = run.profile.robust, D.load(run.dataset, "test")
+    eps = epsilon(run.dataset, cfg)
+    rows = []
+    for name, ms in models.items():
+        for r, m in enumerate(ms):
+            clean, rob = attack_correct(m, images, labels, eps, cfg.eval_steps, cfg.step_size * eps,
+                                        cfg.eval_restarts, split.mean, split.std, device=run.device,
+                                        seed=run.seed + r, progress=progress)
+            rows.append({"model": name, "replicate": r, "clean accuracy (%)": 100 * clean.float().mean().item(),
+                         "PGD accuracy (%)": 100 * rob.float().mean().item()})
+    return pd.DataFrame(rows)
+
+
+def robust_selection(run, models: Sequence[nn.Module], tau: float, n: int | None = None) -> D.Selection:
+    """Figure 1's images for the robust comparison: the first ``n`` (default: the robust config's
+    ``sis_images``, else the profile's) images of the test selection that every model of ``models``
+    (e.g. the standard and the robust replicate run.seed) classifies correctly with confidence >= tau."""
+    return confident_selection(run, tau, models, n or run.profile.robust.sis_images)
+
+
+def robust_backselect(run, model: nn.Module, sel: D.Selection, seed: int | None = None,
+                      progress: bool = True) -> BackSelectResult:
+    """Backward selection of the images of ``sel`` by robust replicate ``seed`` (default run.seed)
+    with the profile's engine, cached like :func:`overinterp.experiments.runs.backselect_set`."""
+    seed = run.seed if seed is None else seed
+    return A.backselect_model(run, model, robust_config(run, seed), sel, progress=progress)
+
+
+def sis_table(results: Mapping[tuple, BackSelectResult], tau: float) -> pd.DataFrame:
+    """One row per (model, replicate, image) of ``results`` {(model, replicate): result}: the SIS
+    size (%) at ``tau`` (NaN: no SIS) and the confidence on the full image."""
+    frames = [pd.DataFrame({"model": m, "replicate": r, "image": np.arange(len(res.pred)),
+                            "confidence": res.confidence.cpu().numpy(), "SIS size (%)": sis_size_pct(res, tau)})
+              for (m, r), res in results.items()]
+    return pd.concat(frames, ignore_index=True)
+
+
+def paired_sizes(table: pd.DataFrame, robust: str, standard: str) -> pd.DataFrame:
+    """SIS sizes of the same image under the robust and the standard model of the same replicate
+    index, where both have an SIS: columns replicate, image, robust, standard (%)."""
+    a = table[table.model == robust].set_index(["replicate", "image"])["SIS size (%)"]
+    b = table[table.model == standard].set_index(["replicate", "image"])["SIS size (%)"]
+    both = pd.concat({"robust": a, "standard": b}, axis=1, join="inner").dropna()
+    return both.reset_index()
+
+
+def robust_sis_sparse(sizes: Mapping[str, Sequence[float]], tau: float, bound: float = SIS_MEAN_SIZE_BELOW,
+                      min_images: int = 5):
+    """Section 4.5: an adversarially robust model classifies highly sparse SIS with confidence >=
+    tau. ``sizes``: robust model -> SIS size (%) of each image (NaN: no SIS, not counted). Claim C1's
+    verdict (:func:`overinterp.paper.verdicts.sis_size`) on the robust models: holds when every one's mean
+    SIS size is below ``bound``; cannot be tested with fewer than ``min_images`` SIS (the model is
+    rarely that confident)."""
+    v = sis_size({name: np.asarray(s, float) / 100 for name, s in sizes.items()}, tau, bound, min_images,
+                 claim="Adversarially robust models also classify highly sparse sufficient input subsets with "
+                       f"≥ {100 * SIS_THRESHOLD:g}% confidence (section 4.5, Figure 1 'Adv. Robust').")
+    v.numbers = v.numbers.rename(columns={"images": "images with an SIS"})
+    return v
+
+
+def robust_sis_larger(pairs: Mapping[str, pd.DataFrame], tau: float, min_images: int = 5):
+    """What Figure 1 shows (the paper gives no number): the robust model's SIS are larger than a
+    standard model's. ``pairs``: comparison -> :func:`paired_sizes`. Holds when for every
+    comparison the mean per-image difference (robust minus standard) exceeds twice its standard
+    error; cannot be tested with fewer than ``min_images`` pairs."""
+    rows, flags = {}, []
+    for name, p in pairs.items():
+        d = (p["robust"] - p["standard"]).to_numpy(float)
+        n = len(d)
+        mean = d.mean() if n else math.nan
+        se = d.std(ddof=1) / math.sqrt(n) if n > 1 else math.nan
+        rows[name] = {"images": n, "robust mean (%)": p["robust"].mean(), "standard mean (%)": p["standard"].mean(),
+                      "mean difference (points)": mean, "2 standard errors": 2 * se}
+        flags.append(None if n < min_images else bool(mean > 2 * se))
+    return Verdict(
+        claim="The SIS of adversarially robust models are larger than those of standard models (what Figure 1 "
+              "'Adv. Robust' shows; the paper states no number).",
+        criterion=f"on the images where both have an SIS at τ = {tau:g} (at least {min_images}), the mean "
+                  "difference of SIS size, robust minus standard model of the same replicate index, exceeds "
+                  "twice its standard error.",
+        holds=_all(flags), numbers=pd.DataFrame.from_dict(rows, orient="index"))
+
+
+def model_name(arch: str, robust: bool) -> str:
+    """'ResNet20' or 'robust ResNet20' (paper names)."""
+    return ("robust " if robust else "") + ARCH_NAMES.get(arch, arch)
+
+
+def accuracy_table(acc: pd.DataFrame) -> pd.DataFrame:
+    """:func:`attack_accuracies` as mean and std over the replicates per model: numeric columns
+    (measure, 'mean' | 'std'), for :func:`overinterp.pages.plots.mean_std`."""
+    cols = ["clean accuracy (%)", "PGD accuracy (%)"]
+    return pd.DataFrame({m: mean_std(g[cols].reset_index(drop=True)) for m, g in acc.groupby("model", sort=False)}).T
+
+
+def deviations(run) -> list[str]:
+    """How ``run``'s robust models and attacks differ from Madry et al.'s CIFAR-10 model that the
+    paper used (wide ResNet, all 50,000 images, 7 PGD steps of 2/255 at 8/255; its leaderboard's
+    evaluation: 20 steps, up to 10 restarts, all 10,000 test images)."""
+    cfg, p = run.profile.robust, run.profile
+    eps = epsilon(run.dataset, cfg)
+    n = cfg.train_size or p.train_size
+    out = [f"our {model_name(cfg.arch, False)} ({p.width(cfg.arch) or 'paper'} initial filters), adversarially "
+           "trained with the zoo's recipe (the paper: Madry et al.'s pre-trained wide ResNet)"]
+    m = MADRY_TRAINING
+    if run.dataset != "cifar10":
+        out.append(f"{run.dataset}, epsilon = {eps:g} in [0, 1] pixels (CIFAR-10: {255 * m['epsilon']:.0f}/255)")
+    if (cfg.steps, cfg.step_size) != (m["steps"], m["step_size"]):
+        out.append(f"training attack: {cfg.steps} PGD steps of {cfg.step_size:g} epsilon (Madry's: {m['steps']} steps "
+                   f"of epsilon / {1 / m['step_size']:g})")
+    if n:
+        out.append(f"trained on {n} training images for {cfg.epochs or p.train.epochs} epochs "
+                   f"(Madry's: all {m['images']:,} images, {m['iterations']:,} steps of {m['batch']})")
+    out.append(f"evaluation attack: {cfg.eval_steps} PGD steps of {cfg.step_size:g} epsilon, {cfg.eval_restarts} "
+               f"random starts, on {cfg.eval_images or p.test_size or 'all'} test images")
+    return out
+
+
+# ----------------------------------------------------------------------------- the chapter's figures and prose
+
+def setup_values(run, tau: float) -> dict:
+    """Glue name -> value of the chapter's setup: tau, the attacks and the robust models' training."""
+    cfg, p = run.profile.robust, run.profile
+    eps = epsilon(run.dataset, cfg)
+    return {"tau": tau, "eps": f"{eps:.4g}", "eps255": f"{255 * eps:.1f}", "train_steps": cfg.steps,
+            "train_step": f"{training_attack(run).step_size:.4g}", "eval_steps": cfg.eval_steps,
+            "eval_restarts": cfg.eval_restarts, "arch_name": model_name(cfg.arch, False),
+            "train_size": cfg.train_size or p.train_size or "all", "epochs": cfg.epochs or p.train.epochs}
+
+
+def training_values(robust: Sequence[nn.Module]) -> dict:
+    """Glue name -> value: the robust replicates and how many plateaued (chapter 2's criterion)."""
+    return {"n_replicates": len(robust), "n_robust_plateau": sum(plateaued(m.info["history"]) for m in robust)}
+
+
+def histories(run, robust: Sequence[nn.Module], standard: Sequence[nn.Module]) -> dict:
+    """{'robust ResNet20 seed 0': training history, ...} of the robust then the standard replicates."""
+    arch = run.profile.robust.arch
+    return ({f"{model_name(arch, True)} seed {run.seed + r}": m.info["history"] for r, m in enumerate(robust)} |
+            {f"{model_name(arch, False)} seed {run.seed + r}": m.info["history"] for r, m in enumerate(standard)})
+
+
+def paper_accuracy_table() -> pd.DataFrame:
+    """The paper's robust model (Madry et al.'s): clean and PGD accuracy as reported, one row."""
+    return pd.DataFrame({"clean accuracy (%)": [f"{PAPER['clean accuracy (%)']:g}"],
+                         "PGD accuracy (%)": [f"{PAPER['PGD-20 accuracy (%)']:g} (20 steps); "
+                                              f"{PAPER['PGD-20, 10 restarts accuracy (%)']:g} (10 restarts)"]},
+                        index=[f"Madry et al.'s model (CIFAR-10, ε = {255 * MADRY_TRAINING['epsilon']:.0f}/255)"])
+
+
+def accuracy_values(table: pd.DataFrame, n_images: int, arch: str) -> dict:
+    """Glue name -> value: attacked images and the mean clean and PGD accuracy (%) of the robust and
+    the standard models (``table``: :func:`accuracy_table`)."""
+    out = {"n_eval": n_images}
+    for who, robust in [("robust", True), ("standard", False)]:
+        for col, key in [("clean accuracy (%)", "clean"), ("PGD accuracy (%)", "pgd")]:
+            out[f"{who}_{key}"] = f"{table.loc[model_name(arch, robust), (col, 'mean')]:.1f}"
+    return out
+
+
+def comparison_selection(run, standard: nn.Module, robust: nn.Module, tau: float) -> D.Selection:
+    """:func:`robust_selection` of the two models; where the robust model is never that confident,
+    the SIS chapter's images (:func:`overinterp.experiments.runs.confident_selection`; no robust SIS)."""
+    try:
+        return robust_selection(run, [standard, robust], tau)
+    except ValueError:
+        return confident_selection(run, tau)
+
+
+def sis_results(run, robust: Sequence[nn.Module], sel: D.Selection) -> dict:
+    """{(model name, replicate): backward selection of ``sel``}: per replicate, the standard zoo
+    model's (:func:`overinterp.experiments.runs.backselect_set`) then the robust one's."""
+    arch, results = run.profile.robust.arch, {}
+    for r in range(len(robust)):
+        results[(model_name(arch, False), r)] = A.backselect_set(run, arch, sel, run.seed + r, progress=False)
+        results[(model_name(arch, True), r)] = robust_backselect(run, robust[r], sel, run.seed + r, progress=False)
+    return results
+
+
+def sis_values(sizes: pd.DataFrame, n_images: int, robust_name: str) -> dict:
+    """Glue name -> value: the images compared, the share (%) where the robust replicates have an
+    SIS and their mean confidence on them (``sizes``: :func:`sis_table`)."""
+    has = sizes.assign(has=sizes["SIS size (%)"].notna()).groupby("model", sort=False)["has"].mean()
+    return {"n_sis_images": n_images, "robust_has_sis": f"{100 * has[robust_name]:.0f}",
+            "robust_conf": f"{sizes[sizes.model == robust_name].confidence.mean():.3f}"}
+
+
+def sis_gallery(results: Mapping[tuple, BackSelectResult], tau: float, n_show: int, arch: str) -> tuple:
+    """(shown image indices, {row label: keep mask}) for :func:`overinterp.pages.plots.gallery`: the
+    first ``n_show`` images where the first robust replicate has an SIS at ``tau``, with the SIS of
+    the first standard and robust replicates."""
+    first = sis_size_pct(results[(model_name(arch, True), 0)], tau)
+    show = np.flatnonzero(~np.isnan(first))[:n_show]
+    return show, {f"SIS {name}": find_sis(results[(name, 0)], tau).mask[show]
+                  for name in (model_name(arch, False), model_name(arch, True))}
+
+
+def no_sis_figure(tau: float):
+    """The figure in place of the gallery when no image has an SIS of the robust model."""
+    fig, ax = plt.subplots(figsize=(4, 1))
+    ax.axis("off"), ax.text(0.5, 0.5, f"no image has an SIS of the robust model at τ = {tau:g}", ha="center")
+    return fig
+
+
+def sizes_figure(sizes: pd.DataFrame):
+    """SIS size (% of the pixels) per image with an SIS, per model (colour: replicate); dotted: the
+    paper's bound on the mean (4.1). Drawn on the current axes."""
+    ax = sns.stripplot(data=sizes.dropna(), x="model", y="SIS size (%)", hue="replicate", dodge=True, size=4,
+                       palette="deep")
+    ax.axhline(100 * SIS_MEAN_SIZE_BELOW, color="k", ls=":", lw=1)
+    ax.set_xlabel("")
+    ax.set_ylabel("SIS size (% of pixels)")
+    ax.legend(title="replicate", fontsize=7, title_fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
+    ax.figure.set_size_inches(5, 3.2)
+    ax.figure.tight_layout()
+    return ax
+
+
+def verdict_values(sparse, larger, n_pairs: int) -> dict:
+    """Glue name -> value of the two verdicts (:func:`robust_sis_sparse`, :func:`robust_sis_larger`)."""
+    return {"n_pairs": n_pairs, "sparse_word": sparse.word, "larger_word": larger.word,
+            "robust_mean_sis": f"{sparse.numbers['mean SIS size (%)'].iloc[0]:.1f}"}

@@ -1,0 +1,305 @@
+"""The models, the images and the backward selections of the paper's experiments (sections 3.1,
+3.2, 4.1, the full-image rows of Table 1) as library calls; chapters 2 and 3 read theirs here.
+
+Every function takes the :class:`overinterp.config.context.Run` of a chapter (dataset,
+profile, device, seed) and gets what it needs from the artifact store, computing
+it when missing, so chapters share models and backward-selection runs:
+
+    models = zoo(run)                              # arch -> replicates (trained or loaded)
+    sets = eval_sets(run)                          # "test" and the OOD sets -> (images, labels)
+    res = backselect_set(run, "resnet20", selection(run, "test"))   # cached backward selection
+
+:func:`backselect_model` is THE backward-selection entry of the experiments: a model, its
+artifact key and a :class:`~overinterp.zoo.data.Selection` (or images and their key); the engine,
+shard size and device come from the run. :func:`backselect_set` is it for a zoo model, and what
+``python -m overinterp backselect`` and ``prepare`` call, so a run made on the command line (on
+another machine, in shards) is the very artifact a chapter loads. The pixel subsets of 4.1 and the
+retraining of 4.2 are in :mod:`overinterp.experiments.subsets`.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import pandas as pd
+
+from overinterp.zoo import data as D
+from overinterp.engine.backselect import BackSelectConfig, BackSelectResult
+from overinterp.zoo.data import Selection
+from overinterp.zoo.models import Ensemble
+from overinterp.paper import numbers as paper
+from overinterp.paper.numbers import ARCH_NAMES
+from overinterp.paper.verdicts import Verdict
+from overinterp.engine.runner import run_backselect
+from overinterp.engine.sis import SIS, find_sis, is_sufficient
+from overinterp.config.profiles import get_profile
+from overinterp.store import Store, config_key
+from overinterp.zoo.train import TrainConfig, accuracy, cached_fit, make_model, plateaued, predict
+
+__all__ = ["model_config", "model_key", "trained_model", "zoo", "named", "selection", "eval_selections", "eval_sets",
+           "ensembles", "accuracies", "accuracy_table", "mean_std", "model_stats", "zoo_table", "beside_paper",
+           "CONFIDENT", "zoo_histories", "training_values", "zoo_values", "zoo_accuracy", "zoo_paper_rows",
+           "accuracy_values", "backselect_model", "backselect_set", "confident", "confident_selection",
+           "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED"]
+
+SUBSET_SEED = 0  # the random 5% subsets: the same for every model (paper 4.2)
+CONFIDENT = "confident test images (%)"  # model_stats: share of test images at confidence >= the threshold
+
+
+def model_config(dataset: str, arch: str, profile: str = "quick", seed: int = 0, width: int | None = None,
+                 train_size: int | None = None, **train_changes) -> dict:
+    """Everything that determines a trained model: the artifact key of ``trained_model``.
+    ``width`` / ``train_size`` / ``train_changes`` (TrainConfig fields) override the profile's."""
+    p = get_profile(profile)
+    cfg = p.train if not train_changes else TrainConfig(**{**p.train.__dict__, **train_changes})
+    return {"dataset": dataset, "arch": arch, "width": width or p.width(arch), "train_size": train_size or p.train_size,
+            "seed": seed, "train": cfg}
+
+
+def model_key(dataset: str, arch: str, profile: str = "quick", seed: int = 0, **changes) -> str:
+    """The artifact key of the zoo model :func:`model_config` describes: equal keys, the same model."""
+    return config_key(Store.versioned("model", model_config(dataset, arch, profile, seed, **changes)))
+
+
+def trained_model(dataset: str, arch: str, profile: str = "quick", seed: int = 0, device="auto",
+                  store: Store | None = None, progress: bool = True, width: int | None = None,
+                  train_size: int | None = None, **train_changes) -> nn.Module:
+    """The model of the zoo trained with this config on full images (paper 3.2), from the
+    artifact store or trained now (then saved). ``model.info['test_acc']``: test accuracy.
+    ``width``, ``train_size`` and ``train_changes`` vary one factor of the profile's model."""
+    cfg = model_config(dataset, arch, profile, seed, width, train_size, **train_changes)
+    train_split, test_split = D.load(dataset, "train"), D.load(dataset, "test")
+    torch.manual_seed(seed)  # the replicate seed fixes the initialisation too
+    model = make_model(cfg, train_split.images.shape[1], len(train_split.classes))
+    X, Y = D.take(train_split, cfg["train_size"], seed=0)
+    return cached_fit("model", cfg, model, X, Y, cfg["train"], seed, device, store, progress,
+                      desc=f"{arch} seed {seed}", eval_data=(test_split.images, test_split.labels))
+
+
+def zoo(run, archs=None, replicates: int | None = None) -> dict[str, list[nn.Module]]:
+    """The models of section 3.2: ``replicates`` seeds (run.seed, run.seed+1, ...) per architecture."""
+    p = run.profile
+    return {a: [trained_model(run.dataset, a, p.name, seed=run.seed + r, device=run.device)
+                for r in range(replicates or p.replicates)] for a in (archs or p.archs)}
+
+
+def named(by_arch: dict) -> dict:
+    """{arch: x} keyed by the architectures' names instead ({"ResNet20": x, ...})."""
+    return {ARCH_NAMES[a]: x for a, x in by_arch.items()}
+
+
+def selection(run, set_name: str, n: int | None = None) -> Selection:
+    """The images of ``set_name`` a chapter uses: the profile's ``retrain_images`` training images
+    (section 4.2) or ``test_size`` images of the test / an OOD set (section 3.1), seeded sample."""
+    p = run.profile
+    default = p.retrain_images if set_name == "train" else p.test_size
+    return Selection(run.dataset, set_name, default if n is None else n)
+
+
+def eval_selections(run, train: bool = False) -> dict[str, Selection]:
+    """The test set and the OOD sets of section 3.1 (and the training sample of 4.2)."""
+    names = (["train"] if train else []) + ["test"] + D.ood_sets(run.dataset)
+    return {name: selection(run, name) for name in names}
+
+
+def eval_sets(run, train: bool = False) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """:func:`eval_selections` loaded: name -> (images, labels)."""
+    return {name: sel.load() for name, sel in eval_selections(run, train).items()}
+
+
+def ensembles(models: dict[str, list[nn.Module]]) -> dict[str, Ensemble]:
+    """Homogeneous ensembles per architecture and one heterogeneous ensemble of all (paper 3.2)."""
+    out = {_ensemble_name(a, len(ms)): Ensemble(ms) for a, ms in models.items() if len(ms) > 1}
+    every = [m for ms in models.values() for m in ms]
+    if len(models) > 1:
+        out[f"ensemble of all {len(every)}"] = Ensemble(every)
+    return out
+
+
+def _ensemble_name(arch: str, n: int) -> str:
+    return f"ensemble {n}× {ARCH_NAMES[arch]}"
+
+
+def accuracies(models: nn.Module | list, sets: dict[str, tuple], device="cpu") -> pd.DataFrame:
+    """Accuracy (%) of each replicate (rows) on each set (columns), as numbers."""
+    models = models if isinstance(models, (list, tuple)) else [models]
+    return pd.DataFrame([{s: 100 * accuracy(m, X, Y, device) for s, (X, Y) in sets.items()} for m in models])
+
+
+def mean_std(runs: pd.DataFrame) -> pd.Series:
+    """Columns (set, 'mean') and (set, 'std') of a replicates x sets table (sample std; NaN for one)."""
+    stats = [(c, s, runs[c].mean() if s == "mean" else runs[c].std())  # std NaN for a single replicate
+             for c in runs.columns for s in ("mean", "std")]
+    return pd.Series([v for *_, v in stats], index=pd.MultiIndex.from_tuples([(c, s) for c, s, _ in stats]))
+
+
+def accuracy_table(models: dict[str, nn.Module | list], sets: dict[str, tuple], device="cpu") -> pd.DataFrame:
+    """Accuracy (%) of each model, mean and std over its replicates, per set: numeric columns
+    (set, 'mean' | 'std'); :func:`overinterp.pages.plots.mean_std` formats it for display."""
+    return pd.DataFrame({name: mean_std(accuracies(ms, sets, device)) for name, ms in models.items()}).T
+
+
+def model_stats(model: nn.Module, sets: dict[str, tuple], device="cpu", threshold: float = paper.SIS_THRESHOLD) -> dict:
+    """What chapter 2 reports of one trained model (paper 3.2): accuracy (%) per set, mean test
+    confidence, the share (%) of test images at confidence >= ``threshold`` (:data:`CONFIDENT`),
+    final training loss, epochs and whether training plateaued (:func:`overinterp.zoo.train.plateaued`)."""
+    out = {f"{s} accuracy": 100 * accuracy(model, X, Y, device) for s, (X, Y) in sets.items()}
+    conf = predict(model, sets["test"][0], device=device).max(1).values
+    h = model.info["history"]
+    return {**out, "mean confidence": conf.mean().item(), CONFIDENT: 100 * (conf >= threshold).float().mean().item(),
+            "final training loss": h[-1]["loss"], "epochs": len(h), "plateaued": float(plateaued(h))}
+
+
+def zoo_table(models: dict[str, list], sets: dict[str, tuple], device="cpu",
+              threshold: float = paper.SIS_THRESHOLD) -> pd.DataFrame:
+    """:func:`model_stats` of every replicate, mean and std per model (numeric columns
+    (measure, 'mean' | 'std'); "plateaued" is the share of replicates)."""
+    return pd.DataFrame({name: mean_std(pd.DataFrame([model_stats(m, sets, device, threshold) for m in ms]))
+                         for name, ms in models.items()}).T
+
+
+def beside_paper(ours: pd.DataFrame, paper: dict[str, dict], ours_label: str) -> pd.DataFrame:
+    """The paper's CIFAR-10 columns and ours (formatted) side by side, rows aligned; '—' where the paper has none."""
+    p = pd.DataFrame.from_dict(paper, orient="index").reindex(ours.index)
+    p = p.reindex(columns=list(dict.fromkeys(c for row in paper.values() for c in row))).fillna("—")
+    return pd.concat({"paper (CIFAR-10)": p, ours_label: ours}, axis=1)
+
+
+# ----------------------------------------------------------------------------- chapter 2: the zoo (3.2)
+
+def zoo_histories(models: dict[str, list[nn.Module]]) -> dict[str, list[dict]]:
+    """The training curve of every replicate: {"ResNet20 #0": history, ...}."""
+    return {f"{ARCH_NAMES[a]} #{r}": m.info["history"] for a, ms in models.items() for r, m in enumerate(ms)}
+
+
+def training_values(run, histories: dict[str, list[dict]]) -> dict:
+    """Chapter 2's prose on training: models, how many plateaued, the profile's epochs."""
+    return {"n_models": len(histories), "n_plateau": sum(plateaued(h) for h in histories.values()),
+            "epochs": run.profile.train.epochs}
+
+
+def zoo_values(stats: pd.DataFrame) -> dict:
+    """Chapter 2's prose on :func:`zoo_table`: the range of the models' mean confidence and of
+    their share of confident test images."""
+    conf, share = stats[("mean confidence", "mean")], stats[(CONFIDENT, "mean")]
+    return {"conf_min": f"{conf.min():.2f}", "conf_max": f"{conf.max():.2f}",
+            "share_min": f"{share.min():.0f}", "share_max": f"{share.max():.0f}"}
+
+
+def zoo_accuracy(models: dict[str, list[nn.Module]], ens: dict[str, Ensemble], sets: dict[str, tuple],
+                 device="cpu") -> pd.DataFrame:
+    """Table 1's full-image rows: :func:`accuracy_table` of each architecture, then of each ensemble."""
+    return pd.concat([accuracy_table(named(models), sets, device), accuracy_table(ens, sets, device)])
+
+
+def zoo_paper_rows(models: dict[str, list[nn.Module]]) -> dict[str, dict]:
+    """The paper's full-image rows beside :func:`zoo_accuracy`'s: per architecture, and for our
+    homogeneous ResNet18 ensemble the paper's (which ensembles 5)."""
+    rows = {ARCH_NAMES[a]: paper.table1(a, "full", "full") for a in models}
+    rows.update({_ensemble_name(a, len(ms)): paper.table1("ensemble 5x resnet18", "full", "full")
+                 for a, ms in models.items() if a == "resnet18" and len(ms) > 1})
+    return rows
+
+
+def accuracy_values(acc: pd.DataFrame, singles: list[str], ensembles: list[str]) -> dict:
+    """Chapter 2's prose on :func:`zoo_accuracy`: the best single architecture and ensemble on the
+    test set, and whether every model is less accurate on each OOD set than on the test set."""
+    test = acc[("test", "mean")]
+    single, ens = test[singles], test[ensembles]
+    ood = [c for c in dict.fromkeys(c for c, _ in acc.columns) if c != "test"]
+    lower = all((acc[(c, "mean")] < test).all() for c in ood)
+    return {"best_arch": single.idxmax(), "best_acc": f"{single.max():.1f}",
+            "ens_name": ens.idxmax(), "ens_acc": f"{ens.max():.1f}",
+            "ood_lower": "is lower than test accuracy for every model, as in the paper" if lower
+            else "is not lower than test accuracy for every model, unlike in the paper"}
+
+
+# ----------------------------------------------------------------------------- backward selection
+
+def backselect_model(run, model: nn.Module, model_cfg: dict, sel: Selection | tuple[torch.Tensor, dict],
+                     config: BackSelectConfig | None = None, *, target: torch.Tensor | None = None,
+                     shard_size: int | None = None, store: Store | None = None, shards: range | None = None,
+                     chunk_size: int | None = None, progress: bool = True,
+                     after_shard=None) -> BackSelectResult | None:
+    """Backward selection of the images of ``sel`` by ``model``, whose artifact key is
+    ``model_cfg``, cached in the artifact store and resumable by shard
+    (:func:`overinterp.engine.runner.run_backselect`; None while shards are missing). ``sel``: a
+    :class:`Selection`, or (images, data config) for images that are not one. The engine is
+    ``config``, default the profile's for the selection's set (:meth:`Profile.engine`), the shard
+    size the profile's unless given, the device the run's; ``target``: the class to select for."""
+    images, data_cfg = (sel.load()[0], sel.key()) if isinstance(sel, Selection) else sel
+    config = run.profile.engine(data_cfg.get("set")) if config is None else config
+    return run_backselect(model, images, model_config=model_cfg, data_config=data_cfg, config=config,
+                          shard_size=run.profile.shard_size if shard_size is None else shard_size, shards=shards,
+                          store=store, device=run.device, chunk_size=chunk_size, progress=progress,
+                          after_shard=after_shard, target=target)
+
+
+def backselect_set(run, arch: str, sel: Selection, seed: int | None = None, config: BackSelectConfig | None = None,
+                   shards: range | None = None, progress: bool = True, chunk_size: int | None = None,
+                   after_shard=None) -> BackSelectResult | None:
+    """:func:`backselect_model` of the images of ``sel`` by replicate ``seed`` (default run.seed)
+    of ``arch`` from the zoo."""
+    p, seed = run.profile, run.seed if seed is None else seed
+    model = trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
+    return backselect_model(run, model, model_config(run.dataset, arch, p.name, seed), sel, config, shards=shards,
+                            chunk_size=chunk_size, progress=progress, after_shard=after_shard)
+
+
+def confident(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, threshold: float = paper.SIS_THRESHOLD,
+              device="cpu") -> torch.Tensor:
+    """Indices of images classified correctly with confidence >= ``threshold`` (paper 3.4, S2)."""
+    conf, pred = predict(model, images, device=device).max(1)
+    return torch.nonzero((pred == labels) & (conf >= threshold)).flatten()
+
+
+def confident_selection(run, threshold: float, models=None, n: int | None = None) -> Selection:
+    """The SIS chapter's images (paper 4.1): the first ``n`` (default ``sis_images``) images of the test
+    selection that every model of ``models`` (default: replicate ``run.seed`` of every architecture)
+    classifies correctly with confidence >= threshold."""
+    sel = selection(run, "test")
+    X, Y = sel.load()
+    if models is None:
+        models = [trained_model(run.dataset, a, run.profile.name, seed=run.seed, device=run.device)
+                  for a in run.profile.archs]
+    ok = torch.ones(len(X), dtype=torch.bool)
+    for model in models:
+        ok &= torch.isin(torch.arange(len(X)), confident(model, X, Y, threshold, device=run.device))
+    idx = ok.nonzero().flatten()[:n or run.profile.sis_images]
+    if not len(idx):
+        raise ValueError(f"no test image is classified correctly with confidence >= {threshold} by every model; "
+                         "lower the threshold")
+    return sel.narrow(idx.tolist())
+
+
+# ----------------------------------------------------------------------------- chapter 3: SIS (3.3, 4.1)
+
+def confident_sis(run, tau: float) -> tuple[Selection, dict[str, BackSelectResult], dict[str, SIS]]:
+    """Figure 1's SIS: the :func:`confident_selection` at ``tau``, the backward selection of its
+    images by replicate ``run.seed`` of every architecture and the SIS of each at ``tau``, each
+    checked by a forward pass (:func:`overinterp.engine.sis.is_sufficient`).
+    Returns (selection, {arch: result}, {arch: SIS})."""
+    models = {a: ms[0] for a, ms in zoo(run, replicates=1).items()}
+    sel = confident_selection(run, tau)
+    X, _ = sel.load()
+    results, sis = {}, {}
+    for a, m in models.items():
+        results[a] = backselect_set(run, a, sel)
+        sis[a] = find_sis(results[a], tau)
+        if not is_sufficient(m, X.to(run.device), results[a], sis[a], tau).all():
+            raise AssertionError("an SIS failed its forward-pass check")
+    return sel, results, sis
+
+
+def sis_fractions(sis: SIS) -> list[float]:
+    """The size of each SIS as a fraction of the image's pixels (float64), over the images that
+    have one (``sis.found``): what :func:`overinterp.paper.verdicts.sis_size` reads. (Not
+    :func:`overinterp.engine.sis.sis_size_pct` / 100, which counts in float32: other last bits.)"""
+    pixels = sis.mask.shape[-2] * sis.mask.shape[-1]
+    return (sis.mask.sum((1, 2)).double() / pixels)[sis.found].tolist()
+
+
+def sis_values(verdict: Verdict) -> dict:
+    """Chapter 3's prose on :func:`overinterp.paper.verdicts.sis_size`: the range of the models'
+    mean SIS size (%) and the verdict."""
+    mean = verdict.numbers["mean SIS size (%)"]
+    return {"sis_mean_min": f"{mean.min():.1f}", "sis_mean_max": f"{mean.max():.1f}", "sis_below_5": verdict.word}

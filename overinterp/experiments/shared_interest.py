@@ -1,0 +1,255 @@
+"""Chapter 14's runs of Shared Interest (Boggust et al., workshop text and CHI 2022; the method is
+:mod:`overinterp.methods.shared_interest`): the three scores and the eight cases of every test image
+for every zoo model, with explanation regions from the stored backward selections (the SIS and the
+5% subsets of the paper we reproduce, 4.1) and from Captum's saliency methods; the verdict on the
+paper's 4.1.1 claim that SIS lie on the background; the values the chapter's prose glues.
+
+    cfg = chapter_config(run, p)                   # the profile's settings with the chapter's parameters
+    table, G, regions = image_table(run, cfg)      # one row per (model, replicate, method, image)
+    verdict = sis_on_background(table, sis_name(sis_tau(run, cfg)), tau, pixels=G[0].numel())
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from overinterp.engine.sis import find_sis, pixel_subset
+from overinterp.experiments import runs as A
+from overinterp.experiments.runs import trained_model
+from overinterp.methods.shared_interest import (CASES, EC, GTC, IOU, METRICS, SALIENCY_METHODS, binarize, cases,
+                                                coverage, saliency_map, silhouette)
+from overinterp.paper.numbers import ARCH_NAMES
+from overinterp.paper.verdicts import Verdict, _all, spread
+from overinterp.zoo import data as D
+
+__all__ = ["check_dataset", "chapter_config", "sis_tau", "sis_name", "bs_name", "case_counts", "ranked",
+           "image_table", "test_images", "score_stats", "cases_table", "sis_on_background", "setup_values",
+           "region_values", "score_values", "case_values", "verdict_values"]
+
+#: short glue prefix -> method name, for the prose (SIS and BS names depend on tau and frac)
+_SALIENCY_SHORT = {"sal": "Saliency", "ig": "Integrated Gradients"}
+
+
+def check_dataset(dataset: str) -> None:
+    """The silhouette ground truth exists only for Fashion-MNIST's garments on black."""
+    if dataset != "fashion-mnist":
+        raise ValueError(f"parameter dataset={dataset!r}: the silhouette ground truth needs fashion-mnist; "
+                         "other data sets need annotated regions (bounding boxes)")
+
+
+def chapter_config(run, p):
+    """The profile's :class:`~overinterp.config.profiles.SharedInterestConfig` with the chapter's
+    resolved ``binarize`` and ``high``; checks the data set and that ``p.gallery_arch`` is in the zoo."""
+    check_dataset(run.dataset)
+    if p.gallery_arch not in run.profile.archs:
+        raise ValueError(f"parameter gallery_arch={p.gallery_arch!r} is not valid; valid values: "
+                         + ", ".join(run.profile.archs))
+    return replace(run.profile.shared_interest, binarize=p.binarize, high=p.high)
+
+
+def sis_tau(run, cfg) -> float:
+    """tau of the SIS regions: ``cfg.sis_threshold``, or the profile's when None."""
+    return run.profile.sis_threshold if cfg.sis_threshold is None else cfg.sis_threshold
+
+
+def sis_name(tau: float) -> str:
+    return f"SIS (τ = {tau:g})"
+
+
+def bs_name(cfg) -> str:
+    return f"BS {100 * cfg.frac:g}% subset"
+
+
+def case_counts(table: pd.DataFrame, by=("model", "method")) -> pd.DataFrame:
+    """Images per case (columns in :data:`CASES` order): mean and std over replicates per ``by``
+    (columns (case, 'mean' | 'std'))."""
+    n = table.groupby([*by, "replicate", "case"]).size().unstack("case", fill_value=0)
+    n = n.reindex(columns=[c.name for c in CASES], fill_value=0)
+    g = n.groupby(level=list(by), sort=False)
+    return pd.concat({"mean": g.mean(), "std": g.std()}, axis=1).swaplevel(axis=1)[
+        [(c.name, s) for c in CASES for s in ("mean", "std")]]
+
+
+def ranked(table: pd.DataFrame, case: str, k: int) -> pd.DataFrame:
+    """The ``k`` top-ranked images of ``case`` by its :attr:`Case.rank_by` score (ties: IoU, then
+    image); images with an empty explanation region (column "|E|", if any) come last."""
+    c = next(c for c in CASES if c.name == case)
+    rows = table[table["case"] == case]
+    empty = rows["|E|"] == 0 if "|E|" in rows else pd.Series(False, index=rows.index)
+    rows = rows.assign(_empty=empty)
+    keys, asc = ["_empty", c.rank_by, IOU, "image"], [True, not c.descending, not c.descending, True]
+    return rows.sort_values(keys, ascending=asc).head(k).drop(columns="_empty")
+
+
+def _regions(run, arch, replicate, cfg, X, Y):
+    """{method: (B, H, W) bool explanation regions} of one replicate, and its predictions."""
+    sel = A.selection(run, "test")
+    res = A.backselect_set(run, arch, sel, run.seed + replicate, progress=False)
+    idx = slice(0, len(X))
+    res = res[idx] if len(res) != len(X) else res
+    tau = sis_tau(run, cfg)
+    sis = find_sis(res, tau)
+    out = {sis_name(tau): (sis.mask.cpu(), sis.size.cpu() >= 0),
+           bs_name(cfg): (pixel_subset(res, X, cfg.frac)[1].cpu(), torch.ones(len(X), dtype=bool))}
+    model = trained_model(run.dataset, arch, run.profile.name, seed=run.seed + replicate, device=run.device)
+    pred = res.pred.cpu()
+    for m in cfg.methods:
+        s = saliency_map(model, X.to(run.device), m, pred, n_steps=cfg.ig_steps)
+        out[SALIENCY_METHODS[m]] = (binarize(s, cfg.binarize, cfg.n_std, cfg.percentile),
+                                    torch.ones(len(X), dtype=bool))
+    return out, pred
+
+
+def image_table(run, cfg, archs=None, progress: bool = True):
+    """Shared Interest of every (architecture, replicate, method, image) of the first ``cfg.images``
+    images of the profile's test sample, with explanation regions from the stored backward
+    selections (SIS at ``cfg.sis_threshold`` and the ``cfg.frac`` subset; loaded, computed if
+    missing) and from ``cfg.methods`` for the class each model predicts.
+
+    Returns (table, G, regions): table columns model, replicate, method, image, label, pred,
+    correct, the three scores, |G|, |E|, has (False where an SIS does not exist: confidence < tau,
+    scores then NaN) and case; G (N, H, W) the silhouettes; regions[(model, replicate, method)]
+    the (N, H, W) explanation regions."""
+    X, Y = A.selection(run, "test").load()
+    X, Y = X[:cfg.images], Y[:cfg.images]
+    split = D.load(run.dataset, "test")
+    G = silhouette(split.denormalise(X)[:, 0], cfg.silhouette_level)
+    frames, regions = [], {}
+    jobs = [(a, r) for a in (archs or run.profile.archs) for r in range(run.profile.replicates)]
+    for arch, r in tqdm(jobs, desc="Shared Interest", disable=not progress):
+        regs, pred = _regions(run, arch, r, cfg, X, Y)
+        name = ARCH_NAMES.get(arch, arch)
+        for method, (E, has) in regs.items():
+            scores = coverage(G, E)
+            scores.loc[~has.numpy(), list(METRICS)] = np.nan
+            correct = (pred == Y).numpy()
+            frames.append(scores.assign(model=name, replicate=r, method=method, image=np.arange(len(X)),
+                                        label=Y.numpy(), pred=pred.numpy(), correct=correct, has=has.numpy()))
+            regions[(name, r, method)] = E
+    t = pd.concat(frames, ignore_index=True)
+    t["case"] = None
+    ok = t["has"]
+    t.loc[ok, "case"] = cases(t.loc[ok, "correct"], t.loc[ok, GTC], t.loc[ok, EC], cfg.high)
+    keys = ["model", "replicate", "method", "image", "label", "pred", "correct", "has"]
+    return t[keys + [c for c in t.columns if c not in keys]], G, regions
+
+
+def test_images(run, n: int):
+    """(images, labels, test split) of the first ``n`` images of the profile's test selection."""
+    X, Y = A.selection(run, "test").load()
+    return X[:n], Y[:n], D.load(run.dataset, "test")
+
+
+def score_stats(table: pd.DataFrame, pixels: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per replicate, over replicates): each (method, model, replicate)'s mean scores and |E| (% of
+    ``pixels``) over the images that have a region; then mean and std over the replicates of each
+    (method, model), columns (score, 'mean' | 'std')."""
+    per_rep = table[table["has"]].groupby(["method", "model", "replicate"], sort=False)[
+        list(METRICS) + ["|E|"]].mean()
+    per_rep["|E|"] = 100 * per_rep["|E|"] / pixels
+    per_rep = per_rep.rename(columns={"|E|": "|E| (% of pixels)"})
+    stats = pd.DataFrame({k: A.mean_std(g.reset_index(drop=True))
+                          for k, g in per_rep.groupby(level=["method", "model"], sort=False)}).T
+    return per_rep, stats
+
+
+def cases_table() -> pd.DataFrame:
+    """The eight cases (:data:`~overinterp.methods.shared_interest.CASES`) as a table."""
+    return pd.DataFrame([{"case": c.name, "prediction": "correct" if c.correct else "incorrect",
+                          "ground-truth coverage": "high" if c.gtc_high else "low",
+                          "explanation coverage": "high" if c.ec_high else "low", "suggests": c.reading,
+                          "gallery ranks by": f"{c.rank_by}, {'highest' if c.descending else 'lowest'} first"}
+                         for c in CASES]).set_index("case")
+
+
+def sis_on_background(table: pd.DataFrame, method: str, tau: float, pixels: int = 28 * 28):
+    """Verdict on the paper's 4.1.1 claim, in Shared Interest's terms on our data: the SIS of
+    confidently classified images rely on the background rather than the object.
+
+    Per model and replicate, over the correctly classified images with a non-empty SIS: the mean
+    explanation coverage of the SIS (share of its pixels on the garment) and the mean share of
+    the image the garment covers, |G| / (H W), which is the expected explanation coverage of a
+    region of uniformly random pixels. Holds for a model when every replicate's SIS lie on the
+    garment less often than random pixels would; the claim holds when it does for every model."""
+    t = table[(table["method"] == method) & table["has"] & table["correct"] & (table["|E|"] > 0)]
+    rows, flags = {}, []
+    for model, g in t.groupby("model", sort=False):
+        per = g.groupby("replicate").agg(ec=(EC, "mean"), n=(EC, "size"))
+        chance = g.assign(share=g["|G|"] / pixels).groupby("replicate")["share"].mean()
+        below = (per["ec"] < chance).all() if len(per) else None
+        (m, sd, n), (c, _, _) = spread(per["ec"]), spread(chance)
+        rows[model] = {"replicates": n, "images per replicate": per["n"].mean(), "mean EC of SIS": m,
+                       "EC std": sd, "random pixels (|G| / HW)": c, "SIS below random": below}
+        flags.append(below)
+    numbers = pd.DataFrame.from_dict(rows, orient="index")
+    return Verdict(
+        claim=("The SIS of confidently classified images lie on the background rather than on the object: "
+               "\"the SIS tend to be strongly concentrated along the image borders … the model relies too "
+               "heavily on image backgrounds\" (paper 4.1.1, ImageNet)."),
+        criterion=(f"With the garment's silhouette as the object, for every model and every replicate, the SIS "
+                   f"(τ = {tau:g}) of the correctly classified images put a smaller share of their pixels on "
+                   "the garment (mean explanation coverage) than uniformly random pixels would (the mean share "
+                   "of the image the garment covers). Images with an empty SIS are left out."),
+        holds=_all(flags) if flags else None, numbers=numbers)
+
+
+# ----------------------------------------------------------------------------- values the prose glues
+
+def _short_names(run, cfg) -> dict:
+    return {"sis": sis_name(sis_tau(run, cfg)), "bs": bs_name(cfg), **_SALIENCY_SHORT}
+
+
+def setup_values(run, cfg) -> dict:
+    """The chapter's settings, for the prose (``cfg`` from :func:`chapter_config`)."""
+    rule = ("pixels ≥ mean + {:g} standard deviation of the normalised map".format(cfg.n_std) if cfg.binarize == "std"
+            else f"pixels ≥ the {100 * cfg.percentile:g}th percentile of the normalised map")
+    return {"tau": f"{sis_tau(run, cfg):g}", "frac": f"{100 * cfg.frac:g}", "rule": rule, "ig_steps": cfg.ig_steps,
+            "high": f"{cfg.high:g}", "high_iou": f"{cfg.high / (2 - cfg.high):.2f}",
+            "level": f"{cfg.silhouette_level:g}", "level255": f"{255 * cfg.silhouette_level:.0f}",
+            "method": run.profile.backselect.describe(), "replicates": run.profile.replicates}
+
+
+def region_values(G: torch.Tensor) -> dict:
+    """How many test images, and the mean share (%) of the pixels their silhouettes cover."""
+    return {"n_images": len(G), "g_share": f"{100 * G.float().mean().item():.0f}"}
+
+
+def score_values(run, cfg, table: pd.DataFrame, per_rep: pd.DataFrame) -> dict:
+    """Mean IoU / GTC / EC per method over all models (``<method>_<score>``) and the share (%) of
+    images with an SIS."""
+    means = per_rep.groupby(level="method", sort=False).mean()
+    out = {}
+    for key, m in _short_names(run, cfg).items():
+        if m in means.index:
+            for short, col in {"iou": IOU, "gtc": GTC, "ec": EC}.items():
+                out[f"{key}_{short}"] = f"{means.loc[m, col]:.2f}"
+    with_sis = table[(table["method"] == sis_name(sis_tau(run, cfg)))].groupby(["model", "replicate"])["has"].mean()
+    out["sis_share"] = f"{100 * with_sis.mean():.0f}"
+    return out
+
+
+def case_values(run, cfg, table: pd.DataFrame) -> dict:
+    """The most frequent case per method and its share (%), pooled over models and replicates, and
+    the share (%) of images with an SIS whose SIS is empty."""
+    tot = table[table["has"]].groupby(["method", "case"]).size().unstack(fill_value=0)
+    out = {}
+    for key, m in _short_names(run, cfg).items():
+        if m in tot.index:
+            row = tot.loc[m]
+            out[f"{key}_top"] = row.idxmax()
+            out[f"{key}_top_share"] = f"{100 * row.max() / row.sum():.0f}"
+    sis_rows = table[(table["method"] == sis_name(sis_tau(run, cfg))) & table["has"]]
+    out["sis_empty"] = f"{100 * (sis_rows['|E|'] == 0).mean():.0f}"
+    return out
+
+
+def verdict_values(verdict: Verdict) -> dict:
+    """The verdict's word and its range of mean explanation coverage against random pixels."""
+    nums = verdict.numbers
+    return {"verdict": verdict.word, "v_ec_min": f"{nums['mean EC of SIS'].min():.2f}",
+            "v_ec_max": f"{nums['mean EC of SIS'].max():.2f}",
+            "v_rand": f"{nums['random pixels (|G| / HW)'].mean():.2f}"}

@@ -1,0 +1,302 @@
+"""Pixel subsets and models retrained on them (sections 4.1 and 4.2, Table 1, Table S1, Figure 2):
+what chapters 4 and 5 compute and show.
+
+The 5% backward-selection subsets of every evaluation image (:func:`subsets`), the random subsets
+beside them, the accuracy of the original models on both (:func:`subset_accuracies`), the
+confidence kept and the transfer to other models (4.1), and new models trained on the subsets
+of the training selection and on its full images (:func:`retrain_on_subsets`, 4.2):
+
+    subs = subsets(run, "resnet20", 0.05)          # set -> {"bs", "random", "full": (images, keep), "labels"}
+    acc = subset_accuracies(run, "resnet20", zoo(run)["resnet20"])
+    models = retrain_on_subsets(run, "resnet20", "bs", augment=False)
+
+Backward selections and models come from :mod:`overinterp.experiments.runs` (cached), so the
+chapters share them. Functions named ``*_values`` return the numbers a chapter's prose glues.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import torch
+import torch.nn as nn
+
+from overinterp.zoo import data as D
+from overinterp.paper import numbers as paper
+from overinterp.paper import verdicts as V
+from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
+from overinterp.engine.runner import fingerprint
+from overinterp.engine.sis import pixel_subset, random_subset
+from overinterp.zoo.train import TrainConfig, accuracy, cached_fit, make_model, plateaued, predict
+from overinterp.experiments.runs import (SUBSET_SEED, accuracies, backselect_set, eval_selections, mean_std,
+                                         model_config)
+
+__all__ = ["RETRAIN_KINDS", "SUBSET_SEED", "pct", "confidence_drop", "transfer_table", "location_frequency", "subsets",
+           "subset_accuracies", "retrain", "retrain_on_subsets", "retrained_accuracies", "pixel_subsets_values",
+           "example_masks", "table1_rows", "by_model", "accurate_values", "confidence_drops", "confidence_table",
+           "kept_values", "subset_maps", "transfer", "no_transfer", "transfer_values", "retraining_values",
+           "retraining_runs", "plateau_values", "retrain_label", "retraining_table", "retraining_verdicts",
+           "retraining_verdict_values"]
+
+RETRAIN_KINDS = ("bs", "random", "full")
+
+
+def pct(frac: float) -> str:
+    """A fraction as the percentage the chapters write: 0.05 -> '5'."""
+    return f"{100 * frac:g}"
+
+
+def confidence_drop(model: nn.Module, images: torch.Tensor, subset_images: torch.Tensor, device="cpu") -> torch.Tensor:
+    """Per image: f(full) - f(subset) for the class predicted on the full image (paper 4.1;
+    negative = more confident on the subset)."""
+    full = predict(model, images, device=device)
+    pred = full.argmax(1, keepdim=True)
+    sub = predict(model, subset_images, device=device)
+    return (full.gather(1, pred) - sub.gather(1, pred)).flatten()
+
+
+def transfer_table(models: dict[str, nn.Module], subsets: dict[str, tuple], device="cpu") -> pd.DataFrame:
+    """Accuracy (%) of every model (columns) on each model's subsets (rows) (paper 4.1)."""
+    return pd.DataFrame({m: {s: 100 * accuracy(model, X, Y, device) for s, (X, Y) in subsets.items()}
+                         for m, model in models.items()})
+
+
+def location_frequency(keep: torch.Tensor) -> torch.Tensor:
+    """(H, W): fraction of the subsets (N, H, W) that contain each pixel (paper Fig. 2)."""
+    return keep.float().mean(0)
+
+
+def subsets(run, arch: str, frac: float = SUBSET_FRAC, train: bool = False, seed: int | None = None) -> dict[str, dict]:
+    """Per set of :func:`eval_selections`: the ``frac`` backward-selection subsets of ``arch``
+    (replicate ``seed``, default run.seed) and the random ``frac`` subsets:
+    {"bs": (images, keep), "random": (images, keep), "full": (images, all-True keep), "labels": labels}."""
+    out = {}
+    for name, sel in eval_selections(run, train).items():
+        X, Y = sel.load()
+        res = backselect_set(run, arch, sel, seed)
+        out[name] = {"bs": pixel_subset(res, X, frac), "labels": Y,
+                     "full": (X, torch.ones_like(X[:, 0], dtype=torch.bool)),
+                     "random": random_subset(X, frac, seed=SUBSET_SEED, block=res.block,
+                                             mask_value=res.mask_value)}
+    return out
+
+
+def subset_accuracies(run, arch: str, models: list[nn.Module], frac: float = SUBSET_FRAC) -> dict[str, pd.DataFrame]:
+    """Table 1's rows for the original models (paper 4.1): per kind "full", "bs" (each replicate on
+    its own BS subsets) and "random" (the shared random subsets), the accuracy (%) of each
+    replicate (rows) on each evaluation set (columns). Replicate r has seed run.seed + r."""
+    out = {k: [] for k in ("full", "bs", "random")}
+    for r, model in enumerate(models):
+        subs = subsets(run, arch, frac, seed=run.seed + r)
+        for k, rows in out.items():
+            rows.append({s: 100 * accuracy(model, d[k][0], d["labels"], run.device) for s, d in subs.items()})
+    return {k: pd.DataFrame(rows) for k, rows in out.items()}
+
+
+def retrain(run, arch: str, images: torch.Tensor, labels: torch.Tensor, name: str, augment: bool,
+            replicates: int | None = None, eval_data: tuple | None = None) -> list[nn.Module]:
+    """New models of ``arch`` trained on (images, labels), e.g. 5% pixel subsets (paper 4.2, S3).
+
+    The profile's retraining recipe (``Profile.retrain``, default its ``train``) with augmentation
+    on or off; one model per replicate seed; ``model.info`` holds the training curve."""
+    p = run.profile
+    base = model_config(run.dataset, arch, p.name, run.seed)
+    train_cfg = TrainConfig(**{**(p.retrain or p.train).__dict__, "augment": augment})
+    out = []
+    for r in range(replicates or p.replicates):
+        cfg = {**base, "seed": run.seed + r, "train": train_cfg, "train_on": name, "images": fingerprint(images),
+               "n": len(images)}
+        torch.manual_seed(run.seed + r)
+        model = make_model(cfg, images.shape[1], len(D.CLASSES[run.dataset]))
+        out.append(cached_fit("retrained", cfg, model, images, labels, train_cfg, run.seed + r, run.device,
+                              desc=f"{arch} on {name} seed {run.seed + r}", eval_data=eval_data))
+    return out
+
+
+def retrain_on_subsets(run, arch: str, kind: str, augment: bool, frac: float = SUBSET_FRAC,
+                       subs: dict | None = None) -> list[nn.Module]:
+    """Section 4.2: new ``arch`` models trained on the ``kind`` ``frac`` subsets of the training
+    selection ("bs" or "random"), or on its full images ("full": the control with the same images
+    and budget), one per replicate, evaluated on the same kind of test images;
+    ``subs`` = :func:`subsets` (train=True) if at hand."""
+    if kind not in RETRAIN_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(RETRAIN_KINDS)}, got {kind!r}")
+    subs = subs or subsets(run, arch, frac, train=True)
+    name = "full" if kind == "full" else f"{kind}{frac:g}"
+    return retrain(run, arch, subs["train"][kind][0], subs["train"]["labels"], name, augment,
+                   eval_data=(subs["test"][kind][0], subs["test"]["labels"]))
+
+
+def retrained_accuracies(run, models: list[nn.Module], kind: str, subs: dict) -> pd.DataFrame:
+    """Accuracy (%) of each retrained model (rows) on the ``kind`` images of each evaluation set of
+    ``subs`` (columns; paper 4.2: trained and evaluated on BS, random or full images)."""
+    return accuracies(models, {s: (d[kind][0], d["labels"]) for s, d in subs.items() if s != "train"}, run.device)
+
+
+# ----------------------------------------------------------------------------- chapter 4: 5% subsets (4.1)
+
+def pixel_subsets_values(run, frac: float) -> dict:
+    """Chapter 4's prose on this execution: the percentage kept, the engine, images, replicates."""
+    return {"pct": pct(frac), "method": run.profile.backselect.describe(), "n_eval": run.profile.test_size or "all",
+            "replicates": run.profile.replicates}
+
+
+def example_masks(subs: dict[str, dict], n: int) -> dict[str, torch.Tensor]:
+    """Figure 2's rows: the keep-masks of the first ``n`` test images' BS subsets per architecture
+    ({arch: :func:`subsets`}), then the first architecture's random subsets."""
+    rows = {f"{ARCH_NAMES[a]} BS": s["test"]["bs"][1][:n] for a, s in subs.items()}
+    rows["random"] = subs[next(iter(subs))]["test"]["random"][1][:n]
+    return rows
+
+
+def table1_rows(acc: dict[str, dict[str, pd.DataFrame]], frac: float) -> tuple[pd.DataFrame, dict]:
+    """Table 1's rows of the original models: ours (numeric, (set, 'mean' | 'std') columns, one row
+    per (architecture, full | BS | random)) from {arch: :func:`subset_accuracies`}, and the paper's
+    formatted rows beside them (none unless ``frac`` is the paper's)."""
+    labels = {"full": "full images", "bs": f"{pct(frac)}% BS subsets", "random": f"{pct(frac)}% random"}
+    table = pd.DataFrame({(ARCH_NAMES[a], labels[k]): mean_std(runs) for a in acc
+                          for k, runs in acc[a].items()}).T
+    paper_rows = {(ARCH_NAMES[a], labels[k]): paper.table1(a, "full", k) if frac == SUBSET_FRAC else {}
+                  for a in acc for k in labels}
+    return table, paper_rows
+
+
+def by_model(acc: dict[str, dict[str, pd.DataFrame]], kind: str, set_name: str = "test") -> dict[str, pd.Series]:
+    """{architecture name: each replicate's accuracy (%) on the ``kind`` images of ``set_name``}."""
+    return {ARCH_NAMES[a]: acc[a][kind][set_name] for a in acc}
+
+
+def accurate_values(verdict: V.Verdict, acc: dict[str, dict[str, pd.DataFrame]]) -> dict:
+    """Chapter 4's prose on the verdict of :func:`overinterp.paper.verdicts.subsets_accurate`: its
+    word, the range of the drops and the best mean accuracy on random subsets."""
+    drop = verdict.numbers["drop (points)"]
+    rnd = pd.Series({a: acc[a]["random"]["test"].mean() for a in acc})
+    return {"accurate": verdict.word, "gap_min": f"{drop.min():.1f}", "gap_max": f"{drop.max():.1f}",
+            "rnd_max": f"{rnd.max():.1f}"}
+
+
+def confidence_drops(run, models: dict[str, list[nn.Module]], images: torch.Tensor,
+                     frac: float) -> dict[str, pd.Series]:
+    """{architecture name: :func:`confidence_drop` of every test image for every replicate, each on
+    its own BS subsets}: what :func:`overinterp.paper.verdicts.confidence_kept` reads."""
+    return {ARCH_NAMES[a]: pd.concat([pd.Series(confidence_drop(m, images, subsets(run, a, frac, seed=run.seed + r)
+                                                                ["test"]["bs"][0], run.device).numpy())
+                                      for r, m in enumerate(ms)])
+            for a, ms in models.items()}
+
+
+def confidence_table(verdict: V.Verdict, archs, frac: float) -> pd.DataFrame:
+    """The numbers of :func:`overinterp.paper.verdicts.confidence_kept` (3 digits) with the
+    paper's mean drop per architecture first ('—' where it has none)."""
+    conf = verdict.numbers.round(3)
+    conf.insert(0, "paper mean drop (CIFAR-10)", [paper.CONFIDENCE_DROP[a][0] if a in paper.CONFIDENCE_DROP
+                                                 and frac == SUBSET_FRAC else "—" for a in archs])
+    return conf
+
+
+def kept_values(verdict: V.Verdict) -> dict:
+    """Chapter 4's prose on :func:`overinterp.paper.verdicts.confidence_kept`."""
+    drop = verdict.numbers["mean drop"]
+    return {"kept": verdict.word, "drop_min": f"{drop.min():.3f}", "drop_max": f"{drop.max():.3f}"}
+
+
+def subset_maps(run, models: dict[str, list[nn.Module]], subs: dict[str, dict]) -> tuple[dict, dict]:
+    """Figure 2's heatmaps: per architecture name, the :func:`location_frequency` of the test
+    images' BS subsets of replicate run.seed, and a title with its mean confidence on them."""
+    freqs = {ARCH_NAMES[a]: location_frequency(subs[a]["test"]["bs"][1]) for a in models}
+    titles = {ARCH_NAMES[a]: f"{ARCH_NAMES[a]}\nmean confidence on subsets "
+              f"{predict(models[a][0], subs[a]['test']['bs'][0], device=run.device).max(1).values.mean():.2f}"
+              for a in models}
+    return freqs, titles
+
+
+def transfer(run, models: dict[str, list[nn.Module]], subs: dict[str, dict],
+             labels: torch.Tensor) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Section 4.1's transfer: :func:`transfer_table` of every replicate ("ResNet20 #1") on the
+    test subsets of replicate run.seed ("#0") of each architecture. Returns (table, {source: arch})."""
+    every = {f"{ARCH_NAMES[a]} #{r}": m for a, ms in models.items() for r, m in enumerate(ms)}
+    sources = {f"{ARCH_NAMES[a]} #0": a for a in models}
+    table = transfer_table(every, {s: (subs[a]["test"]["bs"][0], labels) for s, a in sources.items()}, run.device)
+    return table, sources
+
+
+def no_transfer(table: pd.DataFrame, sources: dict[str, str], acc: dict[str, dict[str, pd.DataFrame]]) -> V.Verdict:
+    """:func:`overinterp.paper.verdicts.no_transfer` on :func:`transfer`'s table, with each
+    source's first replicate's accuracy on random subsets (``acc``: {arch: :func:`subset_accuracies`})."""
+    return V.no_transfer(own={s: table.loc[s, s] for s in sources},
+                         others={s: [table.loc[s, c] for c in table.columns if c != s] for s in sources},
+                         random={s: acc[a]["random"]["test"].iloc[0] for s, a in sources.items()})
+
+
+def transfer_values(verdict: V.Verdict) -> dict:
+    """Chapter 4's prose on :func:`no_transfer`."""
+    share = verdict.numbers["share of lift transferred"]
+    return {"transfer": verdict.word, "share_min": f"{share.min():.2f}", "share_max": f"{share.max():.2f}"}
+
+
+# ----------------------------------------------------------------------------- chapter 5: retraining (4.2)
+
+def retraining_values(run, frac: float) -> dict:
+    """Chapter 5's prose on this execution: the percentage kept, training images, replicates, epochs."""
+    return {"pct": pct(frac), "n_train": run.profile.retrain_images or "all", "replicates": run.profile.replicates,
+            "retrain_epochs": (run.profile.retrain or run.profile.train).epochs}
+
+
+def retraining_runs(run, frac: float) -> tuple[dict, dict, list]:
+    """Every retraining of chapter 5 (4.2, Table S1 with ``retrain_augment_rows``): for each
+    architecture, augmentation (off, then on) and kind ("bs", "random", "full"; no full-image
+    control with augmentation), :func:`retrained_accuracies` of its replicates.
+    Returns ({(arch, kind, augment): accuracies}, {"ResNet20, bs": first replicate's training
+    curve without augmentation}, every retrained model's history)."""
+    augments = (False, True) if run.profile.retrain_augment_rows else (False,)
+    runs, curves, histories = {}, {}, []
+    for a in run.profile.archs:
+        subs = subsets(run, a, frac, train=True)
+        for augment in augments:
+            for kind in RETRAIN_KINDS if not augment else ("bs", "random"):
+                ms = retrain_on_subsets(run, a, kind, augment, frac, subs)
+                runs[(a, kind, augment)] = retrained_accuracies(run, ms, kind, subs)
+                histories += [m.info["history"] for m in ms]
+                if not augment:
+                    curves[f"{ARCH_NAMES[a]}, {kind}"] = ms[0].info["history"]
+    return runs, curves, histories
+
+
+def retrain_label(key: tuple[str, str, bool], frac: float) -> tuple[str, str]:
+    """The displayed row of a :func:`retraining_runs` key: ("ResNet20", "5% BS subsets (+)")."""
+    a, kind, augment = key
+    labels = {"bs": f"{pct(frac)}% BS subsets", "random": f"{pct(frac)}% random", "full": "full images (control)"}
+    return ARCH_NAMES[a], labels[kind] + (" (+)" if augment else "")
+
+
+def retraining_table(runs: dict, frac: float) -> tuple[pd.DataFrame, dict]:
+    """Table 1's and S1's retraining rows: ours (numeric, (set, 'mean' | 'std')) and the paper's
+    formatted rows (none for the full-image control or unless ``frac`` is the paper's)."""
+    paper_rows = {retrain_label((a, kind, augment), frac):
+                  paper.table1(a, kind, kind, paper.TABLE_S1 if augment else paper.TABLE1)
+                  if frac == SUBSET_FRAC and kind != "full" else {} for a, kind, augment in runs}
+    ours = pd.DataFrame({retrain_label(k, frac): mean_std(v) for k, v in runs.items()}).T
+    return ours, paper_rows
+
+
+def retraining_verdicts(run, runs: dict) -> tuple[V.Verdict, V.Verdict]:
+    """Section 4.2's verdicts on the test accuracies of :func:`retraining_runs` without augmentation:
+    :func:`overinterp.paper.verdicts.retrain_beats_random` and ``retrain_near_full``."""
+    def pick(kind):
+        return {ARCH_NAMES[a]: r["test"] for (a, k, augment), r in runs.items() if k == kind and not augment}
+    beats = V.retrain_beats_random(bs=pick("bs"), random=pick("random"))
+    near = V.retrain_near_full(bs=pick("bs"), full=pick("full"), chance=100 / len(D.CLASSES[run.dataset]))
+    return beats, near
+
+
+def plateau_values(histories: list[list[dict]]) -> dict:
+    """Chapter 5's prose on training: retrained models and how many plateaued."""
+    return {"n_retrained": len(histories), "n_retrained_plateau": sum(map(plateaued, histories))}
+
+
+def retraining_verdict_values(beats: V.Verdict, near: V.Verdict) -> dict:
+    """Chapter 5's prose on :func:`retraining_verdicts`: the verdicts and the ranges of the mean
+    accuracies they read."""
+    b, n = beats.numbers, near.numbers
+    return {"beats": beats.word, "near": near.word,
+            "bs_min": f"{b['BS subsets'].min():.1f}", "bs_max": f"{b['BS subsets'].max():.1f}",
+            "rnd_min": f"{b['random subsets'].min():.1f}", "rnd_max": f"{b['random subsets'].max():.1f}",
+            "full_min": f"{n['full images'].min():.1f}", "full_max": f"{n['full images'].max():.1f}"}

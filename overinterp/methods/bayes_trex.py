@@ -1,0 +1,371 @@
+"""Bayes-TrEx: in-distribution examples at a target confidence, sampled by MCMC (Booth et al., AAAI 2021,
+``bayes-trex.txt`` among the project's papers). The method only: a VAE, its training, the relaxed
+level sets and NUTS in the latent space, on tensors; chapter 16's cached runs are
+:mod:`overinterp.experiments.bayes_trex`.
+
+Bayes-TrEx asks which inputs *of a data distribution* p(x) put a classifier f on a level
+set f(x) = p (their section 3). The level set has measure zero, so it is widened: a
+random vector u with u_i | x ~ N(f(x)_i, sigma^2) (their eq. 2) and the posterior
+p(x | u = u*) is sampled instead (eq. 3), which tends to p(x | f(x) = p) as sigma -> 0.
+Two reductions are used here (their eqs. 6-9), both with sigma = 0.05 (their 4.2):
+
+* **high confidence** in class c:  u | x ~ N(f_c(x), sigma^2), u* = 1;
+* **ambiguous** between i and j:   u1 | x ~ N(|f_i - f_j|, sigma^2), u1* = 0, and
+  u2 | x ~ N(min(f_i, f_j) - max_{k != i, j} f_k, sigma^2), u2* = 0.5.
+
+The data distribution is a VAE's (their Table 6: fully connected, 400 hidden units, latent
+z ~ N(0, I) of 5 dimensions), x = g(z) its decoder's mean, and z is sampled from
+p(z | u = u*) (eq. 12) with Pyro's NUTS (their 4.2). A VAE trained without one class gives a
+distribution that lacks it, so its high-confidence examples of that class are high-confidence
+*misclassifications* (their 4.6).
+
+Numerics: 1 - f_c is computed from the logits as sigmoid(-(z_c - logsumexp_{j != c} z_j)) in
+float64, never as 1 - softmax: a confident classifier's float32 softmax is exactly 1.0, where the
+likelihood would be flat and its gradient zero.
+
+    vae = VAE((1, 28, 28), hidden=400, latent=5); fit_vae(vae, images, epochs=30)
+    ch = sample_chains(decoder(vae, "fashion-mnist"), clf, high(4), sigma=0.05, latent=5,
+                       chains=2, warmup=50, samples=50)         # NUTS, one chain after the other
+    ch.z, ch.acceptance, ch.r_hat, ch.ess                        # (C, S, latent), diagnostics
+    images = vae.decode(ch.z.flatten(0, 1))                      # (C*S, 1, 28, 28) in [0, 1]
+"""
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from tqdm import tqdm
+
+with warnings.catch_warnings():   # Pyro imports tqdm.auto, which warns in a notebook without ipywidgets
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import pyro
+    import pyro.distributions as dist
+    from pyro.infer.mcmc import MCMC, NUTS
+    from pyro.ops.stats import effective_sample_size, split_gelman_rubin
+
+from overinterp.zoo import data as D
+from overinterp.engine.backselect import logit
+from overinterp.paper.numbers import BOOTH_BAND, BOOTH_MISCLASSIFIED_LEVEL
+
+__all__ = ["VAE", "VAEConfig", "ChainsConfig", "negative_elbo", "fit_vae", "normalise", "decoder", "Target", "high",
+           "ambiguous", "class_log_odds", "one_minus_p", "level_set_log_lik", "in_level_set", "level_set_model",
+           "Chains", "sample_chains", "torch_threads", "initial_points", "spread_samples", "ambiguous_any", "HIGH",
+           "AMBIGUOUS",
+           "HIGH_LEVEL", "BAND", "MISCLASSIFIED_LEVEL"]
+
+HIGH, AMBIGUOUS = "high", "ambiguous"
+HIGH_LEVEL = 0.99            # a sample / test image "reaches" p_c = 1 at f_c >= 0.99 (the SIS chapter's tau)
+BAND = BOOTH_BAND            # ambiguous: both f_i and f_j in [40%, 60%] (Booth et al. 4.10)
+MISCLASSIFIED_LEVEL = BOOTH_MISCLASSIFIED_LEVEL   # confident misclassification: f_c >= 85% (Booth et al. 4.10)
+
+
+@dataclass(frozen=True)
+class VAEConfig:
+    """Everything of the VAE's architecture and training (with the data set, the held-out class and
+    the seed, its artifact key in :mod:`overinterp.experiments.bayes_trex`)."""
+    latent: int = 5                    # latent dimensions (Booth et al., Table 6: 5)
+    hidden: int = 400                  # hidden units (Booth et al., Table 6: 400)
+    epochs: int = 30                   # Adam epochs (not stated by Booth et al.)
+    train_size: int | None = None      # training images (None: all of them)
+    batch_size: int = 128
+    lr: float = 1e-3
+
+
+@dataclass(frozen=True)
+class ChainsConfig:
+    """Everything of a target's NUTS chains but the generator, the classifier, the target and the seed."""
+    sigma: float = 0.05                # relaxation of the level set (Booth et al. 4.2: 0.05 everywhere)
+    chains: int = 4                    # independent chains per target (for r_hat)
+    warmup: int = 500                  # warmup steps (step-size and mass adaptation) per chain
+    samples: int = 2000                # kept samples per chain (Booth et al.: stop after 2000)
+    max_tree_depth: int = 10           # tree depth cap (Pyro's default: 10, at most 2**10 leapfrog steps)
+    init_pool: int = 2000              # training images encoded; chains start at the codes nearest the level set
+
+
+# ----------------------------------------------------------------------------- the data distribution
+class VAE(nn.Module):
+    """Booth et al.'s Table 6 VAE: x (B, C, H, W) in [0, 1] -> 400 -> (mu, log var) of ``latent``
+    dimensions; decoder ``latent`` -> 400 -> C*H*W logits, sigmoid for the pixel means."""
+
+    def __init__(self, shape: Sequence[int] = (1, 28, 28), hidden: int = 400, latent: int = 5):
+        super().__init__()
+        self.shape, n = tuple(shape), math.prod(shape)
+        self.enc = nn.Sequential(nn.Flatten(), nn.Linear(n, hidden), nn.ReLU())
+        self.mu, self.logvar = nn.Linear(hidden, latent), nn.Linear(hidden, latent)
+        self.dec = nn.Sequential(nn.Linear(latent, hidden), nn.ReLU(), nn.Linear(hidden, n))
+
+    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.enc(x)
+        return self.mu(h), self.logvar(h)                       # (B, latent) each
+
+    def decode_logits(self, z: torch.Tensor) -> torch.Tensor:
+        return self.dec(z).view(-1, *self.shape)                # (B, C, H, W)
+
+    def decode(self, z: torch.Tensor) -> torch.Tensor:
+        """g(z): the decoder's pixel means (B, C, H, W) in [0, 1]."""
+        return torch.sigmoid(self.decode_logits(z))
+
+    def reconstruct(self, x: torch.Tensor) -> torch.Tensor:
+        """g(mu(x)): the reconstruction of x through the posterior mean."""
+        return self.decode(self.encode(x)[0])
+
+
+def negative_elbo(vae: VAE, x: torch.Tensor, gen: torch.Generator | None = None) -> torch.Tensor:
+    """Mean over the batch of -ELBO = binary cross-entropy of x under g(z) (summed over pixels,
+    z drawn once by the reparameterisation) + KL(q(z|x) || N(0, I)), in nats per image."""
+    mu, logvar = vae.encode(x)
+    eps = torch.randn(mu.shape, generator=gen, device=mu.device) if gen is not None else torch.randn_like(mu)
+    z = mu + torch.exp(0.5 * logvar) * eps
+    bce = F.binary_cross_entropy_with_logits(vae.decode_logits(z), x, reduction="none").flatten(1).sum(1)
+    kl = 0.5 * (mu.pow(2) + logvar.exp() - 1 - logvar).sum(1)
+    return (bce + kl).mean()
+
+
+def fit_vae(vae: VAE, images: torch.Tensor, epochs: int, batch_size: int = 128, lr: float = 1e-3, seed: int = 0,
+            progress: bool = True) -> list[dict]:
+    """Train ``vae`` with Adam on ``images`` (N, C, H, W) in [0, 1]; returns the mean -ELBO per epoch."""
+    gen = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(vae.parameters(), lr=lr)
+    history = []
+    vae.train()
+    for epoch in tqdm(range(epochs), desc="VAE", disable=not progress):
+        perm, total = torch.randperm(len(images), generator=gen), 0.0
+        for i in range(0, len(images), batch_size):
+            x = images[perm[i:i + batch_size]]
+            loss = negative_elbo(vae, x, gen)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(x)
+        history.append({"epoch": epoch + 1, "loss": total / len(images)})
+    return history
+
+
+def normalise(x: torch.Tensor, dataset: str) -> torch.Tensor:
+    """[0, 1] pixels -> the classifiers' normalised input (:data:`overinterp.zoo.data.STATS`)."""
+    mean, std = D.STATS[dataset]
+    kw = dict(dtype=x.dtype, device=x.device)
+    return (x - torch.tensor(mean, **kw).view(-1, 1, 1)) / torch.tensor(std, **kw).view(-1, 1, 1)
+
+
+
+class decoder(nn.Module):
+    """z (B, latent) -> the classifier's input: g(z) normalised like ``dataset``'s images."""
+
+    def __init__(self, vae: VAE, dataset: str):
+        super().__init__()
+        self.vae, self.dataset = vae, dataset
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return normalise(self.vae.decode(z), self.dataset)
+
+
+# ----------------------------------------------------------------------------- the relaxed level sets
+@dataclass(frozen=True)
+class Target:
+    """A level set: ``high`` confidence in classes[0] (p_c = 1) or ``ambiguous`` between
+    classes[0] and classes[1] (p_i = p_j = 0.5, every other class 0)."""
+    kind: str
+    classes: tuple
+
+    def __post_init__(self):
+        n = {HIGH: 1, AMBIGUOUS: 2}.get(self.kind)
+        if n is None or len(self.classes) != n or len(set(self.classes)) != n:
+            raise ValueError(f"target must be ('high', (c,)) or ('ambiguous', (i, j)) with i != j, "
+                             f"got {self.kind!r}, {self.classes!r}")
+
+    def name(self, classes: Sequence[str] | None = None) -> str:
+        n = [classes[c] if classes else str(c) for c in self.classes]
+        return f"p({n[0]}) = 1" if self.kind == HIGH else f"p({n[0]}) = p({n[1]}) = 0.5"
+
+
+def high(c: int) -> Target:
+    return Target(HIGH, (int(c),))
+
+
+def ambiguous(i: int, j: int) -> Target:
+    return Target(AMBIGUOUS, (int(i), int(j)))
+
+
+def class_log_odds(logits: torch.Tensor, c: int) -> torch.Tensor:
+    """(B,) float64 log(f_c / (1 - f_c)) = z_c - logsumexp_{j != c} z_j from logits (B, K).
+
+    The same quantity as :func:`overinterp.engine.backselect.log_odds`, which it is not replaced
+    by: that one sums over all K classes with -inf at c, which differs in the last bits (a test
+    shows it), and NUTS chains amplify last-bit differences into other samples."""
+    z = logits.double()
+    others = torch.cat([z[:, :c], z[:, c + 1:]], 1)
+    return z[:, c] - torch.logsumexp(others, 1)
+
+
+def one_minus_p(logits: torch.Tensor, c: int) -> torch.Tensor:
+    """(B,) float64 1 - f_c(x), without rounding (sigmoid of minus the log-odds)."""
+    return torch.sigmoid(-class_log_odds(logits, c))
+
+
+def _log_normal(d: torch.Tensor, sigma: float) -> torch.Tensor:
+    """log N(u*; f, sigma^2) with d = u* - f."""
+    return -0.5 * (d / sigma) ** 2 - math.log(sigma) - 0.5 * math.log(2 * math.pi)
+
+
+def level_set_log_lik(logits: torch.Tensor, target: Target, sigma: float = 0.05) -> torch.Tensor:
+    """(B,) float64 log p(u = u* | x) of the relaxed level set (Booth et al. eqs. 6-9) from logits (B, K):
+    high: log N(1; f_c, sigma^2); ambiguous: log N(0; |f_i - f_j|, sigma^2) +
+    log N(0.5; min(f_i, f_j) - max_{k != i, j} f_k, sigma^2)."""
+    if sigma <= 0:
+        raise ValueError(f"sigma must be > 0, got {sigma}")
+    if target.kind == HIGH:
+        return _log_normal(one_minus_p(logits, target.classes[0]), sigma)
+    i, j = target.classes
+    p = torch.softmax(logits.double(), 1)
+    others = p.clone()
+    others[:, [i, j]] = -1.0
+    u1 = (p[:, i] - p[:, j]).abs()
+    u2 = torch.minimum(p[:, i], p[:, j]) - others.max(1).values
+    return _log_normal(0 - u1, sigma) + _log_normal(0.5 - u2, sigma)
+
+
+def in_level_set(logits: torch.Tensor, target: Target, level: float = HIGH_LEVEL,
+                 band: tuple = BAND) -> torch.Tensor:
+    """(B,) bool: high -- f_c >= ``level`` (compared in log-odds); ambiguous -- f_i and f_j both in ``band``."""
+    if target.kind == HIGH:
+        return class_log_odds(logits, target.classes[0]) >= logit(level)
+    p = torch.softmax(logits.double(), 1)[:, list(target.classes)]
+    return ((p >= band[0]) & (p <= band[1])).all(1)
+
+
+# ----------------------------------------------------------------------------- NUTS in the latent space
+def level_set_model(generator: Callable, classifier: Callable, target: Target, sigma: float, latent: int,
+                    device="cpu") -> Callable:
+    """The Pyro model of eq. 12: z ~ N(0, I_latent), x = generator(z), factor log p(u = u* | x)."""
+
+    def model():
+        z = pyro.sample("z", dist.Normal(torch.zeros(latent, device=device), 1.0).to_event(1))
+        logits = classifier(generator(z[None]))
+        pyro.factor("level_set", level_set_log_lik(logits, target, sigma)[0].float())
+    return model
+
+
+@contextmanager
+def _frozen(module):
+    """Parameters without gradients (NUTS differentiates z only), restored after."""
+    params = [p for p in module.parameters()] if isinstance(module, nn.Module) else []
+    flags = [p.requires_grad for p in params]
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, f in zip(params, flags):
+            p.requires_grad_(f)
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """torch's intra-op threads set to ``n`` (None: unchanged) while inside, restored after."""
+    old = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old)
+
+
+@dataclass
+class Chains:
+    """Independent NUTS chains of one target: ``z`` (chains, samples, latent) after warmup."""
+    target: Target
+    z: torch.Tensor
+    acceptance: list            # per chain: mean acceptance probability (Pyro's "acceptance rate")
+    divergences: list           # per chain: divergent transitions after warmup
+    seconds: float
+    info: dict = field(default_factory=dict)
+
+    @property
+    def r_hat(self) -> torch.Tensor:
+        """(latent,) split Gelman-Rubin (Pyro's; NaN with fewer than 4 samples per chain)."""
+        if self.z.shape[1] < 4:
+            return torch.full(self.z.shape[2:], float("nan"), dtype=torch.float64)
+        return split_gelman_rubin(self.z.double(), chain_dim=0, sample_dim=1)
+
+    @property
+    def ess(self) -> torch.Tensor:
+        """(latent,) effective sample size over all chains (Pyro's)."""
+        if self.z.shape[1] < 2:
+            return torch.full(self.z.shape[2:], float("nan"), dtype=torch.float64)
+        return effective_sample_size(self.z.double(), chain_dim=0, sample_dim=1)
+
+    def flat(self) -> torch.Tensor:
+        """(chains * samples, latent)."""
+        return self.z.flatten(0, 1)
+
+
+def sample_chains(generator: Callable, classifier: Callable, target: Target, *, sigma: float, latent: int,
+                  chains: int, warmup: int, samples: int, max_tree_depth: int = 10, seed: int = 0,
+                  init: torch.Tensor | None = None, device="cpu", threads: int | None = 1,
+                  progress: bool = True) -> Chains:
+    """``chains`` NUTS chains (Pyro, target acceptance 0.8, adapted step size and diagonal mass
+    matrix) of p(z | u = u*), run one after the other with seeds seed * 1000 + chain, chain c from
+    ``init[c]`` (chains, latent) or else Pyro's default start (uniform in [-2, 2]^latent; far from a
+    small level set, where f's gradient vanishes, a chain may not find it). ``threads``: torch threads while sampling
+    (one image per step: a single thread avoids synchronisation; None keeps the setting).
+    The global RNG state is restored afterwards."""
+    if min(chains, samples) < 1 or warmup < 0:
+        raise ValueError(f"chains and samples must be >= 1 and warmup >= 0, got {chains}, {samples}, {warmup}")
+    model = level_set_model(generator, classifier, target, sigma, latent, device)
+    zs, acc, div = [], [], []
+    t0 = time.perf_counter()
+    with torch_threads(threads), _frozen(classifier), _frozen(generator), torch.random.fork_rng(devices=[]):
+        for c in range(chains):
+            pyro.set_rng_seed(seed * 1000 + c)
+            start = None if init is None else {"z": init[c].to(device)}
+            diag = {}
+
+            def last(kernel, params, stage, i):  # the kernel's own counts after the last kept sample
+                if stage == "Sample" and i == samples - 1:
+                    d = kernel.diagnostics()
+                    diag.update(acceptance=float(d["acceptance rate"]), divergences=len(d["divergences"]))
+            mcmc = MCMC(NUTS(model, max_tree_depth=max_tree_depth), num_samples=samples, warmup_steps=warmup,
+                        num_chains=1, initial_params=start, disable_progbar=not progress, hook_fn=last)
+            mcmc.run()
+            zs.append(mcmc.get_samples()["z"].detach().cpu())
+            acc.append(diag["acceptance"])
+            div.append(diag["divergences"])
+    return Chains(target, torch.stack(zs), acc, div, time.perf_counter() - t0)
+
+
+@torch.no_grad()
+def initial_points(vae: VAE, generator: Callable, classifier: Callable, target: Target, images: torch.Tensor,
+                   n: int, sigma: float = 0.05, batch_size: int = 500) -> torch.Tensor:
+    """(n, latent): the encoder means mu(x) of the ``n`` images of ``images`` (N, C, H, W) in [0, 1]
+    whose codes decode closest to the level set (highest :func:`level_set_log_lik` of g(mu(x))),
+    one image each: starting points of the chains in the data distribution's typical set."""
+    mus, lls = [], []
+    for i in range(0, len(images), batch_size):
+        mu = vae.encode(images[i:i + batch_size].to(next(vae.parameters()).device))[0]
+        mus.append(mu)
+        lls.append(level_set_log_lik(classifier(generator(mu)), target, sigma))
+    mu, ll = torch.cat(mus), torch.cat(lls)
+    return mu[ll.topk(min(n, len(ll))).indices].detach()
+
+
+def spread_samples(n_total: int, n: int) -> torch.Tensor:
+    """``n`` indices spread evenly over ``n_total`` samples (every one when n >= n_total)."""
+    if n >= n_total:
+        return torch.arange(n_total)
+    return torch.linspace(0, n_total - 1, n).round().long()
+
+
+
+def ambiguous_any(logits: torch.Tensor, band: tuple = BAND) -> torch.Tensor:
+    """(N,) bool: at least two classes with confidence within ``band`` (Booth et al. 4.10's count over all pairs)."""
+    p = torch.softmax(logits.double(), 1)
+    return ((p >= band[0]) & (p <= band[1])).sum(1) >= 2

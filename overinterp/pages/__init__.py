@@ -1,0 +1,3 @@
+"""Book machinery: building the book (:mod:`.build`), what a chapter's cells call around the library
+(:mod:`.chapter`: the opening box, glue, figures), the figures (:mod:`.plots`, :mod:`.factor_plots`),
+the human-benchmark quiz (:mod:`.quiz`) and the benchmark readers (:mod:`.speed`)."""

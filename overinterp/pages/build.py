@@ -1,0 +1,203 @@
+"""Building the book: execute every chapter with papermill, then render with Jupyter Book.
+
+``make book`` runs ``python -m overinterp book``: each notebook listed in ``_toc.yml``
+is executed once, in order, into ``_build/stage/`` (with the profile, dataset,
+device and seed given as papermill parameters), then Jupyter Book renders that
+stage with execution off into ``_build/html``. A failing cell stops the build
+and names the chapter. Chapters share results through the artifact store, so
+any chapter also runs alone:
+
+    papermill book/04_pixel_subsets.ipynb out.ipynb -p dataset cifar10 -p profile paper
+
+**Editions.** An edition is a committed, executed copy of the whole book at another
+profile (the paper-scale ``gpu`` profile, executed on a GPU): ``editions/<name>/``
+holds the executed notebooks and a ``manifest.json`` (profile, dataset, device,
+torch version, commit, date, per-chapter seconds). ``python -m overinterp book
+--profile gpu --device cuda --edition`` executes and saves one; ``make book``
+renders every edition found as its own part of the book, beside the chapters it
+has just executed, from the outputs stored in the edition (nothing re-executed).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from overinterp.config.chapters import chapter_config, parameters_cell
+from overinterp.config.profiles import default_profile
+
+ROOT = Path(__file__).resolve().parents[2]
+# copied into the stage as they are; MathJax 3 (`make mathjax`) is served as _static/mathjax/es5/
+STATIC = ["_config.yml", "_toc.yml", "book/references.bib", ".mathjax/node_modules/mathjax/es5"]
+EDITIONS = ROOT / "editions"
+
+__all__ = ["chapters", "write_parameters", "execute", "save_edition", "editions",
+           "render", "build"]
+
+
+def chapters(root: Path = ROOT) -> list[Path]:
+    """The notebooks of ``_toc.yml`` in reading order."""
+    import yaml
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = []
+
+    def walk(entry):  # a file, or parts / chapters / sections holding more entries
+        if "file" in entry or "root" in entry:
+            files.append(entry.get("file", entry.get("root")))
+        for key in ("parts", "chapters", "sections"):
+            for e in entry.get(key, []):
+                walk(e)
+
+    walk(toc)
+    return [root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").exists()]
+
+
+def write_parameters(root: Path = ROOT) -> list[str]:
+    """Rewrite each chapter's ``parameters`` cell from its dataclass
+    (:func:`overinterp.config.chapters.parameters_cell`); returns the chapters that changed."""
+    import nbformat
+    changed = []
+    for nb_path in chapters(root):
+        nb = nbformat.read(nb_path, as_version=4)
+        for cell in nb.cells:
+            if "parameters" in cell.metadata.get("tags", []):
+                text = parameters_cell(chapter_config(nb_path.stem))
+                if cell.source != text:
+                    cell.source = text
+                    changed.append(nb_path.stem)
+        if nb_path.stem in changed:
+            nbformat.write(nb, nb_path)
+    return changed
+
+
+def hide_injected(notebook: Path) -> None:
+    """Tag papermill's injected-parameters cell ``remove-cell``: the chapter's own parameters cell
+    and its box already show the values, so the rendered page does not show them twice."""
+    import nbformat
+    nb = nbformat.read(notebook, as_version=4)
+    for cell in nb.cells:
+        tags = cell.metadata.setdefault("tags", [])
+        if "injected-parameters" in tags and "remove-cell" not in tags:
+            tags.append("remove-cell")
+    nbformat.write(nb, notebook)
+
+
+def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | None = None) -> dict:
+    """Execute the chapters with papermill into ``stage/book``; returns seconds per chapter."""
+    import papermill as pm
+    timings = {}
+    for nb in chapters(root):
+        target = stage / nb.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if only and nb.stem not in only:
+            continue
+        print(f"[book] executing {nb.relative_to(root)} with {parameters}", flush=True)
+        t0 = time.perf_counter()
+        try:
+            pm.execute_notebook(str(nb), str(target), parameters=parameters, cwd=str(root), progress_bar=False,
+                                kernel_name="python3", log_output=False)
+        except pm.PapermillExecutionError as e:
+            raise SystemExit(f"[book] chapter {nb.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n"
+                             f"         the executed notebook is at {target}")
+        timings[nb.stem] = round(time.perf_counter() - t0, 1)
+        hide_injected(target)
+        print(f"[book] {nb.stem}: {timings[nb.stem]} s", flush=True)
+    return timings
+
+
+def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = EDITIONS,
+                 name: str | None = None) -> Path:
+    """Copy the executed chapters of ``stage`` into ``folder/<name>/book`` with a manifest."""
+    from datetime import datetime, timezone
+    from overinterp.store import code_version
+    from overinterp.zoo.train import device_name
+    profile = parameters.get("profile") or default_profile()
+    name = name or f"{parameters.get('dataset', 'fashion-mnist')}-{profile}"
+    target = Path(folder) / name
+    if target.exists():
+        shutil.rmtree(target)
+    (target / "book").mkdir(parents=True)
+    for nb in sorted((stage / "book").glob("*.ipynb")):
+        shutil.copy(nb, target / "book" / nb.name)
+    manifest = {"name": name, "profile": profile, "dataset": parameters.get("dataset", "fashion-mnist"),
+                "device": device_name(parameters.get("device", "auto")), "torch": torch.__version__,
+                "commit": code_version(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "seconds": timings, "parameters": parameters}
+    (target / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return target
+
+
+def editions(folder: Path = EDITIONS) -> list[dict]:
+    """The manifests of the editions in ``folder`` (with their ``path``), by name."""
+    return [{**json.loads(m.read_text()), "path": m.parent} for m in sorted(Path(folder).glob("*/manifest.json"))]
+
+
+def _edition_page(e: dict) -> str:
+    """The Markdown page that opens an edition's part: what ran where, and how long each chapter took."""
+    rows = "\n".join(f"| {stem} | {sec:.0f} |" for stem, sec in e["seconds"].items())
+    total = sum(e["seconds"].values())
+    return (f"# {e['dataset']} at the `{e['profile']}` profile, executed on {e['device']}\n\n"
+            f"These pages were executed once with the `{e['profile']}` profile on {e['device']} "
+            f"(torch {e['torch']}, commit `{e['commit']}`, {e['date']}) and are shown as they were executed: "
+            f"`make book` renders them without running them again. The chapters before this part are "
+            f"executed afresh by every build.\n\n| chapter | seconds |\n|---|---|\n{rows}\n| total | {total:.0f} |\n")
+
+
+def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | None = None) -> None:
+    """Render ``stage`` (executed chapters) and every edition into ``out/html`` with Jupyter Book."""
+    import yaml
+    for f in STATIC:
+        if (root / f).is_dir():
+            shutil.copytree(root / f, stage / f, dirs_exist_ok=True)
+        elif (root / f).exists():
+            (stage / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / f, stage / f)
+    found = editions(edition_folder or root / "editions")
+    if found:  # the chapters' parts are labelled as this build's, each edition becomes another part
+        toc = yaml.safe_load((root / "_toc.yml").read_text())
+        profile = json.loads((out / "timings.json").read_text())["parameters"].get("profile") or default_profile()
+        ours = toc.pop("parts", None) or [{"caption": "", "chapters": toc.pop("chapters")}]
+        parts = [{**part, "caption": f"{part['caption'] or 'Chapters'}, executed by this build ({profile} profile)"}
+                 for part in ours]
+        for e in found:
+            dest = stage / "editions" / e["name"]
+            if dest.exists():
+                shutil.rmtree(dest)
+            shutil.copytree(e["path"] / "book", dest / "book")
+            (dest / "index.md").write_text(_edition_page(e))
+            files = [f"editions/{e['name']}/book/{nb.stem}" for nb in chapters(root)
+                     if (dest / "book" / nb.name).exists()]
+            parts.append({"caption": f"{e['dataset']} at the {e['profile']} profile, executed on {e['device']}",
+                          "chapters": [{"file": f"editions/{e['name']}/index"}] + [{"file": f} for f in files]})
+        toc["parts"] = parts
+        (stage / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(stage), "--path-output", str(stage)]
+    subprocess.run(cmd, check=True)
+    html = out / "html"
+    if html.exists():
+        shutil.rmtree(html)
+    shutil.move(str(stage / "_build" / "html"), html)
+    print(f"[book] rendered {html / 'index.html'}", flush=True)
+
+
+def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: list[str] | None = None,
+          render_html: bool = True, edition: bool = False, edition_folder: Path | None = None) -> dict:
+    """Execute the chapters into ``out/stage``, then render ``out/html`` with the editions, or with
+    ``edition`` save the executed chapters as an edition (``edition_folder``, default editions/)."""
+    out = Path(out or root / "_build")
+    stage = out / "stage"
+    if stage.exists():
+        shutil.rmtree(stage)
+    stage.mkdir(parents=True)
+    timings = execute(parameters, stage, root, only)
+    (out / "timings.json").write_text(json.dumps({"parameters": parameters, "seconds": timings}, indent=2))
+    if edition:
+        print(f"[book] saved edition {save_edition(stage, parameters, timings, edition_folder or root / 'editions')}")
+    elif render_html:
+        render(stage, out, root, edition_folder)
+    return timings

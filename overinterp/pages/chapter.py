@@ -1,0 +1,58 @@
+"""What a chapter's cells call around the library: its opening box and its glued figures.
+
+``setup`` is a chapter's first call: it reads the chapter's papermill parameters (the fields of
+its dataclass in :mod:`overinterp.config.chapters`) from the notebook's namespace, checks them (an
+error names the bad parameter), resolves the ones that default to the profile's values, builds the
+:class:`overinterp.config.context.Run`, glues the run for the prose, and shows what this execution
+used with the profile's deviations from the paper's protocol:
+
+    run, p = setup("03_sis", globals(), deviations=("models", "backselect"))    # p.tau: resolved
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+from IPython.display import Markdown, display
+from myst_nb import glue
+
+import dataclasses
+
+from overinterp.config.chapters import chapter_config, resolve
+from overinterp.config.context import Run, make_run
+
+__all__ = ["setup", "glue_all", "figure"]
+
+
+def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), show: bool = True,
+          **values) -> tuple:
+    """(run, parameters) of ``chapter`` (a notebook stem): its dataclass filled from ``namespace``
+    (the notebook's ``globals()``, where papermill put the parameters) and ``values``, checked and
+    resolved against the profile (:func:`overinterp.config.chapters.resolve`). With ``show``, glue
+    the run and show it in a box with the profile's deviations from the paper's protocol on the
+    ``deviations`` topics (:meth:`overinterp.config.profiles.Profile.deviations`)."""
+    cls = chapter_config(chapter)
+    given = {f.name: namespace[f.name] for f in dataclasses.fields(cls) if f.name in (namespace or {})}
+    params = cls(**{**given, **values})
+    run = make_run(params.dataset, params.profile, params.device, params.seed)
+    params = resolve(dataclasses.replace(params, profile=run.profile.name), run.profile)
+    if show:
+        devs = run.profile.deviations(*deviations) if deviations else []
+        listed = "".join(f"\n- {d}" for d in devs)
+        more = f"\n\n**Deviations from the paper's protocol in this chapter:**\n{listed}" if devs else ""
+        display(Markdown(f":::{{note}}\n{run.describe()}{more}\n:::"))
+        glue("run_dataset", run.dataset, display=False)
+        glue("run_profile", run.profile.name, display=False)
+        glue("run_device", run.device.type, display=False)
+    return run, params
+
+
+def glue_all(values: dict) -> None:
+    """Glue every ``name: value`` of ``values`` for the prose (``{glue:}`name```), showing nothing."""
+    for name, value in values.items():
+        glue(name, value, display=False)
+
+
+def figure(name: str, fig) -> None:
+    """Glue a matplotlib figure for a captioned ``{glue:figure}`` in the prose, without showing it here."""
+    fig = getattr(fig, "figure", fig)  # an Axes gives its figure
+    glue(name, fig, display=False)
+    plt.close(fig)

@@ -1,0 +1,97 @@
+"""Figures of the chapter "Why it holds or fails here": each claim's measure against one factor
+(:mod:`overinterp.experiments.factors`), one panel per claim, with the line its criterion compares against;
+and the exact backward selection the engine's benchmark measured (:func:`exact_benchmark`, paper 3.3).
+
+Ordered factors (epochs, width) are drawn as joined points, categories (method, mask value,
+retraining control) as separate points with the standard deviation over replicates where there
+are several.
+
+    fig = sweep_figure(factors.epochs_sweep(run), "epochs", tau=0.99)
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
+
+from overinterp.paper import numbers as paper
+from overinterp.paper import verdicts
+from overinterp.experiments.factors import ACC, MEASURES, sample
+from overinterp.experiments.runs import model_key
+from overinterp.pages import speed
+
+__all__ = ["sweep_figure", "controls_figure", "exact_benchmark"]
+
+
+def _panel(ax, df: pd.DataFrame, x: str, y: str, hue: str | None, joined: bool, reference: float | None,
+           title: str) -> None:
+    """Mean (and sd) of ``y`` per ``x``, a dotted line at ``reference``; the title says what it is."""
+    sns.pointplot(data=df, x=x, y=y, hue=hue, ax=ax, errorbar="sd", capsize=0.1, markersize=4, linewidth=1,
+                  linestyle="-" if joined else "none", dodge=0.2 if hue and df[hue].nunique() > 1 else False)
+    if reference is not None:
+        ax.axhline(reference, color="k", ls=":", lw=1)
+    ax.set_title(title, fontsize=8)
+    ax.set_xlabel("")
+    ax.set_ylabel("")
+    ax.tick_params(labelsize=7)
+    if df[x].astype(str).str.len().max() > 6:  # long category names: slanted ticks
+        ax.tick_params(axis="x", labelrotation=35)
+        for t in ax.get_xticklabels():
+            t.set_horizontalalignment("right")
+
+
+def sweep_figure(sweep: pd.DataFrame, xlabel: str, tau: float, hue: str | None = None, joined: bool = False):
+    """C1, C2 and C3 (and, for trained models, the share of confident test images) against the
+    sweep's setting, in a 2 x 2 grid. Dotted: the paper's 5% bound on the mean SIS size, the
+    paper's largest accuracy drop on BS subsets (Table 1), and half the lift (C3's criterion).
+    ``hue``: a column of the sweep (e.g. "sample"), its legend in the free fourth panel."""
+    panels = [(MEASURES["C1"][0], f"C1: mean SIS size at τ = {tau:g} (%)\ndotted: the paper's bound, "
+               f"{100 * paper.SIS_MEAN_SIZE_BELOW:g}%", 100 * paper.SIS_MEAN_SIZE_BELOW),
+              (MEASURES["C2"][0], "C2: accuracy drop on own BS subsets (points)\ndotted: the paper's largest, "
+               f"{verdicts.paper_gap('full', 'bs'):.2f}", verdicts.paper_gap("full", "bs")),
+              (MEASURES["C3"][0], "C3: share of the lift other models recover\ndotted: the criterion's ½", 0.5)]
+    if "confident test images (%)" in sweep:
+        panels.append(("confident test images (%)", f"test images at confidence ≥ {tau:g} (%)\n(the models' "
+                       "confidence)", None))
+    fig, axes = plt.subplots(2, 2, figsize=(8.4, 6.4))
+    axes = axes.flatten()
+    for ax, (y, title, ref) in zip(axes, panels):
+        _panel(ax, sweep, "setting", y, hue, joined, ref, title)
+    handles, labels = axes[0].get_legend_handles_labels()
+    for ax in axes[:len(panels)]:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+        ax.set_xlabel(xlabel, fontsize=8)
+    for ax in axes[len(panels):]:            # a free panel holds the legend, never the data
+        ax.axis("off")
+        if hue:
+            ax.legend(handles, labels, title=hue, fontsize=8, title_fontsize=8, loc="center", frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def controls_figure(controls: pd.DataFrame, num_classes: int):
+    """C4: test accuracy (%) of the models retrained on each control, mean and sd over the
+    replicates; dotted: chance."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.4))
+    _panel(ax, controls, "control", ACC, None, False, 100 / num_classes,
+           f"test accuracy of the retrained models (%), dotted: chance ({100 / num_classes:g}%)")
+    fig.tight_layout()
+    return fig
+
+
+def exact_benchmark(run, results: str) -> tuple[dict, pd.DataFrame | None]:
+    """C1 and C2 of exact backward selection from the engine benchmark's files in ``results``
+    (:func:`overinterp.pages.speed.claim_measures`): the chapter's prose values on them, glue name ->
+    value (:func:`overinterp.pages.speed.exact_facts`, against the source model and the chapter's
+    sample), and the table per (method, setting), rounded; None without such a file."""
+    try:
+        res = speed.load_results(results)
+    except FileNotFoundError:
+        res = {}
+    f, tau = run.profile.factors, run.profile.sis_threshold
+    source_key = model_key(run.dataset, f.arch, run.profile.name, run.seed)
+    facts = speed.exact_facts(res, tau, 100 * paper.SIS_MEAN_SIZE_BELOW, source_key, sample(run).key())
+    bench = speed.claim_measures(res, tau)
+    table = bench.drop(columns="device").set_index(["method", "setting"]).round(1) if len(bench) else None
+    return {f"bench_{key}": value for key, value in facts.items()}, table

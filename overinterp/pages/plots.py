@@ -1,0 +1,171 @@
+"""Figures of the book: SIS panels (paper Fig. 1, S1), backward-selection curves,
+pixel-location heatmaps (Fig. 2), training curves, SIS sizes, retrained accuracies (Table 1 as
+bars) and numeric tables formatted for display.
+
+Images come in normalised (the models' input); ``to_pixels`` turns them back
+into [0, 1] pixels with the dataset's mean/std. Masked pixels are drawn in a
+neutral colour that no real pixel has (light blue-grey), so a reader sees
+exactly which pixels a subset keeps.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+import torch
+
+from overinterp.paper import numbers as paper
+from overinterp.experiments.runs import CONFIDENT
+
+__all__ = ["to_pixels", "show_masked", "image_rows", "gallery", "backselect_curves", "backselect_panels", "heatmaps",
+           "training_curves", "sis_sizes_box", "retrain_bars", "mean_std", "zoo_stats", "MASK_RGB"]
+
+MASK_RGB = (0.78, 0.84, 0.92)  # what a masked pixel is drawn as
+
+
+def to_pixels(images: torch.Tensor, mean, std) -> np.ndarray:
+    """Normalised (N, C, H, W) -> (N, H, W, 3) floats in [0, 1] for imshow."""
+    m = torch.as_tensor(mean, dtype=images.dtype).view(1, -1, 1, 1)
+    s = torch.as_tensor(std, dtype=images.dtype).view(1, -1, 1, 1)
+    x = (images.detach().cpu() * s + m).clamp(0, 1)
+    x = x.expand(-1, 3, -1, -1) if x.shape[1] == 1 else x
+    return x.permute(0, 2, 3, 1).numpy()
+
+
+def show_masked(images: torch.Tensor, keep: torch.Tensor | None, mean, std) -> np.ndarray:
+    """Pixels of ``images`` where ``keep`` (N, H, W) is True, :data:`MASK_RGB` elsewhere."""
+    px = to_pixels(images, mean, std)
+    if keep is None:
+        return px
+    k = keep.detach().cpu().numpy()[..., None]
+    return np.where(k, px, np.asarray(MASK_RGB, dtype=px.dtype))
+
+
+def image_rows(rows: dict[str, np.ndarray], col_titles=None, size: float = 1.3):
+    """A grid with one labelled row per entry of ``rows`` ((N, H, W, 3) each)."""
+    n = max(len(v) for v in rows.values())
+    fig, axes = plt.subplots(len(rows), n, figsize=(size * n, size * len(rows) + 0.3), squeeze=False)
+    for r, (label, imgs) in enumerate(rows.items()):
+        for c in range(n):
+            ax = axes[r, c]
+            ax.set_xticks([]), ax.set_yticks([])
+            if c < len(imgs):
+                ax.imshow(imgs[c], interpolation="nearest")
+            else:
+                ax.axis("off")
+            if c == 0:
+                ax.set_ylabel(label, fontsize=8)
+            if r == 0 and col_titles is not None and c < len(col_titles):
+                ax.set_title(col_titles[c], fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+
+def gallery(images: torch.Tensor, masks: dict, mean, std, col_titles=None, original: str | None = "original",
+            size: float = 1.3):
+    """Images beside their pixel subsets: a row ``original`` (None: no such row) of the ``images``,
+    then one row per entry of ``masks`` {row label: (N, H, W) bool keep-mask}, masked pixels drawn
+    in :data:`MASK_RGB` (the figure of SIS and 5% subsets, paper Figs. 1-2)."""
+    rows = {original: to_pixels(images, mean, std)} if original is not None else {}
+    rows.update({label: show_masked(images, keep, mean, std) for label, keep in masks.items()})
+    return image_rows(rows, col_titles=col_titles, size=size)
+
+
+def backselect_curves(values: torch.Tensor, confidence: torch.Tensor, labels=None, threshold: float | None = None,
+                      ax=None):
+    """Confidence f vs fraction of features remaining, one line per image (values (N, P))."""
+    ax = ax or plt.subplots(figsize=(5, 3.2))[1]
+    v = torch.cat([confidence[:, None], values], 1).detach().cpu().float()  # (N, P+1): 0..P removed
+    P = values.shape[1]
+    remaining = 1 - torch.arange(P + 1) / P
+    for i in range(len(v)):
+        ok = ~torch.isnan(v[i])
+        ax.plot(remaining[ok], v[i][ok], lw=1, label=None if labels is None else labels[i])
+    if threshold is not None:
+        ax.axhline(threshold, color="k", ls=":", lw=1, label=f"τ = {threshold}")
+    ax.set_xscale("log")
+    ax.invert_xaxis()
+    ax.set_xlabel("fraction of pixels remaining (log scale)")
+    ax.set_ylabel("confidence f (predicted class)")
+    if labels is not None or threshold is not None:
+        ax.legend(fontsize=7)
+    return ax
+
+
+def backselect_panels(results: dict, n: int, threshold: float | None = None, size: tuple = (4.2, 3.2)):
+    """:func:`backselect_curves` of the first ``n`` images of each backward-selection result of
+    ``results`` ({panel title: result}), side by side."""
+    fig, axes = plt.subplots(1, len(results), figsize=(size[0] * len(results), size[1]), squeeze=False)
+    for ax, (title, r) in zip(axes[0], results.items()):
+        backselect_curves(r.values[:n], r.confidence[:n], threshold=threshold, ax=ax)
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def heatmaps(freqs: dict[str, torch.Tensor], titles: dict[str, str] | None = None, size: float = 2.6):
+    """One heatmap per model of the fraction of subsets containing each pixel (paper Fig. 2)."""
+    fig, axes = plt.subplots(1, len(freqs), figsize=(size * len(freqs), size), squeeze=False)
+    vmax = max(float(f.max()) for f in freqs.values())
+    for ax, (name, f) in zip(axes[0], freqs.items()):
+        sns.heatmap(f.cpu().numpy(), ax=ax, vmin=0, vmax=vmax, cmap="viridis", square=True, xticklabels=False,
+                    yticklabels=False, cbar_kws={"shrink": 0.7})
+        ax.set_title((titles or {}).get(name, name), fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def training_curves(histories: dict[str, list[dict]], key: str = "loss", ax=None, ylabel: str = "training loss"):
+    """One line per model of a per-epoch statistic of :func:`overinterp.zoo.train.fit`'s history."""
+    ax = ax or plt.subplots(figsize=(5, 3.2))[1]
+    for name, h in histories.items():
+        ax.plot([e["epoch"] for e in h], [e[key] for e in h], marker=".", lw=1, label=name)
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(ylabel)
+    if key == "loss":
+        ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def sis_sizes_box(sizes: dict[str, list[float]], bound: float | None = 100 * paper.SIS_MEAN_SIZE_BELOW):
+    """Box plot of the SIS sizes (% of the pixels) per model, from {model: sizes as fractions};
+    dotted: ``bound`` (%), default the paper's bound on the mean (4.1). Drawn on the current axes."""
+    long = pd.DataFrame([{"model": m, "SIS size (% of pixels)": 100 * v} for m, vs in sizes.items() for v in vs])
+    ax = sns.boxplot(data=long, x="model", y="SIS size (% of pixels)", hue="model")
+    if bound is not None:
+        ax.axhline(bound, color="k", ls=":", lw=1)
+    return ax
+
+
+def retrain_bars(runs: dict[tuple[str, str], pd.DataFrame]):
+    """Test accuracy (%) of retrained models per model and condition, mean and sd over the
+    replicates, from {(model, trained and evaluated on): accuracies per replicate (a "test"
+    column)}. Drawn on the current axes."""
+    long = pd.DataFrame([{"model": m, "trained and evaluated on": cond, "test accuracy (%)": acc}
+                         for (m, cond), r in runs.items() for acc in r["test"]])
+    ax = sns.barplot(data=long, x="model", y="test accuracy (%)", hue="trained and evaluated on", errorbar="sd")
+    ax.legend(fontsize=7, loc="lower right")
+    return ax
+
+
+def mean_std(table, digits: int = 2):
+    """A table with numeric (column, 'mean' | 'std') pairs, formatted 'mean ± std' for display
+    (just the mean where the std is NaN: a single replicate)."""
+    cols = list(dict.fromkeys(c[0] for c in table.columns))
+    out = {}
+    for c in cols:
+        m, s = table[(c, "mean")], table[(c, "std")]
+        out[c] = [f"{a:.{digits}f}" if np.isnan(b) else f"{a:.{digits}f} ± {b:.{digits}f}" for a, b in zip(m, s)]
+    return pd.DataFrame(out, index=table.index)
+
+
+def zoo_stats(stats: pd.DataFrame, threshold: float = paper.SIS_THRESHOLD) -> pd.DataFrame:
+    """:func:`overinterp.experiments.runs.zoo_table` (computed at ``threshold``) for display:
+    'mean ± std' without the epochs, the share of confident test images named by its threshold,
+    "plateaued" as a share of the replicates."""
+    shown = mean_std(stats).drop(columns=["epochs"]).rename(columns={CONFIDENT: f"test at ≥ {threshold:g} (%)"})
+    shown["plateaued"] = [f"{100 * v:.0f}% of replicates" for v in stats[("plateaued", "mean")]]
+    return shown

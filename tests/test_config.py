@@ -1,0 +1,76 @@
+"""Chapter parameters (overinterp.config.chapters): resolved against the profile in one place, checked
+with errors naming the parameter, and rendered into the notebooks' parameters cells and the flags."""
+import argparse
+import dataclasses
+
+import pytest
+
+from overinterp.config.chapters import (CHAPTERS, ROOT, RunConfig, add_arguments, from_arguments, param,
+                                        parameters_cell, resolve)
+from overinterp.config.context import make_run
+from overinterp.config.profiles import get_profile
+
+
+@dataclasses.dataclass(frozen=True)
+class Toy(RunConfig):
+    tau: float | None = param(None, "threshold", inherit="sis_threshold", check="threshold")
+    arch: str | None = param(None, "first architecture", inherit="archs.0")
+    frac: float = param(0.05, "kept", check="fraction")
+    taus: tuple = param((0.5, 0.9), "thresholds", check="threshold")
+    how: str = param("std", "rule", check=("std", "percentile"))
+
+
+def test_none_takes_the_profiles_value_and_a_given_value_stays():
+    quick, tiny = get_profile("quick"), get_profile("tiny")
+    assert resolve(Toy(), quick).tau == 0.99 and resolve(Toy(), tiny).tau == tiny.sis_threshold == 0.3
+    assert resolve(Toy(), quick).arch == "resnet20" and resolve(Toy(), tiny).arch == "cnn"
+    assert resolve(Toy(tau=0.5), quick).tau == 0.5
+
+
+@pytest.mark.parametrize("bad, says", [({"tau": 1.5}, "parameter tau=1.5 is not valid: must lie in [0, 1]"),
+                                       ({"frac": 0.0}, "parameter frac=0.0 is not valid: must lie in (0, 1]"),
+                                       ({"taus": (0.5, 2.0)}, "parameter taus=(0.5, 2.0) is not valid"),
+                                       ({"how": "max"}, "parameter how='max' is not valid: valid values: std, percentile")])
+def test_a_bad_value_is_named_with_what_is_valid(bad, says):
+    with pytest.raises(ValueError, match=r"^" + says.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+                       .replace("]", r"\]")):
+        resolve(Toy(**bad), get_profile("quick"))
+
+
+def test_a_results_folder_is_read_from_the_repository_root():
+    p = resolve(CHAPTERS["13_speed"](), get_profile("tiny"))
+    assert p.results == str(ROOT / "benchmarks" / "results")
+    with pytest.raises(ValueError, match="parameter results=.*no such folder"):
+        resolve(CHAPTERS["13_speed"](results="no/such/folder"), get_profile("tiny"))
+
+
+def test_the_parameters_cell_lists_each_field_with_its_default_and_help():
+    cell = parameters_cell(Toy)
+    lines = cell.splitlines()
+    assert [l.split(" = ")[0] for l in lines] == [f.name for f in dataclasses.fields(Toy)]
+    assert "tau = None" in lines[4] and lines[4].endswith("# threshold")
+    namespace = {}
+    exec(cell, namespace)                       # valid Python whose values are the defaults
+    assert Toy(**{f.name: namespace[f.name] for f in dataclasses.fields(Toy)}) == Toy()
+
+
+def test_flags_parse_into_the_same_dataclass():
+    parser = add_arguments(argparse.ArgumentParser(), Toy)
+    assert from_arguments(Toy, parser.parse_args([])) == Toy()
+    got = from_arguments(Toy, parser.parse_args(["--tau", "0.9", "--taus", "0.1,0.2", "--profile", "quick",
+                                                 "--seed", "3"]))
+    assert got == Toy(tau=0.9, taus=(0.1, 0.2), profile="quick", seed=3)
+
+
+def test_every_chapter_resolves_at_every_profile():
+    for name in ("tiny", "quick", "gpu", "paper"):
+        for cls in CHAPTERS.values():
+            p = resolve(cls(profile=name), get_profile(name))
+            assert all(getattr(p, f.name) is not None for f in dataclasses.fields(p)
+                       if f.metadata.get("inherit")), (cls.__name__, name)
+
+
+def test_make_run_names_a_bad_parameter():
+    with pytest.raises(ValueError, match="parameter profile='huge' is not valid; valid values: tiny, quick"):
+        make_run(profile="huge")
+    assert make_run(profile="tiny", device="cpu").profile.name == "tiny"

@@ -1,0 +1,35 @@
+"""The library's layers (README "Layout"; the contract is in pyproject.toml): a package imports only
+the ones below it, checked by import-linter over every import statement, function-level ones too."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+
+
+@pytest.mark.skipif(LINT is None, reason="import-linter is not installed (pip install -e '.[test]')")
+def test_no_package_imports_a_layer_above_it():
+    res = subprocess.run([LINT, "--no-cache"], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert "1 kept, 0 broken" in res.stdout
+
+
+@pytest.mark.skipif(LINT is None, reason="import-linter is not installed (pip install -e '.[test]')")
+def test_the_contract_fails_on_an_upward_import(tmp_path):
+    """The check can fail: a copy of the library where the store imports the engine breaks the contract."""
+    shutil.copytree(ROOT / "overinterp", tmp_path / "overinterp", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    store = tmp_path / "overinterp" / "store.py"
+    store.write_text(store.read_text() + "\nfrom overinterp.engine import backselect  # an upward import\n")
+    res = subprocess.run([LINT, "--no-cache"], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": str(tmp_path), "PATH": str(Path(sys.executable).parent)})
+    assert res.returncode != 0 and "overinterp.store -> overinterp.engine" in res.stdout
+
+
+def test_every_package_says_what_it_holds():
+    for init in sorted((ROOT / "overinterp").glob("*/__init__.py")):
+        assert init.read_text().lstrip().startswith('"""'), f"{init.parent.name} has no docstring"

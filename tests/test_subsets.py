@@ -1,0 +1,247 @@
+"""What chapters 2-5 compute and show around the library (overinterp.experiments.runs, .subsets and
+overinterp.pages.plots), on hand-made inputs: the same values as the notebook code they replace."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from overinterp.config.context import Run
+from overinterp.config.profiles import get_profile
+from overinterp.engine.backselect import BackSelectConfig
+from overinterp.engine.runner import KIND, run_backselect, run_config
+from overinterp.engine.sis import SIS, sis_size_pct
+from overinterp.experiments import runs as A
+from overinterp.experiments import subsets as S
+from overinterp.pages import plots
+from overinterp.paper import numbers as paper
+from overinterp.paper import verdicts as V
+from overinterp.store import Store
+from overinterp.zoo.data import Selection
+from overinterp.zoo.models import build_model
+
+
+def _run(**changes) -> Run:
+    from dataclasses import replace
+    return Run("fashion-mnist", replace(get_profile("tiny"), **changes), torch.device("cpu"), 0)
+
+
+# ----------------------------------------------------------------------------- backward selection entry
+
+def test_backselect_model_writes_the_artifact_a_direct_runner_call_writes(tmp_path):
+    torch.manual_seed(0)
+    model = build_model("cnn", 1, 10, width=2).eval()
+    images = torch.randn(5, 1, 8, 8, generator=torch.Generator().manual_seed(1))
+    run, store = _run(), Store(tmp_path)
+    res = A.backselect_model(run, model, {"arch": "cnn"}, (images, {"set": "toy"}), store=store, progress=False)
+    engine = run.profile.engine("toy")                      # the profile's engine and shard size fill in
+    assert store.exists(KIND, run_config(model, images, {"arch": "cnn"}, {"set": "toy"}, engine, run.profile.shard_size))
+    direct = run_backselect(model, images, model_config={"arch": "cnn"}, data_config={"set": "toy"}, config=engine,
+                            shard_size=run.profile.shard_size, store=store, progress=False)
+    assert torch.equal(res.order, direct.order) and len(list((tmp_path / KIND).iterdir())) == 1
+
+
+def test_backselect_model_of_a_selection_passes_its_key_and_its_sets_engine(monkeypatch):
+    seen = []
+    monkeypatch.setattr(A, "run_backselect", lambda model, images, **kw: seen.append((len(images), kw)))
+    train_engine = BackSelectConfig("pruned", block=4, m=3)
+    run = _run(backselect_train=train_engine, shard_size=7)
+    sel = Selection("fashion-mnist", "train", 12)
+    A.backselect_model(run, None, {"arch": "x"}, sel, progress=False)
+    A.backselect_model(run, None, {"arch": "x"}, sel, BackSelectConfig("exact"), shard_size=3, progress=False)
+    (n, kw), (_, given) = seen
+    assert n == 12 and kw["data_config"] == sel.key() and kw["model_config"] == {"arch": "x"}
+    assert kw["config"] == train_engine and kw["shard_size"] == 7 and kw["device"] == run.device
+    assert given["config"] == BackSelectConfig("exact") and given["shard_size"] == 3
+
+
+# ----------------------------------------------------------------------------- chapter 3: SIS sizes
+
+def test_sis_fractions_are_the_chapters_python_division_bit_for_bit():
+    g = torch.Generator().manual_seed(0)
+    mask = torch.rand(50, 28, 28, generator=g) < torch.rand(50, 1, 1, generator=g) * 0.2
+    found = torch.rand(50, generator=g) > 0.2
+    sis = SIS(mask.flatten(1), mask, torch.where(found, mask.flatten(1).sum(1), -1), found)
+    old = [sis.mask[i].sum().item() / (28 * 28) for i in range(50) if sis.found[i]]   # the notebook's former cell
+    assert A.sis_fractions(sis) == old                                                # exactly, not approximately
+    pct = sis_size_pct(None, 0.5, sis)                      # the percentage: same sizes, NaN where none (float32)
+    assert np.isnan(pct[~found.numpy()]).all() and np.allclose(pct[found.numpy()] / 100, old, rtol=1e-6)
+
+
+def test_sis_values_format_the_verdicts_range():
+    v = V.sis_size({"a": [0.01, 0.03], "b": [0.1]}, 0.99)
+    assert A.sis_values(v) == {"sis_mean_min": "2.0", "sis_mean_max": "10.0", "sis_below_5": "does not hold"}
+
+
+# ----------------------------------------------------------------------------- chapter 2: the zoo
+
+def _with_history(model, losses):
+    model.info = {"history": [{"epoch": i + 1, "loss": v} for i, v in enumerate(losses)]}
+    return model
+
+
+def test_zoo_table_names_the_confident_share_by_a_structured_column_and_display_names_its_threshold(always):
+    X, Y = torch.zeros(4, 1, 2, 2), torch.tensor([0, 0, 1, 2])
+    models = {"m": [_with_history(always(0), [1.0, 0.5]), _with_history(always(1), [1.0, 0.4])]}
+    stats = A.zoo_table(models, {"test": (X, Y)})
+    assert stats.loc["m", (A.CONFIDENT, "mean")] == pytest.approx(100.0)     # logit margin 20: confidence ~1
+    shown = plots.zoo_stats(stats)
+    assert shown.columns.tolist() == ["test accuracy", "mean confidence", "test at ≥ 0.99 (%)",
+                                      "final training loss", "plateaued"]
+    assert shown.loc["m", "test accuracy"] == "37.50 ± 17.68" and shown.loc["m", "plateaued"] == "0% of replicates"
+    assert A.zoo_values(stats) == {"conf_min": "1.00", "conf_max": "1.00", "share_min": "100", "share_max": "100"}
+    assert A.training_values(_run(), A.zoo_histories({"cnn": models["m"]})) == {
+        "n_models": 2, "n_plateau": 0, "epochs": get_profile("tiny").train.epochs}
+
+
+def test_zoo_paper_rows_give_the_resnet18_ensemble_the_papers_as_the_names_did(always):
+    models = {"resnet18": [always(0), always(1)], "cnn": [always(2), always(3)], "vgg16": [always(4)]}
+    ens = A.ensembles(models)
+    old = {paper.ARCH_NAMES[a]: paper.table1(a, "full", "full") for a in models}      # the notebook's former cell
+    for k in ens:
+        if "ResNet18" in k and "all" not in k:
+            old[k] = paper.table1("ensemble 5x resnet18", "full", "full")
+    assert A.zoo_paper_rows(models) == old and list(A.zoo_paper_rows(models)) == list(old)
+
+
+def test_accuracy_values_name_the_best_and_whether_ood_is_lower():
+    cols = pd.MultiIndex.from_tuples([("test", "mean"), ("test", "std"), ("ood", "mean"), ("ood", "std")])
+    acc = pd.DataFrame([[80, 1, 70, 1], [85, 1, 60, 1], [90, 1, 91, 1]], columns=cols, index=["A", "B", "ens"])
+    v = A.accuracy_values(acc, ["A", "B"], ["ens"])
+    assert v["best_arch"] == "B" and v["best_acc"] == "85.0" and v["ens_name"] == "ens" and v["ens_acc"] == "90.0"
+    assert v["ood_lower"].startswith("is not lower")
+    assert A.accuracy_values(acc.iloc[:2], ["A"], ["B"])["ood_lower"].startswith("is lower")
+
+
+# ----------------------------------------------------------------------------- chapter 4: 5% subsets
+
+def _acc(archs=("resnet20", "cnn")) -> dict:
+    """{arch: kind -> accuracy (%) per replicate (rows) and set (columns)}, hand-made."""
+    return {a: {k: pd.DataFrame({"test": [v, v + 2], "ood": [v - 10, v - 8]})
+                for k, v in (("full", 90.0 - i), ("bs", 88.0 - i), ("random", 20.0 + i))} for i, a in enumerate(archs)}
+
+
+def test_table1_rows_label_our_rows_and_set_the_papers_beside_them_only_at_5_percent():
+    table, rows = S.table1_rows(_acc(), 0.05)
+    assert table.index.tolist() == [("ResNet20", "full images"), ("ResNet20", "5% BS subsets"),
+                                    ("ResNet20", "5% random"), ("small CNN", "full images"),
+                                    ("small CNN", "5% BS subsets"), ("small CNN", "5% random")]
+    assert table.loc[("ResNet20", "5% BS subsets"), ("test", "mean")] == 89.0
+    assert rows[("ResNet20", "5% BS subsets")]["CIFAR-10 test"] == "92.48" and rows[("small CNN", "full images")] == {}
+    assert all(r == {} for r in S.table1_rows(_acc(), 0.1)[1].values())
+    assert S.table1_rows(_acc(), 0.1)[0].index[1] == ("ResNet20", "10% BS subsets")
+
+
+def test_accurate_values_and_by_model():
+    acc = _acc()
+    v = V.subsets_accurate(full=S.by_model(acc, "full"), bs=S.by_model(acc, "bs"))
+    assert list(S.by_model(acc, "bs")) == ["ResNet20", "small CNN"]
+    assert S.accurate_values(v, acc) == {"accurate": v.word, "gap_min": "2.0", "gap_max": "2.0", "rnd_max": "22.0"}
+
+
+def test_confidence_table_puts_the_papers_mean_drop_first():
+    kept = V.confidence_kept({"ResNet20": [-0.01, 0.01], "small CNN": [0.2, 0.3]})
+    t = S.confidence_table(kept, {"resnet20": None, "cnn": None}, 0.05)
+    assert t.columns[0] == "paper mean drop (CIFAR-10)" and t.iloc[:, 0].tolist() == [-0.035, "—"]
+    assert S.confidence_table(kept, ["resnet20", "cnn"], 0.3).iloc[:, 0].tolist() == ["—", "—"]
+    assert S.kept_values(kept) == {"kept": kept.word, "drop_min": "0.000", "drop_max": "0.250"}
+
+
+def test_example_masks_are_each_architectures_bs_rows_then_the_first_random():
+    keep = lambda v: torch.full((5, 2, 2), v)
+    subs = {"resnet20": {"test": {"bs": (None, keep(True)), "random": (None, keep(False))}},
+            "cnn": {"test": {"bs": (None, keep(False)), "random": (None, keep(True))}}}
+    rows = S.example_masks(subs, 3)
+    assert list(rows) == ["ResNet20 BS", "small CNN BS", "random"]
+    assert rows["random"].shape == (3, 2, 2) and not rows["random"].any()   # the first architecture's
+
+
+def test_transfer_table_and_verdict_on_models_of_known_accuracy(always):
+    X, Y = torch.zeros(4, 1, 2, 2), torch.tensor([0, 0, 0, 1])
+    models = {"resnet20": [always(0), always(1)], "cnn": [always(1)]}
+    subs = {a: {"test": {"bs": (X, None)}} for a in models}
+    table, sources = S.transfer(_run(), models, subs, Y)
+    assert sources == {"ResNet20 #0": "resnet20", "small CNN #0": "cnn"}
+    assert table.loc["ResNet20 #0"].tolist() == [75.0, 25.0, 25.0]
+    v = S.no_transfer(table, sources, {"resnet20": {"random": pd.DataFrame({"test": [10.0, 99.0]})},
+                                       "cnn": {"random": pd.DataFrame({"test": [10.0]})}})
+    assert v.numbers.loc["ResNet20 #0", "share of lift transferred"] == pytest.approx((25 - 10) / (75 - 10))
+    assert v.numbers.loc["small CNN #0", "others' accuracy"] == pytest.approx(50.0)
+    assert S.transfer_values(v)["transfer"] == v.word
+
+
+# ----------------------------------------------------------------------------- chapter 5: retraining
+
+def _retrain_runs() -> dict:
+    runs = {}
+    for i, a in enumerate(("resnet20", "cnn")):
+        for augment in (False, True):
+            for kind in S.RETRAIN_KINDS if not augment else ("bs", "random"):
+                runs[(a, kind, augment)] = pd.DataFrame({"test": [50.0 + i + len(kind), 52.0 + augment],
+                                                         "ood": [40.0, 41.0]})
+    return runs
+
+
+def test_retraining_table_equals_the_table_built_from_parsed_labels():
+    runs, frac = _retrain_runs(), 0.05
+    labels = {"bs": "5% BS subsets", "random": "5% random", "full": "full images (control)"}
+    named = {S.retrain_label(k, frac): v for k, v in runs.items()}
+    assert list(named)[:4] == [("ResNet20", "5% BS subsets"), ("ResNet20", "5% random"),
+                               ("ResNet20", "full images (control)"), ("ResNet20", "5% BS subsets (+)")]
+    old_rows = {}                                               # the notebook's former cell, parsing the labels
+    for (name, label) in named:
+        a = next(k for k, v in paper.ARCH_NAMES.items() if v == name)
+        kind = next(k for k, v in labels.items() if label.startswith(v))
+        table = paper.TABLE_S1 if label.endswith("(+)") else paper.TABLE1
+        old_rows[(name, label)] = paper.table1(a, kind, kind, table) if frac == 0.05 and kind != "full" else {}
+    ours, rows = S.retraining_table(runs, frac)
+    assert rows == old_rows and rows[("ResNet20", "5% BS subsets (+)")]["CIFAR-10 test"] == "92.23 ± 0.03"
+    pd.testing.assert_frame_equal(ours, pd.DataFrame({k: A.mean_std(v) for k, v in named.items()}).T)
+
+
+def test_retraining_verdicts_read_the_runs_without_augmentation():
+    runs = _retrain_runs()
+    beats, near = S.retraining_verdicts(_run(), runs)
+    assert beats.numbers.index.tolist() == ["ResNet20", "small CNN"]
+    assert beats.numbers.loc["ResNet20", "BS subsets"] == pytest.approx((52 + 52) / 2)     # 50 + 0 + len("bs")
+    assert near.numbers.loc["small CNN", "full images"] == pytest.approx((55 + 52) / 2)   # 50 + 1 + len("full")
+    v = S.retraining_verdict_values(beats, near)
+    assert v["beats"] == beats.word and v["rnd_min"] == "54.0" and v["full_max"] == "53.5"
+    flat = [{"loss": 1.0}, {"loss": 1.0}, {"loss": 1.0}]
+    assert S.plateau_values([flat, [{"loss": 3.0}, {"loss": 2.0}, {"loss": 1.0}]]) == {
+        "n_retrained": 2, "n_retrained_plateau": 1}
+
+
+def test_values_of_the_chapters_opening_cells():
+    run = _run()
+    assert S.pct(0.05) == "5" and S.pct(0.125) == "12.5"
+    assert S.pixel_subsets_values(run, 0.05) == {"pct": "5", "method": run.profile.backselect.describe(),
+                                                 "n_eval": run.profile.test_size, "replicates": run.profile.replicates}
+    assert S.retraining_values(run, 0.3)["pct"] == "30"
+
+
+# ----------------------------------------------------------------------------- figure builders
+
+def test_backselect_panels_draw_one_titled_panel_per_result():
+    res = SimpleNamespace(values=torch.rand(6, 16), confidence=torch.ones(6))
+    fig = plots.backselect_panels({"A": res, "B": res}, 4, threshold=0.5)
+    assert [ax.get_title() for ax in fig.axes] == ["A", "B"] and len(fig.axes[0].lines) == 4 + 1  # + tau's line
+    plt.close(fig)
+
+
+def test_sis_sizes_box_and_retrain_bars_draw_on_fresh_axes():
+    plt.close("all")
+    ax = plots.sis_sizes_box({"A": [0.01, 0.02], "B": [0.03]})
+    assert ax.get_ylabel() == "SIS size (% of pixels)" and ax.lines[-1].get_ydata()[0] == pytest.approx(5.0)
+    plt.close(ax.figure)
+    runs = {("A", "bs"): pd.DataFrame({"test": [50.0, 52.0]}), ("A", "random"): pd.DataFrame({"test": [20.0, 22.0]})}
+    ax = plots.retrain_bars(runs)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["bs", "random"]
+    assert sorted(p.get_height() for p in ax.patches if p.get_height() > 0) == [21.0, 51.0]
+    plt.close(ax.figure)
+    assert math.isclose(100 * paper.SIS_MEAN_SIZE_BELOW, 5.0)
