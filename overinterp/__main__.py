@@ -23,7 +23,6 @@ import torch
 
 from overinterp.config.chapters import CHAPTERS, RunConfig, add_arguments, from_arguments
 from overinterp.config.context import make_run
-from overinterp.config.profiles import PROFILES
 from overinterp.engine.backselect import BackSelectConfig
 from overinterp.engine.runner import n_shards
 from overinterp.experiments import runs as A

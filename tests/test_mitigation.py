@@ -4,7 +4,6 @@ import pandas as pd
 import pytest
 import torch
 
-from overinterp.experiments import runs as A
 from overinterp.experiments import mitigation as M
 from overinterp.config.context import make_run
 from overinterp.experiments.sis_accuracy import SIZE

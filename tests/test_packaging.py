@@ -1,5 +1,4 @@
 """environment.yml and pyproject.toml list the same dependencies; the CLI documents itself."""
-import subprocess
 import sys
 import tomllib
 from pathlib import Path

@@ -38,7 +38,7 @@ def _executed(folder: Path, stem: str, glued: dict, table: str) -> None:
     import nbformat
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("...")
-    cell.outputs = [nbformat.v4.new_output("display_data", {f"application/papermill.record/text/plain": repr(v)},
+    cell.outputs = [nbformat.v4.new_output("display_data", {"application/papermill.record/text/plain": repr(v)},
                                            metadata={"scrapbook": {"name": k, "mime_prefix": "application/papermill.record/"}})
                     for k, v in glued.items()]
     cell.outputs.append(nbformat.v4.new_output("execute_result", {"text/html": table}, execution_count=1))

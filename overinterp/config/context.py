@@ -15,12 +15,12 @@ from overinterp.zoo.data import DATASETS
 from overinterp.zoo.models import ARCHS
 from overinterp.zoo.train import device_name, resolve_device
 
-__all__ = ["Run", "make_run", "check_fraction", "check_threshold"]
+__all__ = ["Run", "make_run"]
 
 
 @dataclass
 class Run:
-    """What one chapter execution uses; made by :func:`setup`."""
+    """What one chapter execution uses; made by :func:`make_run`."""
     dataset: str
     profile: Profile
     device: torch.device
@@ -40,18 +40,6 @@ class Run:
 def _check(name: str, value, valid) -> None:
     if value not in valid:
         raise ValueError(f"parameter {name}={value!r} is not valid; valid values: {', '.join(map(str, valid))}")
-
-
-def check_threshold(name: str, value: float) -> float:
-    if not 0 <= value <= 1:
-        raise ValueError(f"parameter {name}={value!r} must lie in [0, 1]")
-    return value
-
-
-def check_fraction(name: str, value: float) -> float:
-    if not 0 < value <= 1:
-        raise ValueError(f"parameter {name}={value!r} must lie in (0, 1]")
-    return value
 
 
 def make_run(dataset: str = "fashion-mnist", profile: str | None = None, device: str = "auto", seed: int = 0,

@@ -13,6 +13,7 @@ sparse pixels too" (the paper's 4.1); the values the chapter's prose glues.
 from __future__ import annotations
 
 import math
+from typing import Callable, Sequence
 from dataclasses import asdict
 
 import numpy as np

@@ -48,7 +48,7 @@ from overinterp.zoo.models import Ensemble
 from overinterp.zoo.train import plateaued
 
 __all__ = ["PAPER_ENSEMBLE", "model_name", "members", "ensemble_config", "ensemble", "dropout_config", "dropout_models",
-           "backselect_model", "sis_table", "mean_sizes", "paired_increase", "ensemble_increase",
+           "sis_table", "mean_sizes", "paired_increase", "ensemble_increase",
            "dropout_increase", "table1_rows", "logits", "accuracy_gain", "sis_figure", "ensembles_increase_sis",
            "ensembles_increase_accuracy", "dropout_increases_sis", "thresholds", "accuracy_pct", "zoo_logits",
            "ensemble_gains", "ensembles_values", "accuracy_values", "means_table", "s2_gallery", "increase_table",

@@ -17,7 +17,7 @@ from myst_nb import glue
 import dataclasses
 
 from overinterp.config.chapters import chapter_config, resolve
-from overinterp.config.context import Run, make_run
+from overinterp.config.context import make_run
 
 __all__ = ["setup", "glue_all", "figure"]
 

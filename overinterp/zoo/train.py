@@ -23,8 +23,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from overinterp.zoo import data as D
-from overinterp.store import Store, config_key
+from overinterp.store import Store
 from overinterp.zoo.models import build_model
 
 __all__ = ["TrainConfig", "InputDropout", "augment_draws", "augment_batch", "fit", "predict", "accuracy", "resolve_device", "device_name", "plateaued",
