@@ -39,8 +39,8 @@ Methods (``method=``):
   ``m`` >= the number of remaining features (then no gradient is computed at all).
 
     res = backselect(model, images)                  # images (B, C, H, W), normalised
-    res.order[:, -39:]                               # the 39 pixels masked last: kept in a 39-pixel subset
-    res.values[:, -40]                               # p once all but those 39 are masked (step P - 40)
+    res.order[:, -40:]                               # the 40 pixels masked last: kept in a 40-pixel subset
+    res.values[:, -41]                               # p once all but those 40 are masked (step P - 41)
     sis = find_sis(res, 0.99)                        # overinterp.engine.sis
 
 The model must be a deterministic function of each image: in eval mode, and with an

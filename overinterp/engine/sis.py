@@ -27,6 +27,8 @@ Masks are keep masks: True = the pixel is in the SIS / subset and visible.
 """
 from __future__ import annotations
 
+import math
+
 import warnings
 from dataclasses import dataclass
 
@@ -194,10 +196,12 @@ def sis_collection(model: nn.Module, images: torch.Tensor, threshold: float, met
 
 
 def subset_size(n_features: int, frac: float) -> int:
-    """Features kept by a ``frac`` subset: round(frac * P), at least 1 (5% of 1024 -> 51)."""
+    """Features kept by a ``frac`` subset: ceil(frac * P), at least 1 (5% of 1024 -> 52, of 784 -> 40), as the
+    paper's code (``sis_training_util.py``: ``self.pixels_to_keep = int(np.ceil(1024 * self.frac_to_keep))``).
+    A product within 1e-9 of an integer counts as that integer (0.3 * 1000 is 300, not 301)."""
     if not 0 < frac <= 1:
         raise ValueError(f"frac must lie in (0, 1], got {frac}")
-    return max(1, int(frac * n_features + 0.5))
+    return max(1, math.ceil(frac * n_features - 1e-9))
 
 
 def pixel_subset(result: BackSelectResult, images: torch.Tensor, frac: float) -> tuple:

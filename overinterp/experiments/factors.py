@@ -47,7 +47,6 @@ from overinterp.zoo.models import ARCHS
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.config.profiles import get_profile
 from overinterp.engine.sis import find_sis, pixel_subset, random_subset
-from overinterp.zoo.train import accuracy
 from overinterp.experiments.runs import model_config, trained_model
 
 __all__ = ["FRAC", "CONTROL_SEED", "MEASURES", "sample", "source_model", "other_models", "claim_measures",
@@ -92,18 +91,21 @@ def claim_measures(model: nn.Module, res: BackSelectResult, images: torch.Tensor
     sizes = A.sis_fractions(find_sis(res, tau))
     x_bs, _ = pixel_subset(res, images, frac)
     x_rnd, _ = random_subset(images, frac, seed=S.SUBSET_SEED, block=res.block, mask_value=res.mask_value)
-    full, own = 100 * accuracy(model, images, labels, device), 100 * accuracy(model, x_bs, labels, device)
-    rnd = 100 * accuracy(model, x_rnd, labels, device)
-    oth = [100 * accuracy(m, x_bs, labels, device) for m in others]
-    c1 = verdicts.sis_size({"": sizes}, tau) if sizes else None
+    full, own = A.correct(model, images, labels, device), A.correct(model, x_bs, labels, device)
+    rnd = A.correct(model, x_rnd, labels, device)
+    oth = [A.correct(m, x_bs, labels, device) for m in others]
+    c1 = verdicts.sis_size({"": [sizes]}, tau) if sizes else None      # one model: an interval over images
     c2 = verdicts.subsets_accurate({"": [full]}, {"": [own]})
-    c3 = verdicts.no_transfer({"": own}, {"": oth}, {"": rnd})
+    c3 = verdicts.no_transfer({"": [own]}, {"": oth}, {"": [rnd]}) if oth else None
     return {"images": len(images), "confident images": len(sizes),
             MEASURES["C1"][0]: c1.numbers["mean SIS size (%)"].iloc[0] if c1 else math.nan,
-            "full images (%)": full, "own BS subsets (%)": own, MEASURES["C2"][0]: c2.numbers["drop (points)"].iloc[0],
-            "random subsets (%)": rnd, "other models (%)": sum(oth) / len(oth) if oth else math.nan,
-            MEASURES["C3"][0]: c3.numbers["share of lift transferred"].iloc[0] if oth else math.nan,
-            "C1": c1.holds if c1 else None, "C2": c2.holds, "C3": c3.holds if oth else None}
+            "full images (%)": 100 * full.mean(), "own BS subsets (%)": 100 * own.mean(),
+            MEASURES["C2"][0]: c2.numbers["drop (points)"].iloc[0],
+            "C2 95% interval": f"[{c2.numbers['95% low'].iloc[0]:.1f}, {c2.numbers['95% high'].iloc[0]:.1f}]",
+            "random subsets (%)": 100 * rnd.mean(),
+            "other models (%)": 100 * sum(o.mean() for o in oth) / len(oth) if oth else math.nan,
+            MEASURES["C3"][0]: c3.numbers["share of lift transferred"].iloc[0] if c3 else math.nan,
+            "C1": c1.word if c1 else verdicts.UNTESTABLE, "C2": c2.word, "C3": c3.word if c3 else verdicts.UNTESTABLE}
 
 
 def _model_stats(model: nn.Module, run, tau: float) -> dict:
@@ -323,8 +325,9 @@ def retrain_controls(run, frac: float = FRAC) -> pd.DataFrame:
     for label, (x_train, x_test) in controls.items():
         name = f"{label.replace(' ', '-')}{frac:g}"
         made[label] = (S.retrain(run, arch, x_train, ytr, name, augment=False, eval_data=(x_test, yte)), x_test)
-    rows = [{"control": label, "replicate": r, ACC: 100 * accuracy(m, x_test, yte, run.device)}
-            for label, (models, x_test) in made.items() for r, m in enumerate(models)]
+    rows = [{"control": label, "replicate": r, ACC: 100 * float(c.mean()), "correct": c}
+            for label, (models, x_test) in made.items() for r, m in enumerate(models)
+            for c in [A.correct(m, x_test, yte, run.device)]]
     df = pd.DataFrame(rows)
     chance = 100 / len(D.CLASSES[run.dataset])
     lift = df.loc[df.control == "BS subsets", ACC].mean() - chance
@@ -345,8 +348,8 @@ def controls_table(controls: pd.DataFrame) -> pd.DataFrame:
 def retrain_verdicts(run, controls: pd.DataFrame) -> dict[str, verdicts.Verdict]:
     """Chapter 5's two verdicts (4.2) on the controls' BS, random and full-image rows."""
     name = ARCH_NAMES.get(run.profile.factors.arch, run.profile.factors.arch)
-    acc = {c: controls.loc[controls.control == c, ACC].tolist() for c in ("BS subsets", "random subsets",
-                                                                         "full images")}
+    acc = {c: controls.loc[controls.control == c, "correct"].tolist() for c in ("BS subsets", "random subsets",
+                                                                               "full images")}
     return {"beats random": verdicts.retrain_beats_random({name: acc["BS subsets"]}, {name: acc["random subsets"]}),
             "near full": verdicts.retrain_near_full({name: acc["BS subsets"]}, {name: acc["full images"]},
                                                     chance=100 / len(D.CLASSES[run.dataset]))}
@@ -360,8 +363,6 @@ def table(sweep: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
     drop = ["factor", "value", "paper", "sample size"] + (["sample"] if sweep["sample"].nunique() == 1 else [])
     out = sweep.drop(columns=drop, errors="ignore").set_index("setting")
     out["baseline"] = out["baseline"].map({True: "← profile", False: ""})
-    for claim in MEASURES:
-        out[claim] = [verdicts.WORDS[h] for h in out[claim]]
     return out.round(digits)
 
 
@@ -387,7 +388,7 @@ def _effect(factor: str, sweep: pd.DataFrame, claim: str, run) -> dict | None:
     trend toward it (from ours to the sweep's end, else from the setting next to ours)."""
     col = MEASURES[claim][0]
     rows = _main_rows(factor, sweep).dropna(subset=[col])
-    rows = rows[rows[claim].notna()]
+    rows = rows[rows[claim] != verdicts.UNTESTABLE]
     if len(rows) < 2:
         return None
     lo, hi = rows.loc[rows[col].idxmin()], rows.loc[rows[col].idxmax()]
@@ -444,7 +445,7 @@ def summary(run, sweeps: dict[str, pd.DataFrame], controls: pd.DataFrame) -> pd.
     for claim, (col, what) in MEASURES.items():
         effects = [e for factor, sw in sweeps.items() if (e := _effect(factor, sw, claim, run))]
         if not effects:
-            rows.append({"claim": claim, "verdict": verdicts.WORDS[base[claim]],
+            rows.append({"claim": claim, "verdict": base[claim],
                          "which factor moves it": "no factor could be read",
                          "what we expect at paper scale": "nothing: no factor moved the measure"})
             continue
@@ -468,7 +469,7 @@ def summary(run, sweeps: dict[str, pd.DataFrame], controls: pd.DataFrame) -> pd.
                            f"{FACTOR_NAMES[moving[0]['factor']]}, points to a {lead} {what}, {toward}")
             parts = "; ".join(f"{FACTOR_NAMES[e['factor']]}: {_direction(e['delta'])} ({e['how']})" for e in differ)
             expect = f"{verdict} ({parts})"
-        rows.append({"claim": claim, "verdict": verdicts.WORDS[base[claim]], "which factor moves it": moves,
+        rows.append({"claim": claim, "verdict": base[claim], "which factor moves it": moves,
                      "what we expect at paper scale": expect})
     rows.append(_c4_row(run, controls))
     out = pd.DataFrame(rows).set_index("claim")

@@ -18,9 +18,10 @@ retraining of 4.2 are in :mod:`overinterp.experiments.subsets`.
 """
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import torch
 import torch.nn as nn
-import pandas as pd
 
 from overinterp.zoo import data as D
 from overinterp.engine.backselect import BackSelectConfig, BackSelectResult
@@ -39,7 +40,7 @@ __all__ = ["model_config", "model_key", "trained_model", "zoo", "named", "select
            "ensembles", "accuracies", "accuracy_table", "mean_std", "model_stats", "zoo_table", "beside_paper",
            "CONFIDENT", "zoo_histories", "training_values", "zoo_values", "zoo_accuracy", "zoo_paper_rows",
            "accuracy_values", "backselect_model", "backselect_set", "confident", "confident_selection",
-           "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED"]
+           "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED", "correct", "sis_sizes_by_replicate", "pooled"]
 
 SUBSET_SEED = 0  # the random 5% subsets: the same for every model (paper 4.2)
 CONFIDENT = "confident test images (%)"  # model_stats: share of test images at confidence >= the threshold
@@ -123,6 +124,12 @@ def accuracies(models: nn.Module | list, sets: dict[str, tuple], device="cpu") -
     """Accuracy (%) of each replicate (rows) on each set (columns), as numbers."""
     models = models if isinstance(models, (list, tuple)) else [models]
     return pd.DataFrame([{s: 100 * accuracy(m, X, Y, device) for s, (X, Y) in sets.items()} for m in models])
+
+
+def correct(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, device="cpu") -> np.ndarray:
+    """1.0 for each image the model classifies correctly, else 0.0 (float64): what the verdicts' intervals
+    resample (:mod:`overinterp.paper.verdicts`)."""
+    return (predict(model, images, device=device).argmax(1) == labels).double().numpy()
 
 
 def mean_std(runs: pd.DataFrame) -> pd.Series:
@@ -298,8 +305,33 @@ def sis_fractions(sis: SIS) -> list[float]:
     return (sis.mask.sum((1, 2)).double() / pixels)[sis.found].tolist()
 
 
+def sis_sizes_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
+    """Section 4.1's verdict input: per architecture name, one array per zoo replicate of the SIS
+    sizes (fraction of the pixels) at ``tau`` of the test-selection images that replicate classifies
+    correctly with confidence >= ``tau`` (the backward selections chapter 4 reads: nothing extra runs)."""
+    sel = selection(run, "test")
+    X, Y = sel.load()
+    out = {}
+    for a, ms in zoo(run).items():
+        reps = []
+        for r, m in enumerate(ms):
+            idx = confident(m, X, Y, tau, device=run.device)
+            res = backselect_set(run, a, sel, seed=run.seed + r, progress=False)
+            reps.append(np.asarray(sis_fractions(find_sis(res[idx], tau)), dtype=np.float64))
+        out[ARCH_NAMES.get(a, a)] = reps
+    return out
+
+
+def pooled(by_replicate: dict[str, list]) -> dict[str, np.ndarray]:
+    """{model: one array per replicate} -> {model: the replicates' values in one array} (for plots)."""
+    return {m: np.concatenate([np.asarray(r, dtype=np.float64) for r in reps]) for m, reps in by_replicate.items()}
+
+
 def sis_values(verdict: Verdict) -> dict:
     """Chapter 3's prose on :func:`overinterp.paper.verdicts.sis_size`: the range of the models'
     mean SIS size (%) and the verdict."""
-    mean = verdict.numbers["mean SIS size (%)"]
-    return {"sis_mean_min": f"{mean.min():.1f}", "sis_mean_max": f"{mean.max():.1f}", "sis_below_5": verdict.word}
+    n = verdict.numbers
+    mean = n["mean SIS size (%)"]
+    return {"sis_mean_min": f"{mean.min():.1f}", "sis_mean_max": f"{mean.max():.1f}", "sis_below_5": verdict.word,
+            "sis_high_max": f"{n['95% high'].max():.1f}", "sis_images_min": int(n["images"].min()),
+            "sis_images_max": int(n["images"].max()), "sis_replicates": int(n["replicates"].max())}

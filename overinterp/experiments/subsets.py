@@ -25,12 +25,13 @@ from overinterp.paper import verdicts as V
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.engine.runner import fingerprint
 from overinterp.engine.sis import pixel_subset, random_subset
-from overinterp.zoo.train import TrainConfig, accuracy, cached_fit, make_model, plateaued, predict
-from overinterp.experiments.runs import (SUBSET_SEED, accuracies, backselect_set, eval_selections, mean_std,
-                                         model_config)
+from overinterp.zoo.train import TrainConfig, cached_fit, make_model, plateaued, predict
+from overinterp.experiments import runs as A
+from overinterp.experiments.runs import SUBSET_SEED, backselect_set, eval_selections, mean_std, model_config
 
-__all__ = ["RETRAIN_KINDS", "SUBSET_SEED", "pct", "confidence_drop", "transfer_table", "location_frequency", "subsets",
-           "subset_accuracies", "retrain", "retrain_on_subsets", "retrained_accuracies", "pixel_subsets_values",
+__all__ = ["RETRAIN_KINDS", "SUBSET_SEED", "pct", "confidence_drop", "location_frequency", "subsets",
+           "subset_accuracies", "subset_correct", "as_accuracies", "retrain", "retrain_on_subsets", "retrained_correct",
+           "pixel_subsets_values",
            "example_masks", "table1_rows", "by_model", "accurate_values", "confidence_drops", "confidence_table",
            "kept_values", "subset_maps", "transfer", "no_transfer", "transfer_values", "retraining_values",
            "retraining_runs", "plateau_values", "retrain_label", "retraining_table", "retraining_verdicts",
@@ -53,12 +54,6 @@ def confidence_drop(model: nn.Module, images: torch.Tensor, subset_images: torch
     return (full.gather(1, pred) - sub.gather(1, pred)).flatten()
 
 
-def transfer_table(models: dict[str, nn.Module], subsets: dict[str, tuple], device="cpu") -> pd.DataFrame:
-    """Accuracy (%) of every model (columns) on each model's subsets (rows) (paper 4.1)."""
-    return pd.DataFrame({m: {s: 100 * accuracy(model, X, Y, device) for s, (X, Y) in subsets.items()}
-                         for m, model in models.items()})
-
-
 def location_frequency(keep: torch.Tensor) -> torch.Tensor:
     """(H, W): fraction of the subsets (N, H, W) that contain each pixel (paper Fig. 2)."""
     return keep.float().mean(0)
@@ -79,16 +74,27 @@ def subsets(run, arch: str, frac: float = SUBSET_FRAC, train: bool = False, seed
     return out
 
 
-def subset_accuracies(run, arch: str, models: list[nn.Module], frac: float = SUBSET_FRAC) -> dict[str, pd.DataFrame]:
-    """Table 1's rows for the original models (paper 4.1): per kind "full", "bs" (each replicate on
-    its own BS subsets) and "random" (the shared random subsets), the accuracy (%) of each
-    replicate (rows) on each evaluation set (columns). Replicate r has seed run.seed + r."""
-    out = {k: [] for k in ("full", "bs", "random")}
+def subset_correct(run, arch: str, models: list[nn.Module], frac: float = SUBSET_FRAC) -> dict[str, dict]:
+    """Table 1's rows for the original models (paper 4.1), per image: per kind "full", "bs" (each
+    replicate on its own BS subsets) and "random" (the shared random subsets), {set: one 1/0 array
+    per replicate over the set's images}. Replicate r has seed run.seed + r."""
+    out = {k: {} for k in ("full", "bs", "random")}
     for r, model in enumerate(models):
         subs = subsets(run, arch, frac, seed=run.seed + r)
-        for k, rows in out.items():
-            rows.append({s: 100 * accuracy(model, d[k][0], d["labels"], run.device) for s, d in subs.items()})
-    return {k: pd.DataFrame(rows) for k, rows in out.items()}
+        for k, sets in out.items():
+            for s, d in subs.items():
+                sets.setdefault(s, []).append(A.correct(model, d[k][0], d["labels"], run.device))
+    return out
+
+
+def as_accuracies(correct: dict[str, list]) -> pd.DataFrame:
+    """{set: 1/0 arrays per replicate} -> accuracy (%) of each replicate (rows) on each set (columns)."""
+    return pd.DataFrame({s: [100 * float(c.mean()) for c in reps] for s, reps in correct.items()})
+
+
+def subset_accuracies(run, arch: str, models: list[nn.Module], frac: float = SUBSET_FRAC) -> dict[str, pd.DataFrame]:
+    """:func:`subset_correct` as accuracies (%): per kind, replicates (rows) x evaluation sets (columns)."""
+    return {k: as_accuracies(c) for k, c in subset_correct(run, arch, models, frac).items()}
 
 
 def retrain(run, arch: str, images: torch.Tensor, labels: torch.Tensor, name: str, augment: bool,
@@ -125,10 +131,11 @@ def retrain_on_subsets(run, arch: str, kind: str, augment: bool, frac: float = S
                    eval_data=(subs["test"][kind][0], subs["test"]["labels"]))
 
 
-def retrained_accuracies(run, models: list[nn.Module], kind: str, subs: dict) -> pd.DataFrame:
-    """Accuracy (%) of each retrained model (rows) on the ``kind`` images of each evaluation set of
-    ``subs`` (columns; paper 4.2: trained and evaluated on BS, random or full images)."""
-    return accuracies(models, {s: (d[kind][0], d["labels"]) for s, d in subs.items() if s != "train"}, run.device)
+def retrained_correct(run, models: list[nn.Module], kind: str, subs: dict) -> dict[str, list]:
+    """{evaluation set of ``subs``: one 1/0 array per retrained model over the set's ``kind`` images}
+    (paper 4.2: trained and evaluated on BS, random or full images)."""
+    return {s: [A.correct(m, d[kind][0], d["labels"], run.device) for m in models]
+            for s, d in subs.items() if s != "train"}
 
 
 # ----------------------------------------------------------------------------- chapter 4: 5% subsets (4.1)
@@ -147,39 +154,44 @@ def example_masks(subs: dict[str, dict], n: int) -> dict[str, torch.Tensor]:
     return rows
 
 
-def table1_rows(acc: dict[str, dict[str, pd.DataFrame]], frac: float) -> tuple[pd.DataFrame, dict]:
+def table1_rows(acc: dict[str, dict[str, dict]], frac: float) -> tuple[pd.DataFrame, dict]:
     """Table 1's rows of the original models: ours (numeric, (set, 'mean' | 'std') columns, one row
-    per (architecture, full | BS | random)) from {arch: :func:`subset_accuracies`}, and the paper's
+    per (architecture, full | BS | random)) from {arch: :func:`subset_correct`}, and the paper's
     formatted rows beside them (none unless ``frac`` is the paper's)."""
     labels = {"full": "full images", "bs": f"{pct(frac)}% BS subsets", "random": f"{pct(frac)}% random"}
-    table = pd.DataFrame({(ARCH_NAMES[a], labels[k]): mean_std(runs) for a in acc
-                          for k, runs in acc[a].items()}).T
+    table = pd.DataFrame({(ARCH_NAMES[a], labels[k]): mean_std(as_accuracies(c)) for a in acc
+                          for k, c in acc[a].items()}).T
     paper_rows = {(ARCH_NAMES[a], labels[k]): paper.table1(a, "full", k) if frac == SUBSET_FRAC else {}
                   for a in acc for k in labels}
     return table, paper_rows
 
 
-def by_model(acc: dict[str, dict[str, pd.DataFrame]], kind: str, set_name: str = "test") -> dict[str, pd.Series]:
-    """{architecture name: each replicate's accuracy (%) on the ``kind`` images of ``set_name``}."""
+def by_model(acc: dict[str, dict[str, dict]], kind: str, set_name: str = "test") -> dict[str, list]:
+    """{architecture name: each replicate's 1/0 array on the ``kind`` images of ``set_name``} from
+    {arch: :func:`subset_correct`}: what the verdicts read."""
     return {ARCH_NAMES[a]: acc[a][kind][set_name] for a in acc}
 
 
-def accurate_values(verdict: V.Verdict, acc: dict[str, dict[str, pd.DataFrame]]) -> dict:
+def accurate_values(verdict: V.Verdict, acc: dict[str, dict[str, dict]]) -> dict:
     """Chapter 4's prose on the verdict of :func:`overinterp.paper.verdicts.subsets_accurate`: its
-    word, the range of the drops and the best mean accuracy on random subsets."""
-    drop = verdict.numbers["drop (points)"]
-    rnd = pd.Series({a: acc[a]["random"]["test"].mean() for a in acc})
+    word, the range of the drops and of their interval ends, the widest half-width, the images and
+    replicates, and the best mean accuracy on random subsets."""
+    n = verdict.numbers
+    drop = n["drop (points)"]
+    rnd = pd.Series({a: as_accuracies(acc[a]["random"])["test"].mean() for a in acc})
     return {"accurate": verdict.word, "gap_min": f"{drop.min():.1f}", "gap_max": f"{drop.max():.1f}",
-            "rnd_max": f"{rnd.max():.1f}"}
+            "gap_low_min": f"{n['95% low'].min():.1f}", "gap_high_max": f"{n['95% high'].max():.1f}",
+            "gap_halfwidth_max": f"{((n['95% high'] - n['95% low']) / 2).max():.1f}",
+            "gap_images": int(n["images"].max()), "gap_replicates": int(n["replicates"].max()),
+            "tolerance": f"{V.TOLERANCE_POINTS:g}", "rnd_max": f"{rnd.max():.1f}"}
 
 
 def confidence_drops(run, models: dict[str, list[nn.Module]], images: torch.Tensor,
-                     frac: float) -> dict[str, pd.Series]:
-    """{architecture name: :func:`confidence_drop` of every test image for every replicate, each on
-    its own BS subsets}: what :func:`overinterp.paper.verdicts.confidence_kept` reads."""
-    return {ARCH_NAMES[a]: pd.concat([pd.Series(confidence_drop(m, images, subsets(run, a, frac, seed=run.seed + r)
-                                                                ["test"]["bs"][0], run.device).numpy())
-                                      for r, m in enumerate(ms)])
+                     frac: float) -> dict[str, list]:
+    """{architecture name: one array per replicate of the :func:`confidence_drop` of every test image,
+    each on its own BS subsets}: what :func:`overinterp.paper.verdicts.confidence_kept` reads."""
+    return {ARCH_NAMES[a]: [confidence_drop(m, images, subsets(run, a, frac, seed=run.seed + r)["test"]["bs"][0],
+                                            run.device).double().numpy() for r, m in enumerate(ms)]
             for a, ms in models.items()}
 
 
@@ -187,6 +199,7 @@ def confidence_table(verdict: V.Verdict, archs, frac: float) -> pd.DataFrame:
     """The numbers of :func:`overinterp.paper.verdicts.confidence_kept` (3 digits) with the
     paper's mean drop per architecture first ('—' where it has none)."""
     conf = verdict.numbers.round(3)
+    conf = conf.rename(columns={"mean drop": "mean drop (ours)"})
     conf.insert(0, "paper mean drop (CIFAR-10)", [paper.CONFIDENCE_DROP[a][0] if a in paper.CONFIDENCE_DROP
                                                  and frac == SUBSET_FRAC else "—" for a in archs])
     return conf
@@ -194,8 +207,10 @@ def confidence_table(verdict: V.Verdict, archs, frac: float) -> pd.DataFrame:
 
 def kept_values(verdict: V.Verdict) -> dict:
     """Chapter 4's prose on :func:`overinterp.paper.verdicts.confidence_kept`."""
-    drop = verdict.numbers["mean drop"]
-    return {"kept": verdict.word, "drop_min": f"{drop.min():.3f}", "drop_max": f"{drop.max():.3f}"}
+    n = verdict.numbers
+    drop = n["mean drop"]
+    return {"kept": verdict.word, "drop_min": f"{drop.min():.3f}", "drop_max": f"{drop.max():.3f}",
+            "drop_high_max": f"{n['95% high'].max():.3f}", "drop_tolerance": f"{V.TOLERANCE_CONFIDENCE:g}"}
 
 
 def subset_maps(run, models: dict[str, list[nn.Module]], subs: dict[str, dict]) -> tuple[dict, dict]:
@@ -209,21 +224,24 @@ def subset_maps(run, models: dict[str, list[nn.Module]], subs: dict[str, dict]) 
 
 
 def transfer(run, models: dict[str, list[nn.Module]], subs: dict[str, dict],
-             labels: torch.Tensor) -> tuple[pd.DataFrame, dict[str, str]]:
-    """Section 4.1's transfer: :func:`transfer_table` of every replicate ("ResNet20 #1") on the
-    test subsets of replicate run.seed ("#0") of each architecture. Returns (table, {source: arch})."""
+             labels: torch.Tensor) -> tuple[pd.DataFrame, dict[str, str], dict[str, dict]]:
+    """Section 4.1's transfer: every replicate ("ResNet20 #1") on the test subsets of replicate
+    run.seed ("#0") of each architecture. Returns (table of accuracies (%), sources (rows) x models,
+    {source: arch}, {source: {model: 1/0 array per image}})."""
     every = {f"{ARCH_NAMES[a]} #{r}": m for a, ms in models.items() for r, m in enumerate(ms)}
     sources = {f"{ARCH_NAMES[a]} #0": a for a in models}
-    table = transfer_table(every, {s: (subs[a]["test"]["bs"][0], labels) for s, a in sources.items()}, run.device)
-    return table, sources
+    per_image = {s: {name: A.correct(m, subs[a]["test"]["bs"][0], labels, run.device) for name, m in every.items()}
+                 for s, a in sources.items()}
+    table = pd.DataFrame({name: {s: 100 * float(c[name].mean()) for s, c in per_image.items()} for name in every})
+    return table, sources, per_image
 
 
-def no_transfer(table: pd.DataFrame, sources: dict[str, str], acc: dict[str, dict[str, pd.DataFrame]]) -> V.Verdict:
-    """:func:`overinterp.paper.verdicts.no_transfer` on :func:`transfer`'s table, with each
-    source's first replicate's accuracy on random subsets (``acc``: {arch: :func:`subset_accuracies`})."""
-    return V.no_transfer(own={s: table.loc[s, s] for s in sources},
-                         others={s: [table.loc[s, c] for c in table.columns if c != s] for s in sources},
-                         random={s: acc[a]["random"]["test"].iloc[0] for s, a in sources.items()})
+def no_transfer(per_image: dict[str, dict], sources: dict[str, str], acc: dict[str, dict[str, dict]]) -> V.Verdict:
+    """:func:`overinterp.paper.verdicts.no_transfer` on :func:`transfer`'s per-image results, with
+    each source replicate's results on random subsets (``acc``: {arch: :func:`subset_correct`})."""
+    return V.no_transfer(own={s: per_image[s][s] for s in sources},
+                         others={s: [c for name, c in per_image[s].items() if name != s] for s in sources},
+                         random={s: acc[a]["random"]["test"][0] for s, a in sources.items()})
 
 
 def transfer_values(verdict: V.Verdict) -> dict:
@@ -244,7 +262,7 @@ def retraining_runs(run, frac: float) -> tuple[dict, dict, list]:
     """Every retraining of chapter 5 (4.2, Table S1 with ``retrain_augment_rows``): for each
     architecture, augmentation (off, then on) and kind ("bs", "random", "full"; no full-image
     control with augmentation), :func:`retrained_accuracies` of its replicates.
-    Returns ({(arch, kind, augment): accuracies}, {"ResNet20, bs": first replicate's training
+    Returns ({(arch, kind, augment): :func:`retrained_correct`}, {"ResNet20, bs": first replicate's training
     curve without augmentation}, every retrained model's history)."""
     augments = (False, True) if run.profile.retrain_augment_rows else (False,)
     runs, curves, histories = {}, {}, []
@@ -253,7 +271,7 @@ def retraining_runs(run, frac: float) -> tuple[dict, dict, list]:
         for augment in augments:
             for kind in RETRAIN_KINDS if not augment else ("bs", "random"):
                 ms = retrain_on_subsets(run, a, kind, augment, frac, subs)
-                runs[(a, kind, augment)] = retrained_accuracies(run, ms, kind, subs)
+                runs[(a, kind, augment)] = retrained_correct(run, ms, kind, subs)
                 histories += [m.info["history"] for m in ms]
                 if not augment:
                     curves[f"{ARCH_NAMES[a]}, {kind}"] = ms[0].info["history"]
@@ -273,7 +291,7 @@ def retraining_table(runs: dict, frac: float) -> tuple[pd.DataFrame, dict]:
     paper_rows = {retrain_label((a, kind, augment), frac):
                   paper.table1(a, kind, kind, paper.TABLE_S1 if augment else paper.TABLE1)
                   if frac == SUBSET_FRAC and kind != "full" else {} for a, kind, augment in runs}
-    ours = pd.DataFrame({retrain_label(k, frac): mean_std(v) for k, v in runs.items()}).T
+    ours = pd.DataFrame({retrain_label(k, frac): mean_std(as_accuracies(v)) for k, v in runs.items()}).T
     return ours, paper_rows
 
 
@@ -293,10 +311,16 @@ def plateau_values(histories: list[list[dict]]) -> dict:
 
 
 def retraining_verdict_values(beats: V.Verdict, near: V.Verdict) -> dict:
-    """Chapter 5's prose on :func:`retraining_verdicts`: the verdicts and the ranges of the mean
-    accuracies they read."""
+    """Chapter 5's prose on :func:`retraining_verdicts`: the verdicts, the ranges of the mean
+    accuracies they read and of the intervals, and how far the subsets beat the full-image control."""
     b, n = beats.numbers, near.numbers
     return {"beats": beats.word, "near": near.word,
             "bs_min": f"{b['BS subsets'].min():.1f}", "bs_max": f"{b['BS subsets'].max():.1f}",
             "rnd_min": f"{b['random subsets'].min():.1f}", "rnd_max": f"{b['random subsets'].max():.1f}",
-            "full_min": f"{n['full images'].min():.1f}", "full_max": f"{n['full images'].max():.1f}"}
+            "full_min": f"{n['full images'].min():.1f}", "full_max": f"{n['full images'].max():.1f}",
+            "diff_min": f"{b['difference (points)'].min():.1f}", "diff_low_min": f"{b['95% low'].min():.1f}",
+            "diff_halfwidth_max": f"{((b['95% high'] - b['95% low']) / 2).max():.1f}",
+            "far_more": f"{V.FAR_MORE_POINTS:g}", "near_drop_min": f"{n['drop (points)'].min():.1f}",
+            "near_drop_max": f"{n['drop (points)'].max():.1f}", "near_high_max": f"{n['95% high'].max():.1f}",
+            "n_beating_control": int((n["95% high"] < 0).sum()), "n_archs": len(n),
+            "retrain_images": int(b["images"].max()), "retrain_replicates": int(b["replicates"].max())}

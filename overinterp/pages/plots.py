@@ -141,12 +141,13 @@ def sis_sizes_box(sizes: dict[str, list[float]], bound: float | None = 100 * pap
 
 
 def retrain_bars(runs: dict[tuple[str, str], pd.DataFrame]):
-    """Test accuracy (%) of retrained models per model and condition, mean and sd over the
-    replicates, from {(model, trained and evaluated on): accuracies per replicate (a "test"
+    """Test accuracy (%) of retrained models per model and condition, mean and seeded 95% bootstrap
+    interval over the replicates, from {(model, trained and evaluated on): accuracies per replicate (a "test"
     column)}. Drawn on the current axes."""
     long = pd.DataFrame([{"model": m, "trained and evaluated on": cond, "test accuracy (%)": acc}
                          for (m, cond), r in runs.items() for acc in r["test"]])
-    ax = sns.barplot(data=long, x="model", y="test accuracy (%)", hue="trained and evaluated on", errorbar="sd")
+    ax = sns.barplot(data=long, x="model", y="test accuracy (%)", hue="trained and evaluated on",
+                     errorbar=("ci", 95), seed=0)
     ax.legend(fontsize=7, loc="lower right")
     return ax
 
