@@ -16,10 +16,13 @@ from myst_nb import glue
 
 import dataclasses
 
+import json
+
 from overinterp.config.chapters import chapter_config, resolve
 from overinterp.config.context import make_run
+from overinterp.paper import verdicts as V
 
-__all__ = ["setup", "glue_all", "figure"]
+__all__ = ["setup", "glue_all", "figure", "record"]
 
 
 def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), show: bool = True,
@@ -56,3 +59,13 @@ def figure(name: str, fig) -> None:
     fig = getattr(fig, "figure", fig)  # an Axes gives its figure
     glue(name, fig, display=False)
     plt.close(fig)
+
+
+def record(claim: str, verdict) -> None:
+    """Glue a claim's result for the introduction's results table and for
+    ``benchmarks/bench_verdicts.py``: ``res_<claim>_paper`` (the paper's number), ``_ours`` (each
+    model's estimate and 95% interval), ``_verdict`` (the outcome) and ``_json`` (the per-model
+    records of :func:`overinterp.paper.verdicts.result_records`)."""
+    glue_all({f"res_{claim}_paper": V.paper_number(claim), f"res_{claim}_ours": V.result_text(verdict, claim),
+              f"res_{claim}_verdict": verdict.word,
+              f"res_{claim}_json": json.dumps(V.result_records(verdict, claim))})

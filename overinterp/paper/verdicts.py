@@ -35,7 +35,8 @@ from overinterp.paper.intervals import Interval, nested_bootstrap
 __all__ = ["Verdict", "Margin", "HOLDS", "FAILS", "INCONCLUSIVE", "UNTESTABLE", "OUTCOMES", "combine", "spread",
            "sis_size", "subsets_accurate", "confidence_kept", "no_transfer", "retrain_beats_random",
            "retrain_near_full", "summary", "paper_gap", "paper_transfer_share", "sis_predicts_accuracy",
-           "TOLERANCE_POINTS", "TOLERANCE_CONFIDENCE", "FAR_MORE_POINTS", "interval_row"]
+           "TOLERANCE_POINTS", "TOLERANCE_CONFIDENCE", "FAR_MORE_POINTS", "interval_row", "paper_number",
+           "RESULT_CLAIMS", "result_records", "result_text"]
 
 HOLDS, FAILS, INCONCLUSIVE, UNTESTABLE = "holds", "does not hold", "inconclusive at this scale", "cannot be tested"
 OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE, UNTESTABLE)
@@ -148,10 +149,11 @@ def _replicates(x) -> list[np.ndarray]:
 
 
 def interval_row(iv: Interval, margin: Margin, name: str, scale: float = 1.0, **extra) -> dict:
-    """A verdict table's row: estimate, interval, margin and outcome (``scale``: e.g. 100 for percent)."""
+    """A verdict table's row: estimate, interval, margin and outcome (``scale``: e.g. 100 for percent;
+    the margin is in the scaled unit)."""
     s = iv.scaled(scale)
     return {**extra, name: s.estimate, "95% low": s.low, "95% high": s.high, "margin": str(margin),
-            "outcome": margin.decide(iv)}
+            "outcome": margin.decide(s)}
 
 
 def _verdict(claim: str, criterion: str, rows: dict) -> Verdict:
@@ -415,3 +417,49 @@ def sis_predicts_accuracy(increase: pd.DataFrame, min_images: int = 20) -> Verdi
                   "incorrect ones lies above 0 (holds); an interval wholly below 0 at any threshold: does not hold; "
                   "otherwise inconclusive. Cannot be tested where a model and set have no such threshold.",
         outcome=combine(list(numbers["outcome"])) if len(numbers) else UNTESTABLE, numbers=numbers)
+
+
+def paper_number(claim: str) -> str:
+    """The paper's number for a claim of the results table (keys of :data:`RESULT_CLAIMS`), from
+    :mod:`overinterp.paper.numbers` (CIFAR-10)."""
+    means = [m for m, _ in paper.CONFIDENCE_DROP.values()]
+    diffs = [paper.table1_test(a, "bs", "bs")[0] - paper.table1_test(a, "random", "random")[0]
+             for a in ("resnet20", "resnet18", "vgg16")]
+    return {"sis": f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}%",
+            "accurate": f"drop at most {paper_gap('full', 'bs'):.2f} points",
+            "kept": f"mean drop {_minus(min(means))} to {_minus(max(means))}",
+            "transfer": f"share {paper_transfer_share():.2f}",
+            "beats": f"{_decimal(min(diffs))}–{_decimal(max(diffs))} points",
+            "near": f"drop at most {paper_gap('bs', 'bs'):.2f} points"}[claim]
+
+
+#: the results table's claims: key -> (short claim, the verdict table's column of the measure, digits)
+RESULT_CLAIMS = {"sis": ("mean SIS size below 5% (4.1)", "mean SIS size (%)", 1),
+                 "accurate": ("as accurate on own 5% BS subsets (4.1, Table 1)", "drop (points)", 1),
+                 "kept": ("as confident on own 5% BS subsets (4.1)", "mean drop", 3),
+                 "transfer": ("5% BS subsets do not transfer (4.1)", "share of lift transferred", 2),
+                 "beats": ("retrained on BS far above random (4.2)", "difference (points)", 1),
+                 "near": ("retrained on BS near full images (4.2)", "drop (points)", 1)}
+
+
+def result_records(verdict: Verdict, claim: str) -> list[dict]:
+    """Per model: claim key, model, estimate, 95% interval, margin and outcome (JSON-ready), the
+    measure being the :data:`RESULT_CLAIMS` column of ``claim``."""
+    col = RESULT_CLAIMS[claim][1]
+    return [{"claim": claim, "model": str(m), "estimate": _num(r[col]), "low": _num(r["95% low"]),
+             "high": _num(r["95% high"]), "margin": r["margin"], "outcome": r["outcome"]}
+            for m, r in verdict.numbers.iterrows()]
+
+
+def _num(x) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def result_text(verdict: Verdict, claim: str) -> str:
+    """'ResNet20 37.6 [20.7, 59.0]; ResNet18 ...': each model's estimate and interval, as the
+    results table prints them."""
+    digits = RESULT_CLAIMS[claim][2]
+    f = f"{{:.{digits}f}}"
+    return "; ".join(f"{r['model']} " + ("—" if r["estimate"] is None else
+                                        f"{f.format(r['estimate'])} [{f.format(r['low'])}, {f.format(r['high'])}]")
+                     for r in result_records(verdict, claim))
