@@ -329,7 +329,7 @@ def verify(f: Path) -> None:
                              f"{f.stat().st_size} bytes")
 
 
-def read_verified(f: Path, map_location: str = "cpu") -> Any:
+def read_verified(f: Path, map_location: str = "cpu", record: bool = True) -> Any:
     """``torch.load`` of a stored file after :func:`verify`; a file torch cannot read raises
     :class:`CorruptArtifact` too. A file without a checksum (written before checksums existed)
     gets one recorded once it has been read."""
@@ -339,7 +339,7 @@ def read_verified(f: Path, map_location: str = "cpu") -> Any:
     except Exception as e:
         first = (str(e).strip().splitlines() or [""])[0].split(". ")[0]
         raise CorruptArtifact(f, f"torch cannot read it: {type(e).__name__}: {first[:120]}") from None
-    if not checksum_file(f).exists():
+    if record and not checksum_file(f).exists():
         try:
             record_checksum(f)
         except OSError:  # a read-only store stays unverified
@@ -366,7 +366,8 @@ def pack(file: str | os.PathLike, store: Store | None = None, profile: str | Non
     """Write ``store`` (every intact entry of the current artifact versions) into the gzip'd tar
     ``file``, with ``manifest.json``: each file's SHA-256 and size, the profile, :func:`library_versions`,
     the artifact versions and the commit. Entries of older artifact versions (dead keys) are left out;
-    a damaged file stops the pack (:class:`CorruptArtifact`). Returns the manifest."""
+    a damaged file stops the pack (:class:`CorruptArtifact`). The store is only read: a file written
+    before checksums existed is read by torch and its checksum shipped in the pack. Returns the manifest."""
     import io
     store = store or Store()
     files, extra, stale = {}, {}, set()
@@ -386,11 +387,8 @@ def pack(file: str | os.PathLike, store: Store | None = None, profile: str | Non
             verify(f)
         files[rel.as_posix()] = f
         if f.suffix == ".pt" and not checksum_file(f).exists():  # an entry older than checksums: ship one
-            read_verified(f)  # readable by torch (and records the checksum where the store is writable)
-            if checksum_file(f).exists():
-                files[rel.as_posix() + ".sha256"] = checksum_file(f)
-            else:
-                extra[rel.as_posix() + ".sha256"] = f"{sha256(f)}  {f.name}\n".encode()
+            read_verified(f, record=False)   # readable by torch; the pack reads the store, never writes it
+            extra[rel.as_posix() + ".sha256"] = f"{sha256(f)}  {f.name}\n".encode()
     if not files:
         raise PackError(f"{store.root} holds no artifacts of the current versions to pack")
     entries = {rel: {"sha256": sha256(f), "bytes": f.stat().st_size} for rel, f in files.items()}
