@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 FMNIST := /usr/share/datasets/fashion-mnist
 MATHJAX := .mathjax/node_modules/mathjax/es5/tex-mml-chtml.js
 
-.PHONY: book test setup data browser mathjax clean bench
+.PHONY: book test setup data browser mathjax clean bench publish
 
 book: setup data mathjax  ## execute every chapter (quick profile, Fashion-MNIST) and render _build/html
 	$(PY) -m overinterp book
@@ -53,6 +53,13 @@ mathjax:
 bench: setup data  ## benchmarks writing JSON under benchmarks/results/
 	$(PY) benchmarks/bench_train.py
 	$(PY) benchmarks/bench_backselect.py
+
+# Jupyter Book's manual way to publish: push _build/html (after `make book`) to the gh-pages
+# branch of origin (-n: .nojekyll, so _static/ is served; -p: push; -f: replace the branch).
+# The Pages workflow (.github/workflows/book.yml) does the same on every push to main.
+publish: setup
+	@test -f _build/html/index.html || { echo "no _build/html/index.html: run make book first"; exit 1; }
+	$(VENV)/bin/ghp-import -n -p -f _build/html
 
 clean:
 	rm -rf _build

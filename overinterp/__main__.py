@@ -7,7 +7,9 @@ The flags are derived from the config dataclasses the chapters use: ``--dataset`
 ``--profile``, ``--device`` and ``--seed`` from :class:`overinterp.config.chapters.RunConfig`
 (every chapter's first papermill parameters, with the same defaults), the engine's flags
 from :class:`overinterp.engine.backselect.BackSelectConfig`. A bad parameter, missing data
-or a mismatched artifact ends with one line naming it and exit code 2.
+a mismatched or damaged artifact (one failing its checksum: ``--repair`` moves it aside and
+recomputes it) ends with one line naming it and exit code 2. ``store pack|unpack|verify``
+handles the artifact store as a whole (:func:`overinterp.store.pack`).
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ from overinterp.engine.runner import n_shards
 from overinterp.experiments import runs as A
 from overinterp.experiments.prepare import plan, prepare, worker
 from overinterp.pages import build as book
-from overinterp.store import ArtifactMismatch, Store
+from overinterp import store as artifact_store
+from overinterp.store import ArtifactMismatch, CorruptArtifact, PackError, Store
 from overinterp.zoo.data import DataUnavailable
 from overinterp.zoo.models import ARCHS
 
@@ -136,7 +139,9 @@ def cmd_book(args) -> int:
     make_run(c.dataset, c.profile, c.device, c.seed)                  # checks the parameters before any chapter
     parameters = {**asdict(c), "profile": c.profile or make_run(c.dataset, c.profile).profile.name}
     t0 = time.perf_counter()
-    kernels = {"OVERINTERP_ARTIFACTS": str(Store().root.resolve())}  # the chapters' kernels are other processes
+    # the chapters' kernels are other processes; the book repairs damaged artifacts unless --no-repair
+    kernels = {"OVERINTERP_ARTIFACTS": str(Store().root.resolve()),
+               "OVERINTERP_REPAIR": "0" if args.repair is False else "1"}
     with _environ(kernels):
         book.build(parameters, out=args.out, only=args.only, edition=args.edition)
     print(f"[book] total {time.perf_counter() - t0:.0f} s", flush=True)
@@ -165,9 +170,42 @@ def cmd_chapters(args) -> int:
     return 0
 
 
+def cmd_store(args) -> int:
+    from overinterp.config.profiles import default_profile, get_profile
+    store = Store()
+    if args.action == "pack":
+        profile = get_profile(args.profile or default_profile()).name       # ValueError names a bad one
+        t0 = time.perf_counter()
+        m = artifact_store.pack(args.file, store, profile=profile)
+        size = os.path.getsize(args.file)
+        print(json.dumps({"pack": args.file, "store": str(store.root), "profile": profile, "files": len(m["files"]),
+                          "store_bytes": sum(e["bytes"] for e in m["files"].values()), "pack_bytes": size,
+                          "left_out_stale_entries": m["left_out_stale_entries"], "commit": m["commit"],
+                          "artifact_versions": m["artifact_versions"],
+                          "seconds": round(time.perf_counter() - t0, 1)}, indent=2))
+    elif args.action == "unpack":
+        summary = artifact_store.unpack(args.file, store)
+        for w in summary.pop("warnings"):
+            print(f"python -m overinterp store unpack: warning: {w}", file=sys.stderr)
+        print(json.dumps(summary, indent=2))
+    else:
+        n = sum(1 for f in store.files() if f.suffix != ".sha256")
+        bad = store.verify_all()
+        if bad and not store.repair:
+            raise CorruptArtifact(bad[0][0], bad[0][1] + (f"; and {len(bad) - 1} more damaged files"
+                                                          if len(bad) > 1 else ""))
+        print(json.dumps({"store": str(store.root), "files": n,
+                          "damaged": [str(f) for f, _ in bad], "moved_aside": bool(bad and store.repair)}, indent=2))
+    return 0
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     add_arguments(p, RunConfig)
     p.add_argument("--artifacts", default=None, help="artifact store folder (default $OVERINTERP_ARTIFACTS or ./artifacts)")
+    p.add_argument("--repair", action=argparse.BooleanOptionalAction, default=None,
+                   help="move a stored result that fails its checksum aside (<file>.corrupt-<time>) and recompute "
+                        "it, instead of stopping with its path (default: stop; the book command repairs "
+                        "unless --no-repair)")
 
 
 def _command(sub, name: str, func, help: str, description: str, common: bool = True) -> argparse.ArgumentParser:
@@ -228,15 +266,34 @@ def build_parser() -> argparse.ArgumentParser:
                  common=False)
     c.add_argument("--write", action="store_true", help="rewrite the parameters cell of every chapter")
     c.add_argument("--artifacts", default=None, help=argparse.SUPPRESS)
+    c.set_defaults(repair=None)
+
+    s = _command(sub, "store", cmd_store, "pack, unpack or verify the artifact store (a class-ready archive)",
+                 "pack FILE writes the artifact store into one .tar.gz with a manifest (each file's SHA-256, the "
+                 "profile, the library and artifact versions, the commit); unpack FILE checks all of it before "
+                 "moving any file into the store, and keeps the files the store already holds; verify checks "
+                 "every stored file against its checksum (--repair moves the damaged ones aside).",
+                 common=False)
+    s.add_argument("action", choices=["pack", "unpack", "verify"])
+    s.add_argument("file", nargs="?", help="the archive (pack, unpack)")
+    s.add_argument("--profile", default=None,
+                   help="the profile the store was prepared for, recorded in the manifest (default "
+                        "$OVERINTERP_PROFILE or quick); the whole store is packed")
+    s.add_argument("--artifacts", default=None, help="artifact store folder (default $OVERINTERP_ARTIFACTS or ./artifacts)")
+    s.add_argument("--repair", action=argparse.BooleanOptionalAction, default=None,
+                   help="verify: move damaged files aside, to be recomputed when a chapter next needs them")
     return parser
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "store" and args.action != "verify" and not args.file:
+        parser.error(f"store {args.action} needs a FILE")
     try:
-        with Store.using(args.artifacts):
+        with Store.using(args.artifacts, repair=args.repair):
             return args.func(args) or 0
-    except (ValueError, DataUnavailable, ArtifactMismatch, FileNotFoundError) as e:
+    except (ValueError, DataUnavailable, ArtifactMismatch, FileNotFoundError, CorruptArtifact, PackError) as e:
         message = " ".join(str(e).split())  # one line
         print(f"python -m overinterp {args.command}: error: {message}", file=sys.stderr)
         return 2

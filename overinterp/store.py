@@ -10,6 +10,21 @@ result is never loaded by new code). ``<root>`` is ``$OVERINTERP_ARTIFACTS`` or
 artifact whose config differs from the one asked for is never returned
 (:class:`ArtifactMismatch`). Each file also records the git commit that wrote it.
 
+**Integrity.** Every file :meth:`Store.save` writes gets a checksum beside it,
+``<name>.sha256`` (``sha256sum`` format, written atomically after the file), and
+:meth:`Store.load` verifies it: a damaged file (truncated, overwritten) raises
+:class:`CorruptArtifact`, whose one-line message names the file. A file written before
+checksums existed has no ``.sha256``: it is not verified by hash, but a file torch cannot
+read still raises :class:`CorruptArtifact`, and the first load that reads it records its
+checksum, so it is verified from then on. A store opened with ``repair=True`` (the command
+line's ``--repair``, ``$OVERINTERP_REPAIR=1``; the book build sets it) moves a damaged file
+aside to ``<name>.corrupt-<timestamp>`` and answers as if it were absent, so the caller
+computes it again.
+
+**Packs.** :func:`pack` writes a store into one ``.tar.gz`` with a manifest (every file's
+SHA-256, the profile, the library and artifact versions, the commit); :func:`unpack` checks
+all of it in a temporary folder beside the store before moving any file into place.
+
     store = Store()
     cfg = {"arch": "resnet20", "seed": 0, ...}
     obj = store.load("model", cfg)        # None when absent
@@ -21,16 +36,20 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import subprocess
+import sys
+import tarfile
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
-__all__ = ["Store", "ArtifactMismatch", "VERSIONS", "config_key", "atomic_write", "atomic_save", "to_plain",
-           "code_version"]
+__all__ = ["Store", "ArtifactMismatch", "CorruptArtifact", "PackError", "VERSIONS", "config_key", "atomic_write",
+           "atomic_save", "to_plain", "code_version", "sha256", "pack", "unpack", "library_versions"]
 
 #: Code version of each artifact kind, part of its key. Bump a kind when its results change.
 VERSIONS = {
@@ -45,6 +64,19 @@ VERSIONS = {
 
 class ArtifactMismatch(RuntimeError):
     """A stored artifact exists under this key but was produced by another config."""
+
+
+class CorruptArtifact(RuntimeError):
+    """A stored file fails its checksum or cannot be read; ``path`` names it (so does the one-line message)."""
+
+    def __init__(self, path: str | os.PathLike, why: str):
+        self.path, self.why = Path(path), why
+        super().__init__(f"{path} is damaged ({why}); run again with --repair (or OVERINTERP_REPAIR=1) "
+                         f"to move it aside and recompute it")
+
+
+class PackError(RuntimeError):
+    """An artifact pack cannot be unpacked (damaged, tampered, from other code versions); one-line message."""
 
 
 def to_plain(config: Any) -> Any:
@@ -82,6 +114,15 @@ def code_version() -> str:
         return __version__
 
 
+def sha256(path: str | os.PathLike) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
 def atomic_write(path: str | os.PathLike, write: Callable) -> Path:
     """Write through ``write(binary file object)`` to a temp file beside ``path``, then rename
     it into place: a reader sees the old file or the new one, never half of one."""
@@ -114,19 +155,31 @@ class Store:
     #: the folder a ``Store()`` opens when none is given, before ``$OVERINTERP_ARTIFACTS`` and ./artifacts
     #: (the command line's ``--artifacts`` sets it)
     default_root: str | os.PathLike | None = None
+    #: whether a ``Store()`` repairs damaged files when none is said, before ``$OVERINTERP_REPAIR``
+    #: (the command line's ``--repair`` sets it)
+    default_repair: bool | None = None
 
     @classmethod
     @contextmanager
-    def using(cls, root: str | os.PathLike | None):
-        """Within the block, ``Store()`` opens ``root`` (None: no change); the command line's ``--artifacts``."""
-        old, cls.default_root = cls.default_root, root or cls.default_root
+    def using(cls, root: str | os.PathLike | None, repair: bool | None = None):
+        """Within the block, ``Store()`` opens ``root`` (None: no change) and repairs damaged files when
+        ``repair`` (None: no change); the command line's ``--artifacts`` and ``--repair``."""
+        old = cls.default_root, cls.default_repair
+        cls.default_root = root or cls.default_root
+        cls.default_repair = cls.default_repair if repair is None else repair
         try:
             yield
         finally:
-            cls.default_root = old
+            cls.default_root, cls.default_repair = old
 
-    def __init__(self, root: str | os.PathLike | None = None):
+    def __init__(self, root: str | os.PathLike | None = None, repair: bool | None = None):
         self.root = Path(root or Store.default_root or os.environ.get("OVERINTERP_ARTIFACTS") or "artifacts")
+        for choice in (repair, Store.default_repair):
+            if choice is not None:
+                self.repair = bool(choice)
+                break
+        else:
+            self.repair = os.environ.get("OVERINTERP_REPAIR", "") not in ("", "0")
 
     @staticmethod
     def versioned(kind: str, config: Any) -> dict:
@@ -145,7 +198,13 @@ class Store:
         plain = self.versioned(kind, config)
         cfg_file = d / "config.json"
         if cfg_file.exists():
-            stored = json.loads(cfg_file.read_text())
+            try:
+                stored = json.loads(cfg_file.read_text())
+            except (ValueError, UnicodeDecodeError) as e:
+                if not self.repair:
+                    raise CorruptArtifact(cfg_file, f"not valid JSON: {e}") from None
+                self.set_aside(cfg_file, "not valid JSON")
+                return self.check(kind, config)
             if stored != plain:
                 raise ArtifactMismatch(f"{d} holds a {kind} produced by another config or code version: "
                                        f"stored {stored}, asked {plain}")
@@ -154,22 +213,292 @@ class Store:
         return d
 
     def save(self, kind: str, config: Any, payload: Any, name: str = "result.pt") -> Path:
-        """Atomically save ``payload`` with its config, the kind's version and the git commit."""
+        """Atomically save ``payload`` with its config, the kind's version and the git commit, then
+        its checksum (``<name>.sha256``)."""
         d = self.check(kind, config)
-        return atomic_save({**self.versioned(kind, config), "code_version": code_version(), "payload": payload},
-                           d / name)
+        f = atomic_save({**self.versioned(kind, config), "code_version": code_version(), "payload": payload}, d / name)
+        record_checksum(f)
+        return f
 
     def load(self, kind: str, config: Any, name: str = "result.pt", map_location: str = "cpu") -> Any:
-        """The saved payload, or ``None`` when absent; raises on a config or version mismatch."""
+        """The saved payload, or ``None`` when absent; raises on a config or version mismatch, and
+        :class:`CorruptArtifact` on a damaged file (with ``repair``: moves it aside, returns ``None``)."""
         f = self.dir(kind, config) / name
         if not f.exists():
             return None
-        blob = torch.load(f, map_location=map_location, weights_only=False)
         want = self.versioned(kind, config)
+        try:
+            blob = read_verified(f, map_location)
+        except CorruptArtifact as e:
+            try:  # a whole other artifact copied under this key is a mismatch, said as such
+                blob = torch.load(f, map_location=map_location, weights_only=False)
+            except Exception:
+                blob = None
+            if not (isinstance(blob, dict) and {k: blob.get(k) for k in want} != want):
+                if not self.repair:
+                    raise
+                self.set_aside(f, e.why)
+                return None
         if {k: blob.get(k) for k in want} != want:
             raise ArtifactMismatch(f"{f} was produced by {kind} version {blob.get('version')} with config "
                                    f"{blob.get('config')}, not version {want['version']} with {want['config']}")
         return blob["payload"]
 
     def exists(self, kind: str, config: Any, name: str = "result.pt") -> bool:
-        return (self.dir(kind, config) / name).exists()
+        """Whether the file is stored; with ``repair``, also intact (a damaged one is moved aside)."""
+        f = self.dir(kind, config) / name
+        if not f.exists():
+            return False
+        if self.repair:
+            try:
+                read_verified(f) if not checksum_file(f).exists() else verify(f)
+            except CorruptArtifact as e:
+                self.set_aside(f, e.why)
+                return False
+        return True
+
+    def set_aside(self, f: Path, why: str) -> Path:
+        """Move a damaged file (and its checksum) to ``<name>.corrupt-<timestamp>``; says so on stderr."""
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        target = f.with_name(f"{f.name}.corrupt-{stamp}")
+        os.replace(f, target)
+        side = checksum_file(f)
+        if side.exists():
+            os.replace(side, side.with_name(f"{side.name}.corrupt-{stamp}"))
+        print(f"[store] repair: {f} was damaged ({why}); moved to {target.name}, it will be recomputed",
+              file=sys.stderr, flush=True)
+        return target
+
+    def files(self) -> list[Path]:
+        """The store's files (``kind/key/name``), without temporary, hidden or set-aside ones."""
+        if not self.root.is_dir():
+            return []
+        return [f for f in sorted(self.root.rglob("*"))
+                if f.is_file() and len(rel := f.relative_to(self.root).parts) == 3
+                and not any(p.startswith(".") for p in rel) and ".corrupt-" not in f.name]
+
+    def verify_all(self) -> list[tuple[Path, str]]:
+        """Check every file with a checksum (and read every ``.pt`` without one): the damaged ones and why.
+        With ``repair`` they are moved aside (the chapters recompute them when they next run)."""
+        bad = []
+        for f in self.files():
+            if f.suffix == ".sha256":
+                continue
+            try:
+                if checksum_file(f).exists():
+                    verify(f)
+                elif f.suffix == ".pt":
+                    read_verified(f)
+                elif f.suffix == ".json":
+                    json.loads(f.read_text())
+            except (CorruptArtifact, ValueError, UnicodeDecodeError) as e:
+                why = e.why if isinstance(e, CorruptArtifact) else f"not valid JSON: {e}"
+                bad.append((f, why))
+                if self.repair:
+                    self.set_aside(f, why)
+        return bad
+
+
+def checksum_file(f: Path) -> Path:
+    """Where the checksum of the stored file ``f`` is kept: ``<name>.sha256`` beside it."""
+    return f.with_name(f.name + ".sha256")
+
+
+def record_checksum(f: Path, digest: str | None = None) -> None:
+    """Write ``f``'s checksum beside it, atomically, in ``sha256sum`` format (``sha256sum -c`` checks it)."""
+    line = f"{digest or sha256(f)}  {f.name}\n"
+    atomic_write(checksum_file(f), lambda fh: fh.write(line.encode()))
+
+
+def verify(f: Path) -> None:
+    """Raise :class:`CorruptArtifact` when ``f`` differs from its recorded checksum (none recorded: passes)."""
+    side = checksum_file(f)
+    for attempt in range(2):  # a second look: another process may have just rewritten the file and its checksum
+        try:
+            recorded = side.read_text().split()[0]
+        except (FileNotFoundError, IndexError):
+            return
+        try:
+            actual = sha256(f)
+        except FileNotFoundError:
+            raise CorruptArtifact(f, "the file is missing") from None
+        if actual == recorded:
+            return
+        time.sleep(0.2)
+    raise CorruptArtifact(f, f"sha256 {actual[:12]}... differs from the recorded {recorded[:12]}..., "
+                             f"{f.stat().st_size} bytes")
+
+
+def read_verified(f: Path, map_location: str = "cpu", record: bool = True) -> Any:
+    """``torch.load`` of a stored file after :func:`verify`; a file torch cannot read raises
+    :class:`CorruptArtifact` too. A file without a checksum (written before checksums existed)
+    gets one recorded once it has been read."""
+    verify(f)
+    try:
+        blob = torch.load(f, map_location=map_location, weights_only=False)
+    except Exception as e:
+        first = (str(e).strip().splitlines() or [""])[0].split(". ")[0]
+        raise CorruptArtifact(f, f"torch cannot read it: {type(e).__name__}: {first[:120]}") from None
+    if record and not checksum_file(f).exists():
+        try:
+            record_checksum(f)
+        except OSError:  # a read-only store stays unverified
+            pass
+    return blob
+
+
+# ---------------------------------------------------------------------------------------------- packs
+PACK_FORMAT = 1
+
+
+def library_versions() -> dict:
+    """The versions a pack records: this package's, torch's, torchvision's, Python's."""
+    import platform
+
+    import torchvision
+
+    from overinterp import __version__
+    return {"overinterp": __version__, "torch": torch.__version__, "torchvision": torchvision.__version__,
+            "python": platform.python_version()}
+
+
+def pack(file: str | os.PathLike, store: Store | None = None, profile: str | None = None) -> dict:
+    """Write ``store`` (every intact entry of the current artifact versions) into the gzip'd tar
+    ``file``, with ``manifest.json``: each file's SHA-256 and size, the profile, :func:`library_versions`,
+    the artifact versions and the commit. Entries of older artifact versions (dead keys) are left out;
+    a damaged file stops the pack (:class:`CorruptArtifact`). The store is only read: a file written
+    before checksums existed is read by torch and its checksum shipped in the pack. Returns the manifest."""
+    import io
+    store = store or Store()
+    files, extra, stale = {}, {}, set()
+    for f in store.files():
+        rel = f.relative_to(store.root)
+        kind = rel.parts[0]
+        if kind not in VERSIONS:
+            raise PackError(f"{store.root / kind} is not an artifact kind of this code ({', '.join(VERSIONS)})")
+        try:
+            version = json.loads((f.parent / "config.json").read_text()).get("version")
+        except (FileNotFoundError, ValueError):
+            raise CorruptArtifact(f.parent / "config.json", "missing or not valid JSON") from None
+        if version != VERSIONS[kind]:
+            stale.add(f.parent)
+            continue
+        if f.suffix != ".sha256":
+            verify(f)
+        files[rel.as_posix()] = f
+        if f.suffix == ".pt" and not checksum_file(f).exists():  # an entry older than checksums: ship one
+            read_verified(f, record=False)   # readable by torch; the pack reads the store, never writes it
+            extra[rel.as_posix() + ".sha256"] = f"{sha256(f)}  {f.name}\n".encode()
+    if not files:
+        raise PackError(f"{store.root} holds no artifacts of the current versions to pack")
+    entries = {rel: {"sha256": sha256(f), "bytes": f.stat().st_size} for rel, f in files.items()}
+    entries.update({rel: {"sha256": hashlib.sha256(b).hexdigest(), "bytes": len(b)} for rel, b in extra.items()})
+    manifest = {"format": PACK_FORMAT, "profile": profile, "created": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                "commit": code_version(), "versions": library_versions(),
+                "artifact_versions": {k: VERSIONS[k] for k in sorted({r.split("/")[0] for r in entries})},
+                "left_out_stale_entries": len(stale), "files": dict(sorted(entries.items()))}
+
+    def write(fh):
+        with tarfile.open(fileobj=fh, mode="w:gz", compresslevel=6) as tar:
+            def add_bytes(name, data):
+                info = tarfile.TarInfo(name)
+                info.size, info.mtime, info.mode = len(data), int(time.time()), 0o644
+                tar.addfile(info, io.BytesIO(data))
+            add_bytes("manifest.json", json.dumps(manifest, indent=1).encode())
+            for rel, f in sorted(files.items()):
+                tar.add(f, arcname=f"store/{rel}", recursive=False)
+            for rel, data in sorted(extra.items()):
+                add_bytes(f"store/{rel}", data)
+    atomic_write(file, write)
+    return manifest
+
+
+def _check_versions(manifest: dict, file) -> list[str]:
+    """Refuse (PackError) a pack of other artifact or package versions; warnings for other torch versions."""
+    if manifest.get("format") != PACK_FORMAT:
+        raise PackError(f"{file} is a pack of format {manifest.get('format')!r}; this code reads format {PACK_FORMAT}")
+    theirs = manifest.get("artifact_versions", {})
+    other = {k: v for k, v in theirs.items() if VERSIONS.get(k) != v}
+    if other:
+        raise PackError(f"{file} was packed by other code: artifact versions "
+                        + ", ".join(f"{k} {v} (this code: {VERSIONS.get(k, 'unknown kind')})" for k, v in other.items()))
+    ours, got = library_versions(), manifest.get("versions", {})
+    if got.get("overinterp") != ours["overinterp"]:
+        raise PackError(f"{file} was packed by overinterp {got.get('overinterp')}, this is overinterp {ours['overinterp']}")
+    minor = lambda v: ".".join(str(v).split("+")[0].split(".")[:2])
+    return [f"{file} was packed with {lib} {got.get(lib)}, this is {lib} {ours[lib]}: results computed here may "
+            f"differ in the last digits" for lib in ("torch", "torchvision") if minor(got.get(lib)) != minor(ours[lib])]
+
+
+def unpack(file: str | os.PathLike, store: Store | None = None) -> dict:
+    """Verify the pack ``file`` completely, then move its files into ``store``: the archive is read
+    into a temporary folder inside the store's root (same filesystem), every file is checked against
+    the manifest's SHA-256 and the manifest against this code's versions, and only then are the files
+    moved into place (``os.replace``). Files the store already holds are kept. A damaged, tampered or
+    foreign pack raises :class:`PackError` with the store unchanged. Returns a summary."""
+    import zlib
+    store = store or Store()
+    file = Path(file)
+    if not file.is_file():
+        raise PackError(f"{file} does not exist")
+    created = not store.root.exists()
+    store.root.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=store.root, prefix=".unpack-"))
+    try:
+        manifest, got = None, {}
+        try:
+            with tarfile.open(file, mode="r:gz") as tar:
+                for m in tar:
+                    parts = Path(m.name).parts
+                    if m.isdir():
+                        continue
+                    if (not m.isfile() or Path(m.name).is_absolute() or ".." in parts
+                            or not (m.name == "manifest.json" or (parts[0] == "store" and len(parts) == 4))):
+                        raise PackError(f"{file} holds an unexpected member {m.name!r}: not an overinterp pack")
+                    data = tar.extractfile(m).read()
+                    if len(data) != m.size:
+                        raise EOFError(f"{m.name} is cut short")
+                    if m.name == "manifest.json":
+                        manifest = json.loads(data)
+                        continue
+                    rel = "/".join(parts[1:])
+                    target = tmp / rel
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_bytes(data)
+                    got[rel] = hashlib.sha256(data).hexdigest()
+        except (tarfile.TarError, EOFError, zlib.error, OSError) as e:
+            raise PackError(f"{file} is truncated or not a gzip'd tar archive ({type(e).__name__}: "
+                            f"{' '.join(str(e).split())})") from None
+        except ValueError as e:  # the manifest's JSON
+            raise PackError(f"{file} has an unreadable manifest.json ({e})") from None
+        if manifest is None:
+            raise PackError(f"{file} has no manifest.json: not an overinterp pack")
+        warnings = _check_versions(manifest, file)
+        listed = {rel: e["sha256"] for rel, e in manifest.get("files", {}).items()}
+        if set(listed) != set(got):
+            missing, unlisted = sorted(set(listed) - set(got)), sorted(set(got) - set(listed))
+            raise PackError(f"{file} does not match its manifest: "
+                            + (f"missing {missing[0]} and {len(missing) - 1} more" if missing else
+                               f"{unlisted[0]} (and {len(unlisted) - 1} more) not in the manifest"))
+        bad = sorted(rel for rel in listed if listed[rel] != got[rel])
+        if bad:
+            raise PackError(f"{file}: {bad[0]}{f' and {len(bad) - 1} more files' if len(bad) > 1 else ''} "
+                            f"fail the manifest's sha256 (the archive was altered or damaged)")
+        added, kept = 0, 0
+        # checksums last, so a reader never meets a checksum whose file is not there yet
+        for rel in sorted(listed, key=lambda r: r.endswith(".sha256")):
+            target = store.root / rel
+            if target.exists():
+                kept += 1
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(tmp / rel, target)
+            added += 1
+        return {"pack": str(file), "store": str(store.root), "profile": manifest.get("profile"),
+                "commit": manifest.get("commit"), "added": added, "kept": kept, "warnings": warnings}
+    except BaseException:
+        if created:
+            shutil.rmtree(store.root, ignore_errors=True)
+        raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

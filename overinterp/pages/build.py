@@ -19,7 +19,9 @@ has just executed, from the outputs stored in the edition (nothing re-executed).
 """
 from __future__ import annotations
 
+import copy
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -37,7 +39,10 @@ STATIC = ["_config.yml", "_toc.yml", "book/references.bib", ".mathjax/node_modul
 EDITIONS = ROOT / "editions"
 
 __all__ = ["chapters", "write_parameters", "execute", "save_edition", "editions",
-           "render", "build"]
+           "repository_config", "render", "build"]
+
+#: the theme's buttons that link to the repository (Jupyter Book's ``html:`` keys)
+REPOSITORY_BUTTONS = ("use_repository_button", "use_issues_button", "use_edit_page_button")
 
 
 def chapters(root: Path = ROOT) -> list[Path]:
@@ -148,6 +153,23 @@ def _edition_page(e: dict) -> str:
             f"executed afresh by every build.\n\n| chapter | seconds |\n|---|---|\n{rows}\n| total | {total:.0f} |\n")
 
 
+def repository_config(config: dict, url: str | None = None) -> dict:
+    """``_config.yml`` (a dict) with its repository block resolved for rendering: the URL is ``url``,
+    else ``$OVERINTERP_REPOSITORY_URL`` (the Pages workflow sets it to the repository it runs in),
+    else ``repository.url`` of ``_config.yml`` (a fork sets it once). Without any, the repository,
+    issue and edit buttons are turned off and the URL left empty, so no placeholder (Jupyter Book's
+    default is its own repository) is ever linked; the download button needs no URL and stays."""
+    config = copy.deepcopy(config)
+    repo = dict(config.get("repository") or {})
+    if url is None:
+        url = os.environ.get("OVERINTERP_REPOSITORY_URL") or repo.get("url") or ""
+    repo["url"] = url.strip().rstrip("/")
+    config["repository"] = repo
+    if not repo["url"]:
+        config["html"] = {**(config.get("html") or {}), **{b: False for b in REPOSITORY_BUTTONS}}
+    return config
+
+
 def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | None = None) -> None:
     """Render ``stage`` (executed chapters) and every edition into ``out/html`` with Jupyter Book."""
     import yaml
@@ -157,6 +179,8 @@ def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | Non
         elif (root / f).exists():
             (stage / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(root / f, stage / f)
+    config = repository_config(yaml.safe_load((root / "_config.yml").read_text()))
+    (stage / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     found = editions(edition_folder or root / "editions")
     if found:  # the chapters' parts are labelled as this build's, each edition becomes another part
         toc = yaml.safe_load((root / "_toc.yml").read_text())
