@@ -463,7 +463,7 @@ def verdict_values(sparse, difference: pd.DataFrame, n_pairs: int) -> dict:
     row, d = sparse.numbers.iloc[0], difference.iloc[0]
     return {"n_pairs": n_pairs, "sparse_word": sparse.word, "robust_mean_sis": f"{row['mean SIS size (%)']:.1f}",
             "sparse_low": f"{row['95% low']:.1f}", "sparse_high": f"{row['95% high']:.1f}",
-            "sparse_counted": f"{row['per replicate']} images with an SIS over {int(row['replicates'])} replicates",
+            "sparse_counted": f"{row['per replicate']} images with an SIS over {len(row['per replicate'].split(' + '))} replicates",
             "diff": f"{d['difference (points)']:+.1f}", "diff_low": f"{d['95% low']:+.1f}",
             "diff_high": f"{d['95% high']:+.1f}", "diff_counted": f"{d['images per replicate']} images over "
                                                                f"{int(d['replicates'])} replicate pairs"}
