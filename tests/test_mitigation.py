@@ -51,7 +51,7 @@ def test_paired_increase_uses_only_images_where_every_model_has_an_sis():
     assert r["images"] == 2
     assert r["treated mean SIS (%)"] == pytest.approx(5.0) and r["control mean SIS (%)"] == pytest.approx(2.5)
     assert r["increase (points)"] == pytest.approx(2.5)
-    assert 2.0 <= r["low"] <= r["high"] <= 3.0
+    assert 1.0 <= r["low"] < 2.5 < r["high"] <= 4.0    # the controls b and c resampled as replicates
     assert M.paired_increase(table, ["a"], ["b"], 0.5)["images"] == 0   # no row at that tau
 
 
@@ -70,13 +70,29 @@ def _rows(increase, low, images):
                          "high": [i + 1 for i in increase]}, index=["e1", "e2"])
 
 
-def test_larger_sis_verdict_holds_fails_or_cannot_be_tested():
-    assert M.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [20, 20])).holds is True
-    assert M.ensembles_increase_sis(_rows([2, 0.2], [0.5, -1.0], [20, 20])).holds is False
-    assert M.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [20, 3])).holds is None     # too few images
+def test_larger_sis_verdict_holds_fails_is_inconclusive_or_cannot_be_tested():
+    assert M.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [20, 20])).word == "holds"
+    straddle = M.ensembles_increase_sis(_rows([2, 0.2], [0.5, -1.0], [20, 20]))   # second interval contains 0
+    assert straddle.word == "inconclusive at this scale"
+    below = M.ensembles_increase_sis(pd.DataFrame({"images": [20, 20], "increase (points)": [2, -3], "low": [0.5, -4],
+                                                   "high": [3, -1]}, index=["e1", "e2"]))
+    assert below.word == "does not hold" and below.numbers["outcome"].tolist() == ["holds", "does not hold"]
+    assert M.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [20, 3])).word == "inconclusive at this scale"
+    assert M.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [3, 3])).word == "cannot be tested"
     v = M.ensembles_increase_accuracy(_rows([2, 3], [0.5, 1.0], [500, 500]), min_images=100)
     assert v.holds is True and "Verdict: the claim holds" in v._repr_markdown_()
-    assert M.dropout_increases_sis(_rows([-2, 3], [-3.0, 1.0], [20, 20])).holds is False
+    d = M.dropout_increases_sis(_rows([-2, 3], [-3.0, 1.0], [20, 20]))
+    assert d.word == "does not hold" and "input dropout can each help mitigate" in d.claim
+
+
+def test_paired_increase_resamples_the_models_as_replicates():
+    # two controls that disagree by 8 points on every image: the interval spans both
+    table = _table({"t": {i: 5.0 for i in range(30)}, "c1": {i: 0.0 for i in range(30)},
+                    "c2": {i: 8.0 for i in range(30)}})
+    r = M.paired_increase(table, ["t"], ["c1", "c2"], 0.9)
+    assert r["increase (points)"] == pytest.approx(1.0) and r["control models"] == 2 and r["images"] == 30
+    assert r["low"] == pytest.approx(-3.0) and r["high"] == pytest.approx(5.0)
+    assert M.counted(pd.DataFrame([r])) == "30 images × (1 + 2 models)"
 
 
 def test_members_are_each_architectures_replicates_and_all_models_together():
@@ -153,11 +169,13 @@ def test_increase_table_and_values_of_the_ensembles():
     assert list(t.index) == ["e2", "e1"] and t.loc["e1"].tolist() == ["+1.2 [+0.5, +2.0] (12)", "—"]
     assert t.loc["e2", "τ = 0.5"] == "-0.5 (3)"
     v = M.ensembles_increase_sis(_rows([2, 3], [0.5, -1.0], [20, 20]))
-    assert M.increase_values(v) == {"sis_verdict": "does not hold", "inc_min": "+2.0", "inc_max": "+3.0",
-                                    "inc_above": 1, "inc_n": 2}
+    assert M.increase_values(v) == {"sis_verdict": "inconclusive at this scale", "inc_min": "+2.0",
+                                    "inc_max": "+3.0", "inc_above": 1, "inc_n": 2,
+                                    "inc_counted": "20 images; 20 images"}
     d = M.dropout_increases_sis(_rows([2.04, 3], [0.5, 1.0], [20, 20]).iloc[:1])
+    d.numbers["treated models"], d.numbers["control models"] = 2, 3
     assert M.dropout_verdict_values(d) == {"verdict": "holds", "inc": "+2.0", "inc_low": "+0.5", "inc_high": "+3.0",
-                                           "inc_images": 20}
+                                           "inc_images": 20, "counted": "20 images × (2 + 3 models)"}
 
 
 def test_ensemble_gains_average_the_members_logits():

@@ -163,20 +163,36 @@ def test_sis_sizes_are_percent_of_the_pixels_and_nan_without_an_sis():
 
 def test_sparse_verdict_holds_below_five_percent_and_cannot_be_tested_on_too_few_sis():
     holds = R.robust_sis_sparse({"robust A": [1.0, 2.0, 4.0, 3.0, 2.5, np.nan]}, 0.99)
-    assert holds.holds is True and holds.numbers.loc["robust A", "images with an SIS"] == 5
+    assert holds.word == "holds" and holds.numbers.loc["robust A", "images with an SIS"] == 5
     assert holds.numbers.loc["robust A", "mean SIS size (%)"] == pytest.approx(2.5)
-    assert R.robust_sis_sparse({"robust A": [1.0, 2.0, 4.0, 3.0, 20.0]}, 0.99).holds is False
+    assert R.robust_sis_sparse({"robust A": [10.0, 20.0, 40.0, 30.0, 20.0]}, 0.99).word == "does not hold"
+    straddle = R.robust_sis_sparse({"robust A": [1.0, 9.0, 2.0, 8.0, 3.0, 7.0]}, 0.99)   # mean 5: across 5%
+    assert straddle.word == "inconclusive at this scale"
     few = R.robust_sis_sparse({"robust A": [1.0, np.nan, np.nan]}, 0.99)
     assert few.holds is None and few.word == "cannot be tested"
 
 
-def test_larger_verdict_needs_the_mean_paired_difference_beyond_two_standard_errors():
-    pairs = pd.DataFrame({"robust": [5.0, 6.0, 7.0, 6.0, 5.5], "standard": [2.0, 2.5, 3.0, 2.0, 2.5]})
-    v = R.robust_sis_larger({"robust vs standard": pairs}, 0.99)
-    assert v.holds is True and v.numbers.iloc[0]["mean difference (points)"] == pytest.approx(3.5)
-    noisy = pd.DataFrame({"robust": [9.0, 1.0, 8.0, 1.0, 2.0], "standard": [2.0, 6.0, 2.0, 5.0, 3.0]})
-    assert R.robust_sis_larger({"x": noisy}, 0.99).holds is False   # mean +0.6, 2 SE about 5.2
-    assert R.robust_sis_larger({"x": pairs.iloc[:3]}, 0.99).holds is None
+def test_sparse_verdict_resamples_replicates_and_counts_images_per_replicate():
+    # replicate 0 all small, replicate 1 all large: the replicate spread puts the interval across 5%
+    two = R.robust_sis_sparse({"robust A": [[1.0] * 20, [9.0] * 20 + [np.nan]]}, 0.99)
+    row = two.numbers.loc["robust A"]
+    assert row["replicates"] == 2 and row["images with an SIS"] == 40 and row["per replicate"] == "20 + 20"
+    assert row["mean SIS size (%)"] == pytest.approx(5.0) and row["95% low"] == pytest.approx(1.0)
+    assert row["95% high"] == pytest.approx(9.0) and two.word == "inconclusive at this scale"
+    assert "section 4.5" in two.claim and "as confidently as the models in Section 4.1" in two.claim
+    t = pd.DataFrame({"model": ["r"] * 3 + ["s"], "replicate": [1, 0, 1, 0], "SIS size (%)": [3.0, 1.0, 4.0, 9.0]})
+    assert [r.tolist() for r in R.per_replicate(t, "r")] == [[1.0], [3.0, 4.0]]
+
+
+def test_size_difference_is_ours_with_a_nested_interval_and_no_verdict():
+    pairs = pd.DataFrame({"replicate": [0] * 5 + [1] * 4, "robust": [5.0, 6.0, 7.0, 6.0, 5.5, 4.0, 4.0, 4.0, 4.0],
+                          "standard": [2.0, 2.5, 3.0, 2.0, 2.5, 3.0, 3.0, 3.0, 3.0]})
+    d = R.size_difference({"x": pairs}).loc["x"]
+    assert d["replicates"] == 2 and d["images per replicate"] == "5 + 4"
+    assert d["difference (points)"] == pytest.approx((3.5 + 1.0) / 2)         # replicates weigh equally
+    assert 1.0 <= d["95% low"] < d["difference (points)"] < d["95% high"] <= 4.0
+    assert "outcome" not in d.index and not hasattr(R, "robust_sis_larger")
+    assert np.isnan(R.size_difference({"x": pairs.iloc[:1]}).loc["x", "difference (points)"])
 
 
 def test_tiny_profile_trains_caches_attacks_and_backselects_the_robust_model():
@@ -226,7 +242,8 @@ def test_paper_numbers_render_as_before_from_overinterp_paper_numbers():
     assert any(d.endswith("PGD steps of 1 epsilon (Madry's: 7 steps of epsilon / 4)") for d in devs)
     assert any(d.endswith("epochs (Madry's: all 50,000 images, 80,000 steps of 128)") for d in devs)
     claim = R.robust_sis_sparse({"robust A": [1.0]}, 0.99).claim
-    assert "highly sparse sufficient input subsets with ≥ 99% confidence (section 4.5" in claim
+    assert "classify highly sparse sufficient input subsets as confidently as standard models (section 4.5" in claim
+    assert "classified with ≥ 99% confidence" in claim
 
 
 def test_gallery_shows_the_images_where_the_first_robust_replicate_has_an_sis():
@@ -245,7 +262,10 @@ def test_sis_accuracy_and_verdict_values_for_the_prose():
                         "clean accuracy (%)": [80.0, 90.0, 95.0], "PGD accuracy (%)": [40.0, 50.04, 1.0]})
     assert R.accuracy_values(R.accuracy_table(acc), 16, "resnet20") == {
         "n_eval": 16, "robust_clean": "85.0", "robust_pgd": "45.0", "standard_clean": "95.0", "standard_pgd": "1.0"}
-    sparse = R.robust_sis_sparse({"robust A": [1.0, 2.0, 4.0, 3.0, 2.5]}, 0.99)
-    larger = R.robust_sis_larger({"x": pd.DataFrame({"robust": [5.0] * 5, "standard": [2.0] * 5})}, 0.99)
-    assert R.verdict_values(sparse, larger, 5) == {"n_pairs": 5, "sparse_word": "holds", "larger_word": "holds",
-                                                   "robust_mean_sis": "2.5"}
+    sparse = R.robust_sis_sparse({"robust A": [[1.0, 2.0, 4.0, 3.0, 2.5], [2.0, 3.0, np.nan]]}, 0.99)
+    diff = R.size_difference({"x": pd.DataFrame({"replicate": [0] * 5, "robust": [5.0] * 5, "standard": [2.0] * 5})})
+    v = R.verdict_values(sparse, diff, 5)
+    assert v["sparse_word"] == "holds" and v["robust_mean_sis"] == "2.5" and v["n_pairs"] == 5
+    assert v["sparse_counted"] == "5 + 2 images with an SIS over 2 replicates"
+    assert (v["diff"], v["diff_low"], v["diff_high"]) == ("+3.0", "+3.0", "+3.0")
+    assert v["diff_counted"] == "5 images over 1 replicate pairs"

@@ -91,6 +91,20 @@ def test_input_dropout_masks_whole_pixels_in_training_and_is_deterministic_in_ev
         T.InputDropout(Spy(), keep_prob=0.0)
 
 
+def test_input_dropout_in_eval_is_the_mean_of_the_logits_over_its_fixed_masks():
+    torch.manual_seed(1)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(2 * 5 * 5, 4), torch.nn.Tanh(),
+                              torch.nn.Linear(4, 3, bias=False))
+    wrapped = T.InputDropout(net, keep_prob=0.6, samples=5, seed=3).eval()
+    x = torch.randn(4, 2, 5, 5)
+    masks = wrapped.eval_masks(x)
+    assert masks.shape == (5, 1, 1, 5, 5) and 0 < masks.mean() < 1
+    want = torch.stack([net(x * m) for m in masks]).mean(0)
+    torch.testing.assert_close(wrapped(x), want)
+    probs = torch.stack([torch.softmax(net(x * m), -1) for m in masks]).mean(0).log()   # the old averaging
+    assert not torch.allclose(wrapped(x), probs, atol=1e-3)
+
+
 def test_trained_model_is_cached_in_the_store_with_its_config(tmp_path, monkeypatch):
     store = Store(tmp_path)
     model = R.trained_model("fashion-mnist", "cnn", "tiny", seed=0, device="cpu", store=store, progress=False)

@@ -6,8 +6,9 @@ The paper finds that ensembling raises accuracy and also the size of the suffici
 subsets (SIS; Fig. 6: mean SIS size against the threshold tau), and that an ensemble's SIS is
 larger than its members' SIS of the same image (Fig. S2). *Input dropout* trains a model on
 images whose pixels are each kept with probability ``keep_prob`` (the rest set to the mean
-pixel); at evaluation :class:`overinterp.zoo.train.InputDropout` averages the probabilities over a
-fixed set of masks, so the model is a deterministic function of the image.
+pixel); at evaluation :class:`overinterp.zoo.train.InputDropout` averages the logits over a fixed
+set of masks (the paper code averages logits over fresh masks), so the model is a deterministic
+function of the image.
 
 SIS sizes come from one backward selection per model of the SIS chapter's confident test
 images (:func:`overinterp.experiments.runs.confident_selection`), with FindSIS at every tau: the zoo
@@ -23,7 +24,9 @@ both cached through :func:`overinterp.experiments.runs.backselect_model`. Sizes 
 The chapters' prose numbers, display tables and Figure S2 (``book/10_ensembles.ipynb``,
 ``book/11_input_dropout.ipynb``) come from the functions after the verdicts (``*_values``: glue name -> value).
 
-Intervals are seeded percentile bootstraps over images (:func:`overinterp.paper.intervals.bootstrap`).
+Figure 6's bands are seeded percentile bootstraps over images (:func:`overinterp.paper.intervals.bootstrap`);
+every verdict's interval is a nested bootstrap over model replicates and images
+(:func:`overinterp.paper.intervals.nested_bootstrap`), compared with a :class:`~overinterp.paper.verdicts.Margin`.
 """
 from __future__ import annotations
 
@@ -40,9 +43,9 @@ from overinterp.engine.sis import find_sis, random_subset, sis_size_pct
 from overinterp.experiments import runs as A
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.experiments.sis_accuracy import SIZE, sis_rows
-from overinterp.paper.intervals import bootstrap
+from overinterp.paper.intervals import Interval, bootstrap, nested_bootstrap
 from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
-from overinterp.paper.verdicts import Verdict
+from overinterp.paper.verdicts import UNTESTABLE, Margin, Verdict, combine
 from overinterp.zoo import data as D
 from overinterp.zoo.models import Ensemble
 from overinterp.zoo.train import plateaued
@@ -92,8 +95,8 @@ def dropout_config(run, seed: int) -> dict:
     """The artifact key of the input-dropout model of seed ``seed`` (the profile's recipe with
     ``keep_prob`` and ``dropout_samples`` of :class:`overinterp.config.profiles.MitigationConfig`)."""
     c = run.profile.mitigation
-    return model_config(run.dataset, c.dropout_arch, run.profile.name, seed, keep_prob=c.keep_prob,
-                        dropout_samples=c.dropout_samples)
+    return {**model_config(run.dataset, c.dropout_arch, run.profile.name, seed, keep_prob=c.keep_prob,
+                           dropout_samples=c.dropout_samples), "eval_average": "logits over fixed masks"}
 
 
 def dropout_models(run, progress: bool = True) -> dict[str, nn.Module]:
@@ -162,18 +165,28 @@ def mean_sizes(table: pd.DataFrame, n_resamples: int = 2000, confidence_level: f
 def paired_increase(table: pd.DataFrame, treated: Sequence[str], control: Sequence[str], tau: float,
                     n_resamples: int = 2000, confidence_level: float = 0.95, seed: int = 0) -> dict:
     """On the images where every model of ``treated`` and of ``control`` has an SIS at ``tau``:
-    per image, the mean SIS size (%) of the treated models minus that of the controls; returns
-    images, the two means, their difference (the increase, points of % of the image) and its
-    bootstrap interval (low, high). The difference is NaN without images."""
+    the mean SIS size (%) of the treated models minus that of the controls (each the mean over
+    its models of the per-model mean over the images), and its nested bootstrap interval
+    (:func:`overinterp.paper.intervals.nested_bootstrap`: images resampled once for all models,
+    the models of each side resampled as replicates). Returns images (per model), treated and
+    control models, the two means, the increase (points of % of the image), low, high; the
+    increase is NaN without images."""
     t = table[np.isclose(table["tau"], tau)].pivot_table(index="image", columns="model", values=SIZE)
     names = list(treated) + list(control)
     t = t.reindex(columns=names).dropna()
-    a, b = t[list(treated)].mean(axis=1).to_numpy(), t[list(control)].mean(axis=1).to_numpy()
-    low, high = _mean_interval(a - b, n_resamples, confidence_level, seed)
     nan = float("nan")
-    return {"tau": float(tau), "images": len(t), "treated mean SIS (%)": a.mean() if len(t) else nan,
-            "control mean SIS (%)": b.mean() if len(t) else nan,
-            "increase (points)": (a - b).mean() if len(t) else nan, "low": low, "high": high}
+    out = {"tau": float(tau), "images": len(t), "treated models": len(treated), "control models": len(control)}
+    if not len(t):
+        return {**out, "treated mean SIS (%)": nan, "control mean SIS (%)": nan, "increase (points)": nan,
+                "low": nan, "high": nan}
+    groups = {"t": [t[m].to_numpy() for m in treated], "c": [t[m].to_numpy() for m in control]}
+    iv = nested_bootstrap(groups, lambda m: m["t"] - m["c"], paired_images=True, n_resamples=n_resamples,
+                          confidence_level=confidence_level, seed=seed)
+    if len(t) < 2:
+        iv = Interval(iv.estimate, nan, nan)
+    return {**out, "treated mean SIS (%)": float(np.mean([g.mean() for g in groups["t"]])),
+            "control mean SIS (%)": float(np.mean([g.mean() for g in groups["c"]])),
+            "increase (points)": iv.estimate, "low": iv.low, "high": iv.high}
 
 
 def ensemble_increase(table: pd.DataFrame, specs: Mapping[str, Sequence[tuple[str, int]]], taus: Sequence[float],
@@ -228,13 +241,15 @@ def logits(model: nn.Module, images: torch.Tensor, device="cpu", batch_size: int
 def accuracy_gain(ensemble_logits: torch.Tensor, member_logits: Sequence[torch.Tensor], labels: torch.Tensor,
                   n_resamples: int = 2000, confidence_level: float = 0.95, seed: int = 0) -> dict:
     """Accuracy (%) of an ensemble and the mean accuracy of its members on the same images, the
-    gain (points) and its paired bootstrap interval over images (per image: the ensemble's
-    correctness minus the share of members correct)."""
+    gain (points) and its nested bootstrap interval (images resampled once for the ensemble and
+    every member, the members resampled as replicates)."""
     ens = (ensemble_logits.argmax(1) == labels).double().numpy()
-    mem = torch.stack([(m.argmax(1) == labels).double() for m in member_logits]).mean(0).numpy()
-    low, high = _mean_interval(100 * (ens - mem), n_resamples, confidence_level, seed)
-    return {"images": len(labels), "ensemble accuracy (%)": 100 * ens.mean(), "members' mean accuracy (%)":
-            100 * mem.mean(), "gain (points)": 100 * (ens - mem).mean(), "low": low, "high": high}
+    mem = [(m.argmax(1) == labels).double().numpy() for m in member_logits]
+    iv = nested_bootstrap({"ens": [ens], "mem": mem}, lambda m: 100 * (m["ens"] - m["mem"]), paired_images=True,
+                          n_resamples=n_resamples, confidence_level=confidence_level, seed=seed)
+    return {"images": len(labels), "members": len(mem), "ensemble accuracy (%)": 100 * ens.mean(),
+            "members' mean accuracy (%)": 100 * np.mean([m.mean() for m in mem]), "gain (points)": iv.estimate,
+            "low": iv.low, "high": iv.high}
 
 
 _STYLE = {"single": dict(ls="--", lw=1.0, marker="o", ms=2), "ensemble": dict(ls="-", lw=2.2, marker="s", ms=3),
@@ -265,48 +280,71 @@ def sis_figure(means: pd.DataFrame, accuracy: Mapping[str, float] | None = None,
     return ax.figure
 
 
-def _larger(rows: pd.DataFrame, claim: str, what: str, min_images: int, level: float) -> Verdict:
-    """Holds when every row's interval of the increase lies above 0; cannot be tested when a row
-    has fewer than ``min_images`` images."""
+#: Where "larger" holds: an increase above 0 (the paper's claims give no size of the increase).
+ABOVE_ZERO = Margin(low=0.0, words="increase above 0")
+
+
+def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images: int, column: str) -> Verdict:
+    """Per row: holds when the interval (low, high) of ``column`` lies above 0, does not hold when
+    it lies wholly below 0, inconclusive when it straddles 0; cannot be tested with fewer than
+    ``min_images`` images. The claim holds when it holds for every row (:func:`combine`)."""
     numbers = rows.copy()
     numbers["images"] = numbers["images"].astype(int)
-    numbers["interval above 0"] = numbers["low"] > 0
-    enough = numbers["images"] >= min_images
-    holds = None if not enough.all() else bool(numbers["interval above 0"].all())
-    return Verdict(claim=claim,
-                   criterion=f"for every {what}: the {100 * level:g}% bootstrap interval (over images) of the "
-                             f"increase lies above 0, from at least {min_images} images each.",
-                   holds=holds, numbers=numbers)
+    numbers["margin"] = str(ABOVE_ZERO)
+    numbers["outcome"] = [UNTESTABLE if n < min_images else ABOVE_ZERO.decide(Interval(e, lo, hi))
+                          for n, e, lo, hi in zip(numbers["images"], numbers[column], numbers["low"], numbers["high"])]
+    criterion = (f"for every {what}, the 95% interval of the increase ({counted}) lies above 0: holds if the whole "
+                 "interval is above 0, does not hold if it is wholly below 0, inconclusive if it contains 0; "
+                 f"cannot be tested from fewer than {min_images} images.")
+    return Verdict(claim, criterion, combine(list(numbers["outcome"])) if len(numbers) else UNTESTABLE, numbers)
 
 
-def ensembles_increase_sis(increase: pd.DataFrame, min_images: int = 10, confidence_level: float = 0.95) -> Verdict:
+def ensembles_increase_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdict:
     """Section 4.6, Fig. 6, S2: an ensemble's SIS is larger than its members'. ``increase``: rows
-    of :func:`ensemble_increase` (one per ensemble and tau), each paired on the same images."""
+    of :func:`ensemble_increase` (one per ensemble and tau), each paired on the same images.
+
+    Counts: the images where the ensemble and each member have an SIS, times the members
+    (resampled as replicates). Can hold if the claim is true at our scale: an ensemble more
+    confident-demanding than its members needs more pixels on most images, and the paired
+    interval over a few dozen images then lies above 0; can fail if false: an ensemble whose SIS
+    are smaller gives an interval below 0."""
     return _larger(increase, "Ensembling increases the SIS size: an ensemble needs more pixels than its members to "
                    "reach the same confidence (section 4.6, Fig. 6; Fig. S2: 'the ensemble SIS are larger').",
-                   "ensemble and threshold, the increase of the ensemble's SIS size over the mean of its members' "
-                   "on the images where all have an SIS", min_images, confidence_level)
+                   "ensemble", "the ensemble's mean SIS size minus its members', on the images where all have an "
+                   "SIS; images resampled once for all, members resampled as replicates", min_images,
+                   "increase (points)")
 
 
-def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100, confidence_level: float = 0.95) -> Verdict:
+def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100) -> Verdict:
     """Section 4.6: 'ensembling uniformly increases the model accuracy'. ``gains``: rows of
-    :func:`accuracy_gain`, one per ensemble."""
+    :func:`accuracy_gain`, one per ensemble.
+
+    Counts: the test images, times the members (resampled as replicates). Can hold if the claim
+    is true at our scale: a gain like the paper's (about a point) is resolved by a paired
+    interval over a few thousand images; can fail if false: an ensemble less accurate than its
+    members gives an interval below 0. With few images a small gain is inconclusive."""
     numbers = gains.rename(columns={"gain (points)": "increase (points)"})
     ens, one = PAPER_ENSEMBLE[("full", "full")][0], TABLE1[("resnet18", "full", "full")][0]
     return _larger(numbers, "Ensembling increases the accuracy over that of the members (section 4.6: 'uniformly'; "
                    f"Table 1: {fmt(ens)}% for five ResNet18s against {fmt(one)}% for one, CIFAR-10).",
-                   "ensemble, the increase of test accuracy over its members' mean accuracy (paired on the same "
-                   "test images)", min_images, confidence_level)
+                   "ensemble", "test accuracy of the ensemble minus its members' mean, on the same test images; "
+                   "images resampled once for all, members resampled as replicates", min_images, "increase (points)")
 
 
-def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10, confidence_level: float = 0.95) -> Verdict:
-    """The paper code's claim that input dropout mitigates overinterpretation: its models' SIS are
-    larger. ``increase``: rows of :func:`dropout_increase` (one per tau)."""
+def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdict:
+    """The claim that input dropout mitigates overinterpretation: its models' SIS are larger.
+    ``increase``: rows of :func:`dropout_increase` (one per tau).
+
+    Counts: the images where every standard and every input-dropout model has an SIS, times the
+    replicates of each kind (resampled). Can hold if the claim is true at our scale: models that
+    cannot rely on any one pixel need more pixels to reach tau on most images, an interval above
+    0; can fail if false: input-dropout models with smaller SIS give an interval below 0."""
     return _larger(increase, "Input dropout mitigates overinterpretation: models trained with it have larger SIS "
-                   "(the paper's code: 'ensembling and input dropout can each help mitigate overinterpretation').",
-                   "threshold, the increase of the input-dropout models' SIS size over the standard models' (same "
-                   "architecture, replicates averaged per image, on the images where all have an SIS)",
-                   min_images, confidence_level)
+                   "(the abstract that the paper code's README reproduces: 'We find ensembling and input dropout can "
+                   "each help mitigate overinterpretation').",
+                   "threshold", "the input-dropout models' mean SIS size minus the standard models' of the same "
+                   "architecture, on the images where all have an SIS; images resampled once for all, the replicates "
+                   "of each kind resampled", min_images, "increase (points)")
 
 
 # ----------------------------------------------------------------------------- the chapters' tables and prose
@@ -350,7 +388,7 @@ def ensembles_values(run, tau: float, taus: Sequence[float], specs: Mapping, n_r
 
 def accuracy_values(gains: pd.DataFrame, verdict: Verdict, n_images: int) -> dict:
     """Glue name -> value of the ensembles' accuracy: images, verdict, range of the gains, Table 1's."""
-    return {"n_acc": n_images, "acc_verdict": verdict.word, "gain_min": f"{gains['gain (points)'].min():+.2f}",
+    return {"n_acc": n_images, "acc_verdict": verdict.word, "acc_counted": counted(verdict.numbers), "gain_min": f"{gains['gain (points)'].min():+.2f}",
             "gain_max": f"{gains['gain (points)'].max():+.2f}", "paper_ens": fmt(PAPER_ENSEMBLE[("full", "full")][0]),
             "paper_r18": fmt(TABLE1[("resnet18", "full", "full")][0])}
 
@@ -403,8 +441,20 @@ def increase_values(verdict: Verdict) -> dict:
     """Glue name -> value of the SIS verdict on the ensembles (:func:`ensembles_increase_sis`)."""
     nums = verdict.numbers
     return {"sis_verdict": verdict.word, "inc_min": f"{nums['increase (points)'].min():+.1f}",
-            "inc_max": f"{nums['increase (points)'].max():+.1f}", "inc_above": int(nums["interval above 0"].sum()),
-            "inc_n": len(nums)}
+            "inc_max": f"{nums['increase (points)'].max():+.1f}", "inc_above": int((nums["low"] > 0).sum()),
+            "inc_n": len(nums), "inc_counted": counted(nums)}
+
+
+def counted(nums: pd.DataFrame) -> str:
+    """What a verdict's rows count, joined by '; ': '40 images × 2 members' (an ensemble's gain),
+    '40 images × (2 + 2 models)' (treated and control models), else '40 images'."""
+    def one(r):
+        if "treated models" in r.index:
+            return f"{int(r['images'])} images × ({int(r['treated models'])} + {int(r['control models'])} models)"
+        if "members" in r.index:
+            return f"{int(r['images'])} images × {int(r['members'])} members"
+        return f"{int(r['images'])} images"
+    return "; ".join(one(r) for _, r in nums.iterrows())
 
 
 def dropout_values(run, tau: float, taus: Sequence[float], min_images: int) -> dict:
@@ -465,4 +515,4 @@ def dropout_verdict_values(verdict: Verdict) -> dict:
     """Glue name -> value of the input-dropout verdict (:func:`dropout_increases_sis`, one tau)."""
     row = verdict.numbers.iloc[0]
     return {"verdict": verdict.word, "inc": f"{row['increase (points)']:+.1f}", "inc_low": f"{row['low']:+.1f}",
-            "inc_high": f"{row['high']:+.1f}", "inc_images": int(row["images"])}
+            "inc_high": f"{row['high']:+.1f}", "inc_images": int(row["images"]), "counted": counted(verdict.numbers)}

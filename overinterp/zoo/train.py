@@ -70,11 +70,13 @@ class InputDropout(nn.Module):
     """Input dropout (the paper code's mitigation): each pixel, all channels together,
     is kept with probability ``keep_prob`` and otherwise set to 0 (the mean pixel).
 
-    In training mode one fresh mask per image. In eval mode the output is the log of
-    the softmax probabilities averaged over ``samples`` masks drawn from a fixed seed
-    and shared by every image of the batch, so an image's output is the same at any
-    batch position and batch size: a deterministic function of the image (needed by
-    backselect, :func:`overinterp.engine.backselect.check_batch_independent`).
+    In training mode one fresh mask per image. In eval mode the output is the mean of the
+    *logits* over ``samples`` masks, as the paper code's ``ModelWithInputDropout`` averages
+    its outputs (``torch.mean(outs, dim=0)``); but where that code draws fresh masks at
+    every call, ours are drawn once from a fixed seed and shared by every image of the
+    batch, so an image's output is the same at any batch position and batch size: a
+    deterministic function of the image (needed by backselect,
+    :func:`overinterp.engine.backselect.check_batch_independent`).
     """
 
     def __init__(self, model: nn.Module, keep_prob: float, samples: int = 1, seed: int = 0):
@@ -94,8 +96,7 @@ class InputDropout(nn.Module):
         if self.training:
             mask = torch.rand((x.shape[0], 1, *x.shape[2:]), device=x.device) < self.keep_prob  # (B, 1, H, W)
             return self.model(x * mask.to(x.dtype))
-        logp = torch.stack([F.log_softmax(self.model(x * m), -1) for m in self.eval_masks(x)])  # (samples, B, K)
-        return logp.logsumexp(0) - math.log(self.samples)  # log of the mean probability, without underflow
+        return torch.stack([self.model(x * m) for m in self.eval_masks(x)]).mean(0)  # mean logits (samples, B, K)
 
 
 PAD = 4  # random-crop padding (S1)
