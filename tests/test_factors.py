@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -74,9 +75,11 @@ def test_every_measure_is_finite_where_it_is_defined(sweeps):
         assert (df["SIS size (% of pixels)"].notna() == (df["confident images"] > 0)).all(), name
         lift = df["own BS subsets (%)"] > df["random subsets (%)"]
         assert (df["share transferred"].notna() == lift).all(), name
-        assert set(df.C1) | set(df.C2) | set(df.C3) <= {True, False, None}   # holds; None: cannot be tested
+        assert set(df.C1) | set(df.C2) | set(df.C3) <= set(verdicts.OUTCOMES)   # outcome strings
+        assert (df.loc[df["confident images"] == 0, "C1"] == verdicts.UNTESTABLE).all()
+        assert df["C2 95% interval"].str.fullmatch(r"\[-?\d+\.\d, -?\d+\.\d\]").all(), name
         shown = F.table(df)
-        assert set(shown.C1) | set(shown.C2) | set(shown.C3) <= set(verdicts.WORDS.values())
+        assert set(shown.C1) | set(shown.C2) | set(shown.C3) <= set(verdicts.OUTCOMES)
 
 
 def test_other_models_are_the_zoo_without_the_source(run):
@@ -91,6 +94,9 @@ def test_retrain_controls_report_every_control_per_replicate(run, sweeps):
                                                "values of another class", "random target class"]
     assert (df.groupby("control").size() == run.profile.replicates).all()
     assert df["test accuracy (%)"].between(0, 100).all()
+    for acc, c in zip(df["test accuracy (%)"], df["correct"]):      # the per-image results behind each accuracy
+        assert set(np.unique(c)) <= {0.0, 1.0} and len(c) == run.profile.test_size
+        assert acc == pytest.approx(100 * c.mean())
     t = F.controls_table(df)
     assert t.columns.tolist() == [f"replicate {r} (%)" for r in range(run.profile.replicates)] + [
         "mean (%)", "std", "share surviving"]
@@ -105,7 +111,7 @@ def test_summary_has_one_row_per_claim_with_a_verdict(run, sweeps):
     assert s.index.tolist() == ["C1", "C2", "C3", "C4"]
     assert s.columns.tolist() == ["verdict at the tiny profile", "which factor moves it",
                                   "what we expect at paper scale"]
-    assert set(s.iloc[:3, 0]) <= set(verdicts.WORDS.values())
+    assert set(s.iloc[:3, 0]) <= set(verdicts.OUTCOMES)
     assert s.map(lambda v: isinstance(v, str) and len(v) > 0).all().all()
     html = F.sentences(s).to_html()                          # shown whole, not cut at 50 characters
     assert all(v.replace("'", "&#x27;") in html or v in html for v in s["what we expect at paper scale"])
@@ -115,8 +121,8 @@ def _sweep(factor, settings, values, sis, baseline, paper=None, size=None):
     """A hand-made sweep: C1 measured (mean SIS size), C2 and C3 present but untestable."""
     return pd.DataFrame([{"factor": factor, "setting": str(s), "value": v, "sample size": size or 40,
                           "baseline": s == baseline, "paper": s == paper, "SIS size (% of pixels)": x,
-                          "drop (points)": 0.0, "share transferred": math.nan, "C1": False,
-                          "C2": True, "C3": None} for s, v, x in zip(settings, values, sis)])
+                          "drop (points)": 0.0, "share transferred": math.nan, "C1": verdicts.FAILS,
+                          "C2": verdicts.HOLDS, "C3": verdicts.UNTESTABLE} for s, v, x in zip(settings, values, sis)])
 
 
 def test_summary_reads_each_factor_toward_the_papers_setting(run, sweeps):
@@ -126,6 +132,7 @@ def test_summary_reads_each_factor_toward_the_papers_setting(run, sweeps):
           "epochs": _sweep("epochs", [1, 3, 10], [1, 3, 10], [70, 50, 45], 10)}   # ours at the end: 3 -> 10
     s = F.summary(run, sw, sweeps[1])
     moves, expect = s.loc["C1", "which factor moves it"], s.loc["C1", "what we expect at paper scale"]
+    assert s.loc["C1", "verdict at the tiny profile"] == verdicts.FAILS   # the baseline's outcome string, as is
     assert moves.startswith("mask value") and "20.00 (mean pixel) to 60.00 (black)" in moves   # the largest range
     assert expect.startswith("expect a lower mean SIS size at paper scale, toward the claim")
     assert "8.00 at pruned m=16 against 20.00 at ours, toward the paper's exact" in expect
@@ -231,9 +238,43 @@ def test_prose_values_describe_the_execution(run, sweeps):
     assert v["n_test"] == run.profile.test_size and v["n_train"] == run.profile.retrain_images
 
 
-def test_table_shows_verdict_words_where_the_sweep_holds_booleans():
+def test_table_shows_the_sweeps_outcome_strings():
     sw = _sweep("mask", ["mean pixel", "black"], [0, 1], [20, 60], "mean pixel", paper="mean pixel")
     sw["sample"] = "all 40"
     shown = F.table(sw)
     assert shown[["C1", "C2", "C3"]].values.tolist() == [["does not hold", "holds", "cannot be tested"]] * 2
     assert shown["baseline"].tolist() == ["← profile", ""] and "factor" not in shown
+
+
+def _controls(keep, bs, full=None, n=100, reps=3):
+    """A hand-made controls frame: per control, replicates with the first k of n test images correct."""
+    rows = []
+    for control, k in (("BS subsets", bs), ("keep-mask alone", keep), ("random subsets", 10),
+                       ("full images", full if full is not None else bs)):
+        for r in range(reps):
+            c = np.r_[np.ones(k), np.zeros(n - k)]
+            rows.append({"control": control, "replicate": r, "test accuracy (%)": 100 * c.mean(), "correct": c})
+    return pd.DataFrame(rows)
+
+
+def test_position_values_give_the_keep_masks_share_of_the_lift_with_intervals(run):
+    chance = 100 / 10                                           # fashion-mnist: 10 classes
+    v = F.position_values(run, _controls(keep=55, bs=100))
+    assert v["pos_chance"] == "10" and v["pos_replicates"] == 3 and v["pos_images"] == 100
+    assert v["pos_share"] == f"{(55 - chance) / (100 - chance):.0%}" == "50%"
+    lo, hi = (int(x.rstrip("%")) for x in v["pos_share_interval"].strip("[]").split(", "))
+    assert lo < 50 < hi and hi - lo < 40
+    assert v["pos_keep_acc"].startswith("55.0 [") and v["pos_bs_acc"] == "100.0 [100.0, 100.0]"
+    assert F.position_values(run, _controls(keep=55, bs=100)) == v                    # seeded
+    none = F.position_values(run, _controls(keep=10, bs=100))
+    assert none["pos_share"] == "0%"
+
+
+def test_retrain_verdicts_read_the_controls_per_image_results(run):
+    name = F.ARCH_NAMES.get(run.profile.factors.arch, run.profile.factors.arch)
+    good = F.retrain_verdicts(run, _controls(keep=50, bs=90, full=91))
+    assert set(good) == {"beats random", "near full"}
+    assert good["beats random"].holds is True and good["near full"].holds is True
+    assert good["beats random"].numbers.loc[name, "difference (points)"] == pytest.approx(80.0)
+    bad = F.retrain_verdicts(run, _controls(keep=50, bs=12, full=91))
+    assert bad["beats random"].holds is False and bad["near full"].holds is False

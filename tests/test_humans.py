@@ -99,8 +99,9 @@ def test_benchmark_has_per_class_images_per_class_where_possible(bench):
 
 def test_images_are_assigned_across_all_archs(run, bench):
     counts = bench.counts()
-    assert set(counts) == set(run.profile.archs)
-    assert max(counts.values()) - min(counts.values()) <= 2   # round-robin
+    assert set(counts) == set(run.profile.archs) and min(counts.values()) > 0
+    # the round-robin's balance is tested on hand-made probabilities above: with the tiny profile's
+    # 2-epoch models an architecture often has no eligible image of a class, and the next one takes its turn
 
 
 def test_levels_are_nested_supersets(bench):

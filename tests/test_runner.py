@@ -136,7 +136,7 @@ def test_the_key_holds_what_determines_the_result():
 
 
 def test_shards_record_what_produced_them_and_assembly_refuses_another_engine_version(tmp_path):
-    from overinterp.store import VERSIONS, atomic_save
+    from overinterp.store import VERSIONS, atomic_save, record_checksum
     from overinterp.engine.runner import assemble
     store = Store(tmp_path)
     model, images = toy()
@@ -150,6 +150,7 @@ def test_shards_record_what_produced_them_and_assembly_refuses_another_engine_ve
     assert meta["torch"] == torch.__version__ and meta["dtype"] == "float32" and meta["chunk_size"] == 7
     shard["payload"]["meta"]["engine_version"] = VERSIONS[KIND] - 1      # a shard of an older engine
     atomic_save(shard, d / "shard-00002.pt")
+    record_checksum(d / "shard-00002.pt")                               # intact, only older
     (d / "result.pt").unlink()
     cfg = run_config(model, images, {"arch": "cnn", "width": 2}, DATA, BackSelectConfig("pruned", m=5), 3)
     with pytest.raises(ArtifactMismatch, match="engine versions"):

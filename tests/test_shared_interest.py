@@ -153,12 +153,16 @@ def test_saliency_map_of_a_linear_model_is_its_weights_and_integrated_gradients_
 
 def test_verdict_holds_only_when_sis_lie_on_the_garment_less_than_random_pixels():
     def table(ec, g_pixels):
-        return pd.DataFrame({"model": "m", "replicate": [0, 1], "method": "SIS", "has": True, "correct": True,
-                             "|E|": 5, "|G|": g_pixels, SI.EC: ec})
-    below = XSI.sis_on_background(table([0.2, 0.3], [392, 392]), "SIS", 0.99, pixels=784)   # random: 0.5
-    above = XSI.sis_on_background(table([0.2, 0.9], [392, 392]), "SIS", 0.99, pixels=784)
-    assert below.holds is True and above.holds is False
-    assert below.numbers.loc["m", "random pixels (|G| / HW)"] == pytest.approx(0.5)
+        n = len(ec)
+        return pd.DataFrame({"model": "m", "replicate": [i % 2 for i in range(n)], "method": "SIS", "has": True,
+                             "correct": True, "|E|": 5, "|G|": g_pixels, SI.EC: ec})
+    below = XSI.sis_on_background(table([0.2, 0.3] * 10, 392), "SIS", 0.99, pixels=784)   # random: 0.5
+    above = XSI.sis_on_background(table([0.8, 0.9] * 10, 392), "SIS", 0.99, pixels=784)
+    mixed = XSI.sis_on_background(table([0.1, 0.9] * 3, 392), "SIS", 0.99, pixels=784)
+    assert below.holds is True and above.holds is False and mixed.word == "inconclusive at this scale"
+    row = below.numbers.loc["m"]
+    assert row["random pixels (|G| / HW)"] == pytest.approx(0.5) and row["EC − random"] == pytest.approx(-0.25)
+    assert row["replicates"] == 2 and row["images"] == 20 and row["95% high"] < 0
 
 
 def test_the_silhouette_needs_fashion_mnist_and_says_why():

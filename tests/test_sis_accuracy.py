@@ -150,13 +150,19 @@ def test_verdict_holds_when_every_tested_interval_lies_above_zero():
     assert holds.numbers.loc[("A", "test"), "tested"] == 2 and holds.numbers.loc[("A", "test"), "thresholds"] == 3
 
 
-def test_verdict_fails_on_one_tested_interval_reaching_zero_and_cannot_be_tested_without_incorrect_images():
+def test_verdict_fails_on_an_interval_below_zero_is_inconclusive_on_one_reaching_it_and_untestable_without_images():
     good = [("A", "test", t, 500, 50, 5.0, 40.0) for t in (0.5, 0.9)]
-    fails = V.sis_predicts_accuracy(_increase(good + [("A", "ood", 0.5, 400, 100, -3.0, 20.0)]))
-    assert fails.holds is False
-    assert fails.numbers.loc[("A", "ood"), "interval above 0"] == 0
+    straddles = V.sis_predicts_accuracy(_increase(good + [("A", "ood", 0.5, 400, 100, -3.0, 20.0)]))
+    assert straddles.holds is None and straddles.word == V.INCONCLUSIVE
+    assert straddles.numbers.loc[("A", "ood"), "interval above 0"] == 0
+    assert straddles.numbers.loc[("A", "ood"), "outcome"] == V.INCONCLUSIVE
+    fails = V.sis_predicts_accuracy(_increase(good + [("A", "ood", 0.5, 400, 100, -30.0, -2.0)]))
+    assert fails.holds is False and fails.numbers.loc[("A", "ood"), "interval below 0"] == 1
     few = V.sis_predicts_accuracy(_increase(good + [("B", "test", 0.5, 500, 19, 10.0, 30.0)]))
-    assert few.holds is None and few.word == "cannot be tested"
+    assert few.numbers.loc[("B", "test"), "outcome"] == V.UNTESTABLE and few.numbers.loc[("B", "test"), "tested"] == 0
+    assert few.holds is None and few.word == V.INCONCLUSIVE            # holds for A, cannot be tested for B
+    only = V.sis_predicts_accuracy(_increase([("B", "test", 0.5, 500, 19, 10.0, 30.0)]))
+    assert only.word == "cannot be tested"
     assert V.sis_predicts_accuracy(_increase(good + [("B", "test", 0.5, 500, 19, 10.0, 30.0)]),
                                    min_images=10).holds is True
     assert "at least 20" in few.criterion

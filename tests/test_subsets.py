@@ -74,8 +74,23 @@ def test_sis_fractions_are_the_chapters_python_division_bit_for_bit():
 
 
 def test_sis_values_format_the_verdicts_range():
-    v = V.sis_size({"a": [0.01, 0.03], "b": [0.1]}, 0.99)
-    assert A.sis_values(v) == {"sis_mean_min": "2.0", "sis_mean_max": "10.0", "sis_below_5": "does not hold"}
+    v = V.sis_size({"a": [np.array([0.01, 0.03] * 20), np.array([0.02] * 30)], "b": [np.full(25, 0.1)]}, 0.99)
+    assert set(A.sis_values(v)) == {"sis_mean_min", "sis_mean_max", "sis_below_5", "sis_high_max", "sis_images_min",
+                                    "sis_images_max", "sis_replicates"}
+    assert A.sis_values(v) == {"sis_mean_min": "2.0", "sis_mean_max": "10.0", "sis_below_5": "does not hold",
+                               "sis_high_max": "10.0", "sis_images_min": 25, "sis_images_max": 70,
+                               "sis_replicates": 2}
+
+
+def test_pooled_concatenates_each_models_replicates():
+    out = A.pooled({"a": [np.array([1.0, 2.0]), [3.0]], "b": [np.array([0.5])]})
+    assert list(out) == ["a", "b"] and out["a"].tolist() == [1.0, 2.0, 3.0] and out["a"].dtype == np.float64
+
+
+def test_correct_is_one_per_image_the_model_gets_right(always):
+    X, Y = torch.zeros(4, 1, 2, 2), torch.tensor([0, 2, 0, 1])
+    c = A.correct(always(0), X, Y)
+    assert c.dtype == np.float64 and c.tolist() == [1.0, 0.0, 1.0, 0.0]
 
 
 # ----------------------------------------------------------------------------- chapter 2: the zoo
@@ -120,10 +135,22 @@ def test_accuracy_values_name_the_best_and_whether_ood_is_lower():
 
 # ----------------------------------------------------------------------------- chapter 4: 5% subsets
 
+def _hits(k, n=100):
+    """1/0 per image: the first ``k`` of ``n`` images correct."""
+    return np.r_[np.ones(int(k)), np.zeros(n - int(k))]
+
+
 def _acc(archs=("resnet20", "cnn")) -> dict:
-    """{arch: kind -> accuracy (%) per replicate (rows) and set (columns)}, hand-made."""
-    return {a: {k: pd.DataFrame({"test": [v, v + 2], "ood": [v - 10, v - 8]})
-                for k, v in (("full", 90.0 - i), ("bs", 88.0 - i), ("random", 20.0 + i))} for i, a in enumerate(archs)}
+    """{arch: kind -> {set: one 1/0 array per replicate over 100 images}} (S.subset_correct's shape), hand-made:
+    accuracies (%) v and v + 2 on test, 10 points less on ood."""
+    return {a: {k: {"test": [_hits(v), _hits(v + 2)], "ood": [_hits(v - 10), _hits(v - 8)]}
+                for k, v in (("full", 90 - i), ("bs", 88 - i), ("random", 20 + i))} for i, a in enumerate(archs)}
+
+
+def test_as_accuracies_round_trips_subset_correct_to_replicates_by_sets():
+    acc = S.as_accuracies(_acc()["resnet20"]["bs"])
+    assert acc.columns.tolist() == ["test", "ood"] and acc.to_dict("list") == {"test": [88.0, 90.0],
+                                                                              "ood": [78.0, 80.0]}
 
 
 def test_table1_rows_label_our_rows_and_set_the_papers_beside_them_only_at_5_percent():
@@ -139,17 +166,30 @@ def test_table1_rows_label_our_rows_and_set_the_papers_beside_them_only_at_5_per
 
 def test_accurate_values_and_by_model():
     acc = _acc()
-    v = V.subsets_accurate(full=S.by_model(acc, "full"), bs=S.by_model(acc, "bs"))
-    assert list(S.by_model(acc, "bs")) == ["ResNet20", "small CNN"]
-    assert S.accurate_values(v, acc) == {"accurate": v.word, "gap_min": "2.0", "gap_max": "2.0", "rnd_max": "22.0"}
+    bs = S.by_model(acc, "bs")
+    assert list(bs) == ["ResNet20", "small CNN"] and bs["ResNet20"] is acc["resnet20"]["bs"]["test"]
+    assert S.by_model(acc, "full", "ood")["small CNN"][1].mean() == pytest.approx(0.81)
+    v = V.subsets_accurate(full=S.by_model(acc, "full"), bs=bs)
+    assert v.numbers.loc["ResNet20", "drop (points)"] == pytest.approx(2.0)     # 2 of 100 images per replicate
+    vals = S.accurate_values(v, acc)
+    assert set(vals) == {"accurate", "gap_min", "gap_max", "gap_low_min", "gap_high_max", "gap_halfwidth_max",
+                         "gap_images", "gap_replicates", "tolerance", "rnd_max"}
+    assert {k: vals[k] for k in ("accurate", "gap_min", "gap_max", "gap_images", "gap_replicates", "tolerance",
+                                 "rnd_max")} == {"accurate": v.word, "gap_min": "2.0", "gap_max": "2.0",
+                                                 "gap_images": 100, "gap_replicates": 2, "tolerance": "5",
+                                                 "rnd_max": "22.0"}
+    assert float(vals["gap_low_min"]) <= 2.0 <= float(vals["gap_high_max"]) and float(vals["gap_halfwidth_max"]) > 0
 
 
 def test_confidence_table_puts_the_papers_mean_drop_first():
-    kept = V.confidence_kept({"ResNet20": [-0.01, 0.01], "small CNN": [0.2, 0.3]})
+    kept = V.confidence_kept({"ResNet20": [np.array([-0.01, 0.01] * 20)], "small CNN": [np.array([0.2, 0.3] * 20)]})
     t = S.confidence_table(kept, {"resnet20": None, "cnn": None}, 0.05)
     assert t.columns[0] == "paper mean drop (CIFAR-10)" and t.iloc[:, 0].tolist() == [-0.035, "—"]
+    assert "mean drop (ours)" in t.columns and "mean drop" not in t.columns
     assert S.confidence_table(kept, ["resnet20", "cnn"], 0.3).iloc[:, 0].tolist() == ["—", "—"]
-    assert S.kept_values(kept) == {"kept": kept.word, "drop_min": "0.000", "drop_max": "0.250"}
+    assert S.kept_values(kept) == {"kept": "does not hold", "drop_min": "0.000", "drop_max": "0.250",
+                                   "drop_high_max": f"{kept.numbers['95% high'].max():.3f}", "drop_tolerance": "0.05"}
+    assert float(S.kept_values(kept)["drop_high_max"]) >= 0.25
 
 
 def test_example_masks_are_each_architectures_bs_rows_then_the_first_random():
@@ -165,25 +205,36 @@ def test_transfer_table_and_verdict_on_models_of_known_accuracy(always):
     X, Y = torch.zeros(4, 1, 2, 2), torch.tensor([0, 0, 0, 1])
     models = {"resnet20": [always(0), always(1)], "cnn": [always(1)]}
     subs = {a: {"test": {"bs": (X, None)}} for a in models}
-    table, sources = S.transfer(_run(), models, subs, Y)
+    table, sources, per_image = S.transfer(_run(), models, subs, Y)
     assert sources == {"ResNet20 #0": "resnet20", "small CNN #0": "cnn"}
+    assert table.columns.tolist() == ["ResNet20 #0", "ResNet20 #1", "small CNN #0"]
     assert table.loc["ResNet20 #0"].tolist() == [75.0, 25.0, 25.0]
-    v = S.no_transfer(table, sources, {"resnet20": {"random": pd.DataFrame({"test": [10.0, 99.0]})},
-                                       "cnn": {"random": pd.DataFrame({"test": [10.0]})}})
-    assert v.numbers.loc["ResNet20 #0", "share of lift transferred"] == pytest.approx((25 - 10) / (75 - 10))
+    assert list(per_image) == list(sources) and list(per_image["ResNet20 #0"]) == table.columns.tolist()
+    assert per_image["ResNet20 #0"]["ResNet20 #0"].tolist() == [1.0, 1.0, 1.0, 0.0]   # always class 0
+    assert per_image["small CNN #0"]["ResNet20 #1"].tolist() == [0.0, 0.0, 0.0, 1.0]  # always class 1
+    rnd = np.array([0.0, 0.0, 0.0, 0.0])                   # 0% on random subsets
+    v = S.no_transfer(per_image, sources, {"resnet20": {"random": {"test": [rnd, np.ones(4)]}},
+                                           "cnn": {"random": {"test": [rnd]}}})
+    # the first replicate's random results: lift 75 points, the others recover 25 of it
+    assert v.numbers.loc["ResNet20 #0", "share of lift transferred"] == pytest.approx(25 / 75)
+    assert v.numbers.loc["ResNet20 #0", "own accuracy"] == 75.0 and v.numbers.loc["ResNet20 #0", "other models"] == 2
     assert v.numbers.loc["small CNN #0", "others' accuracy"] == pytest.approx(50.0)
+    assert v.numbers.loc["small CNN #0", "share of lift transferred"] == pytest.approx(50 / 25)
+    assert v.numbers.loc["small CNN #0", "outcome"] == V.FAILS and v.holds is False
     assert S.transfer_values(v)["transfer"] == v.word
 
 
 # ----------------------------------------------------------------------------- chapter 5: retraining
 
 def _retrain_runs() -> dict:
+    """{(arch, kind, augment): S.retrained_correct's {set: 1/0 array per replicate over 100 images}}: test
+    accuracies 50 + i + len(kind) and 52 + augment (%), ood 40 and 41 (%)."""
     runs = {}
     for i, a in enumerate(("resnet20", "cnn")):
         for augment in (False, True):
             for kind in S.RETRAIN_KINDS if not augment else ("bs", "random"):
-                runs[(a, kind, augment)] = pd.DataFrame({"test": [50.0 + i + len(kind), 52.0 + augment],
-                                                         "ood": [40.0, 41.0]})
+                runs[(a, kind, augment)] = {"test": [_hits(50 + i + len(kind)), _hits(52 + augment)],
+                                            "ood": [_hits(40), _hits(41)]}
     return runs
 
 
@@ -201,17 +252,29 @@ def test_retraining_table_equals_the_table_built_from_parsed_labels():
         old_rows[(name, label)] = paper.table1(a, kind, kind, table) if frac == 0.05 and kind != "full" else {}
     ours, rows = S.retraining_table(runs, frac)
     assert rows == old_rows and rows[("ResNet20", "5% BS subsets (+)")]["CIFAR-10 test"] == "92.23 ± 0.03"
-    pd.testing.assert_frame_equal(ours, pd.DataFrame({k: A.mean_std(v) for k, v in named.items()}).T)
+    pd.testing.assert_frame_equal(ours, pd.DataFrame({k: A.mean_std(S.as_accuracies(v)) for k, v in named.items()}).T)
+    assert ours.loc[("ResNet20", "5% BS subsets"), ("test", "mean")] == pytest.approx(52.0)
+    assert ours.loc[("small CNN", "5% random (+)"), ("ood", "mean")] == pytest.approx(40.5)
 
 
 def test_retraining_verdicts_read_the_runs_without_augmentation():
     runs = _retrain_runs()
+    # runs with augmentation must not be read: make them wildly different
+    for key in [k for k in runs if k[2]]:
+        runs[key] = {"test": [_hits(100), _hits(0)], "ood": [_hits(0), _hits(0)]}
     beats, near = S.retraining_verdicts(_run(), runs)
     assert beats.numbers.index.tolist() == ["ResNet20", "small CNN"]
     assert beats.numbers.loc["ResNet20", "BS subsets"] == pytest.approx((52 + 52) / 2)     # 50 + 0 + len("bs")
+    assert beats.numbers.loc["ResNet20", "random subsets"] == pytest.approx((56 + 52) / 2)
     assert near.numbers.loc["small CNN", "full images"] == pytest.approx((55 + 52) / 2)   # 50 + 1 + len("full")
+    assert beats.numbers.loc["ResNet20", "replicates"] == 2 and beats.numbers.loc["ResNet20", "images"] == 100
+    assert beats.holds is False                              # BS no better than random: a difference about 0
     v = S.retraining_verdict_values(beats, near)
-    assert v["beats"] == beats.word and v["rnd_min"] == "54.0" and v["full_max"] == "53.5"
+    assert v["beats"] == beats.word and v["near"] == near.word
+    assert v["rnd_min"] == "54.0" and v["full_max"] == "53.5" and v["bs_min"] == "52.0" and v["bs_max"] == "52.5"
+    assert v["retrain_images"] == 100 and v["retrain_replicates"] == 2 and v["n_archs"] == 2
+    assert v["far_more"] == "10" and v["diff_min"] == "-2.0"
+    assert v["n_beating_control"] == int((near.numbers["95% high"] < 0).sum())
     flat = [{"loss": 1.0}, {"loss": 1.0}, {"loss": 1.0}]
     assert S.plateau_values([flat, [{"loss": 3.0}, {"loss": 2.0}, {"loss": 1.0}]]) == {
         "n_retrained": 2, "n_retrained_plateau": 1}

@@ -45,7 +45,8 @@ import torch.nn as nn
 
 from overinterp.engine.backselect import backselect
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
-from overinterp.paper.verdicts import Verdict
+from overinterp.paper.intervals import nested_bootstrap
+from overinterp.paper.verdicts import UNTESTABLE, Margin, Verdict, interval_row
 
 __all__ = ["MEAN", "STD", "MODELS", "PHOTOS", "load_classifier", "map_weights", "class_names", "wnids",
            "photographs", "to_input", "photo_batch", "photo_sample", "sis_table", "deviations", "folder_files", "load_folder", "confident",
@@ -293,27 +294,39 @@ def frequency(masks: torch.Tensor) -> torch.Tensor:
     return masks.double().mean(0)
 
 
-def borders_verdict(shares: Sequence[float], area: float, tau: float, min_images: int = 10) -> Verdict:
-    """Figure 4's claim: SIS concentrated along the image borders rather than near the centre.
+def borders_verdict(shares: Sequence[float], area: float, tau: float, min_images: int = 10, seed: int = 0,
+                    resamples: int = 2000) -> Verdict:
+    """Figure 4's claim: SIS "strongly concentrated along the image borders rather than near the center".
 
-    ``shares``: per image with an SIS at ``tau`` (non-empty), the share of its SIS pixels in the
-    border band, whose share of the image's area is ``area``. Holds when the mean share exceeds
-    ``area`` and so do more than half of the images; cannot be tested with fewer than
-    ``min_images`` images."""
+    ``shares``: per image with an SIS at ``tau`` (NaN: an empty SIS, left out), the share of its SIS
+    pixels in the border band, whose share of the image's area is ``area``. The measure is the mean
+    share, with a 95% interval over the images. "Strongly" is read as: the band holds at least
+    halfway from its area share (SIS pixels placed without regard to position) to all of them,
+    ``(1 + area) / 2``. Can hold: SIS drawn to the borders, as in Figure 4, give an interval above
+    that; can fail: SIS spread evenly, or in the centre, give one wholly below it, although a mere
+    excess over the area share would have passed. Cannot be tested with fewer than ``min_images``
+    images."""
     s = np.asarray([x for x in shares if not math.isnan(x)], float)
-    above = int((s > area).sum())
-    numbers = pd.DataFrame([{"images with an SIS": len(s), "band's share of the area (%)": 100 * area,
-                             "mean share of SIS pixels in the band (%)": 100 * s.mean() if len(s) else np.nan,
-                             "images above the area share": above}])
-    holds = None if len(s) < min_images else bool(s.mean() > area and above > len(s) / 2)
+    margin = Margin(low=100 * (1 + area) / 2, words="at least halfway from the band's area share to all SIS pixels")
+    extra = {"images with an SIS": len(s), "band's share of the area (%)": 100 * area,
+             "images above the area share": int((s > area).sum())}
+    if len(s) < max(min_images, 1):
+        rows = {"SIS": {**extra, "mean share of SIS pixels in the band (%)": math.nan, "95% low": math.nan,
+                        "95% high": math.nan, "margin": str(margin), "outcome": UNTESTABLE}}
+    else:
+        iv = nested_bootstrap({"share": [s]}, paired_images=False, n_resamples=resamples, seed=seed)
+        rows = {"SIS": interval_row(iv, margin, "mean share of SIS pixels in the band (%)", 100, **extra)}
+    numbers = pd.DataFrame.from_dict(rows, orient="index")
     return Verdict(
         claim=f"at τ = {tau:g} the SIS of confidently classified ImageNet images are strongly concentrated along "
               "the image borders rather than near the center (paper 4.1.1, Figure 4: 1000 validation images, "
               "Inception-v3)",
-        criterion=f"over at least {min_images} images with a non-empty SIS at τ = {tau:g}, the border band (the outer "
-                  f"{100 * area:.2f}% of the image's area) holds on average more than its area share of the SIS "
-                  "pixels, and so does it for more than half of the images",
-        holds=holds, numbers=numbers)
+        criterion=f"over at least {min_images} images with a non-empty SIS at τ = {tau:g}, the 95% interval (images "
+                  "resampled) of the mean share of an SIS's pixels that lie in the border band (the outer "
+                  f"{100 * area:.2f}% of the image's area) lies at or above {margin.low:.2f}%, halfway from the band's "
+                  "area share (no concentration) to 100% (every SIS pixel on the border): holds if the whole interval "
+                  "is there, does not hold if the whole interval is below, inconclusive if it straddles",
+        outcome=numbers["outcome"].iloc[0], numbers=numbers)
 
 
 # ----------------------------------------------------------------------------- cost (S5)
