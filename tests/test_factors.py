@@ -91,7 +91,8 @@ def test_other_models_are_the_zoo_without_the_source(run):
 def test_retrain_controls_report_every_control_per_replicate(run, sweeps):
     df = sweeps[1]
     assert list(dict.fromkeys(df.control)) == ["BS subsets", "random subsets", "full images", "keep-mask alone",
-                                               "values of another class", "random target class"]
+                                               "values of another class", "random target class",
+                                               F.IMPUTED["bs"], F.IMPUTED["random"]]
     assert (df.groupby("control").size() == run.profile.replicates).all()
     assert df["test accuracy (%)"].between(0, 100).all()
     for acc, c in zip(df["test accuracy (%)"], df["correct"]):      # the per-image results behind each accuracy
@@ -246,11 +247,12 @@ def test_table_shows_the_sweeps_outcome_strings():
     assert shown["baseline"].tolist() == ["← profile", ""] and "factor" not in shown
 
 
-def _controls(keep, bs, full=None, n=100, reps=3):
+def _controls(keep, bs, full=None, n=100, reps=3, imputed=(10, 10)):
     """A hand-made controls frame: per control, replicates with the first k of n test images correct."""
     rows = []
     for control, k in (("BS subsets", bs), ("keep-mask alone", keep), ("random subsets", 10),
-                       ("full images", full if full is not None else bs)):
+                       ("full images", full if full is not None else bs), (F.IMPUTED["bs"], imputed[0]),
+                       (F.IMPUTED["random"], imputed[1])):
         for r in range(reps):
             c = np.r_[np.ones(k), np.zeros(n - k)]
             rows.append({"control": control, "replicate": r, "test accuracy (%)": 100 * c.mean(), "correct": c})
@@ -278,3 +280,23 @@ def test_retrain_verdicts_read_the_controls_per_image_results(run):
     assert good["beats random"].numbers.loc[name, "difference (points)"] == pytest.approx(80.0)
     bad = F.retrain_verdicts(run, _controls(keep=50, bs=12, full=91))
     assert bad["beats random"].holds is False and bad["near full"].holds is False
+
+
+def test_imputation_values_and_verdict_read_the_imputed_controls(run):
+    name = F.ARCH_NAMES.get(run.profile.factors.arch, run.profile.factors.arch) + ", imputed (ROAD)"
+    v = F.imputation_values(run, _controls(keep=50, bs=100, imputed=(55, 12)))
+    assert v["road_share"] == "50%" and v["road_bs_acc"].startswith("55.0 [") and v["road_random_acc"].startswith("12.0")
+    lo, hi = (int(x.rstrip("%")) for x in v["road_share_interval"].strip("[]").split(", "))
+    assert lo < 50 < hi and v["road_noise"] == "0.01"
+    survives = F.imputed_verdict(run, _controls(keep=50, bs=100, imputed=(80, 12)))
+    assert survives.holds is True and survives.numbers.loc[name, "difference (points)"] == pytest.approx(68.0)
+    closed = F.imputed_verdict(run, _controls(keep=50, bs=100, imputed=(13, 12)))
+    assert closed.holds is False
+
+
+def test_the_closing_tables_c4_row_leaves_out_the_imputed_random_control(run):
+    df = _controls(keep=50, bs=100, imputed=(55, 30))
+    df["share surviving"] = (df["test accuracy (%)"] - 10) / (100 - 10)      # as retrain_controls adds it
+    row = F._c4_row(run, df)
+    assert "BS subsets, imputed (ROAD) 50%" in row["which factor moves it"]
+    assert "random subsets, imputed" not in row["which factor moves it"]

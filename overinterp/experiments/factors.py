@@ -15,8 +15,8 @@ everything else, and measures the claims on a seeded sample of test images sized
   (:func:`retrain_controls`).
 
 The criteria and the measures they read are :mod:`overinterp.paper.verdicts`' (one verdict per row;
-columns "C1"-"C3" hold whether it holds, True, False or None for "cannot be tested", and
-:func:`table` shows the words).
+columns "C1"-"C3" hold its outcome, one of :data:`overinterp.paper.verdicts.OUTCOMES`, from an
+interval over this sample's images).
 Sweeps: :func:`method_sweep` (gradient k, pruned, exact), :func:`mask_sweep` (mean pixel or black),
 :func:`epochs_sweep` and :func:`width_sweep` (models trained for the sweep). Each returns a numeric
 DataFrame with one row per setting (and image sample); :func:`summary` builds the closing table.
@@ -50,9 +50,10 @@ from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.config.profiles import get_profile
 from overinterp.engine.sis import find_sis, pixel_subset, random_subset
 from overinterp.experiments.runs import model_config, trained_model
+from overinterp.methods.imputation import noisy_linear_impute
 
 __all__ = ["FRAC", "CONTROL_SEED", "MEASURES", "sample", "source_model", "other_models", "claim_measures",
-           "position_values",
+           "position_values", "IMPUTED", "imputation_values", "imputed_verdict",
            "method_settings", "black_value", "method_sweep", "mask_sweep", "epochs_sweep", "width_sweep",
            "keep_mask_images", "other_class_partner", "fill_from_other_class", "random_other_class",
            "random_target_subsets", "retrain_controls", "controls_table", "retrain_verdicts", "table", "summary",
@@ -61,6 +62,9 @@ __all__ = ["FRAC", "CONTROL_SEED", "MEASURES", "sample", "source_model", "other_
 FRAC = SUBSET_FRAC   # the paper's 5% subsets
 CONTROL_SEED = 0     # the other-class pairing and the random target classes of the retraining controls
 ACC = "test accuracy (%)"
+#: the retraining controls whose removed pixels are filled by ROAD's noisy linear imputation (Rong et al. 2022)
+IMPUTED = {"bs": "BS subsets, imputed (ROAD)", "random": "random subsets, imputed (ROAD)"}
+ROAD_NOISE = 0.01   # ROAD's default noise, in normalised pixel units
 #: claim -> (the column that measures it, its name in sentences); lower favours every claim
 MEASURES = {"C1": ("SIS size (% of pixels)", "mean SIS size"),
             "C2": ("drop (points)", "accuracy drop on the own BS subsets"),
@@ -310,7 +314,9 @@ def retrain_controls(run, frac: float = FRAC) -> pd.DataFrame:
     training images and tested on the same transformation of the test selection. One row per
     (control, replicate) with the test accuracy (%) and the share surviving,
     (accuracy - chance) / (mean BS accuracy - chance). Chapter 5's BS, random and full-image
-    models are reused (same names and images)."""
+    models are reused (same names and images). The last two controls retrain on the BS and the random
+    subsets with the removed pixels filled by ROAD's noisy linear imputation instead of the mask value
+    (:mod:`overinterp.methods.imputation`), which closes the positional leak of a constant fill."""
     arch = run.profile.factors.arch
     subs = S.subsets(run, arch, frac, train=True)
     tr, te = subs["train"], subs["test"]
@@ -324,7 +330,10 @@ def retrain_controls(run, frac: float = FRAC) -> pd.DataFrame:
         "values of another class": (fill_from_other_class(Xtr, tr["bs"][1], other_class_partner(ytr), mv),
                                     fill_from_other_class(Xte, te["bs"][1], other_class_partner(yte), mv)),
         "random target class": (random_target_subsets(run, "train", frac)[0],
-                                random_target_subsets(run, "test", frac)[0])}
+                                random_target_subsets(run, "test", frac)[0]),
+        **{label: (noisy_linear_impute(Xtr, tr[kind][1], ROAD_NOISE, seed=CONTROL_SEED),
+                   noisy_linear_impute(Xte, te[kind][1], ROAD_NOISE, seed=CONTROL_SEED + 1))
+           for kind, label in IMPUTED.items()}}
     for label, (x_train, x_test) in controls.items():
         name = f"{label.replace(' ', '-')}{frac:g}"
         made[label] = (S.retrain(run, arch, x_train, ytr, name, augment=False, eval_data=(x_test, yte)), x_test)
@@ -351,11 +360,23 @@ def controls_table(controls: pd.DataFrame) -> pd.DataFrame:
 def retrain_verdicts(run, controls: pd.DataFrame) -> dict[str, verdicts.Verdict]:
     """Chapter 5's two verdicts (4.2) on the controls' BS, random and full-image rows."""
     name = ARCH_NAMES.get(run.profile.factors.arch, run.profile.factors.arch)
-    acc = {c: controls.loc[controls.control == c, "correct"].tolist() for c in ("BS subsets", "random subsets",
-                                                                               "full images")}
+    acc = {c: _correct(controls, c) for c in ("BS subsets", "random subsets", "full images")}
     return {"beats random": verdicts.retrain_beats_random({name: acc["BS subsets"]}, {name: acc["random subsets"]}),
             "near full": verdicts.retrain_near_full({name: acc["BS subsets"]}, {name: acc["full images"]},
                                                     chance=100 / len(D.CLASSES[run.dataset]))}
+
+
+def _lift_share(part: list, whole: list, chance: float, seed: int):
+    """95% interval of (part - chance) / (whole - chance) in accuracy (replicates and images
+    resampled, images paired): the share of ``whole``'s lift above chance that ``part`` keeps."""
+    def share(m):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (100 * m["part"] - chance) / (100 * m["whole"] - chance)
+    return nested_bootstrap({"part": part, "whole": whole}, share, seed=seed)
+
+
+def _correct(controls: pd.DataFrame, control: str) -> list:
+    return controls.loc[controls.control == control, "correct"].tolist()
 
 
 def position_values(run, controls: pd.DataFrame, seed: int | None = None) -> dict:
@@ -364,19 +385,36 @@ def position_values(run, controls: pd.DataFrame, seed: int | None = None) -> dic
     models' lift above chance that the keep-mask alone keeps, each with a 95% interval (replicates
     and test images resampled, images paired)."""
     chance = 100 / len(D.CLASSES[run.dataset])
-    reps = {c: controls.loc[controls.control == c, "correct"].tolist() for c in ("keep-mask alone", "BS subsets")}
+    keep, bs = _correct(controls, "keep-mask alone"), _correct(controls, "BS subsets")
     seed = run.seed if seed is None else seed
-
-    def share(m):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (100 * m["keep-mask alone"] - chance) / (100 * m["BS subsets"] - chance)
-
-    s = nested_bootstrap(reps, share, seed=seed)
-    keep = nested_bootstrap({"k": reps["keep-mask alone"]}, seed=seed).scaled(100)
-    bs = nested_bootstrap({"b": reps["BS subsets"]}, seed=seed).scaled(100)
-    return {"pos_keep_acc": keep.format(1), "pos_bs_acc": bs.format(1), "pos_chance": f"{chance:g}",
+    s = _lift_share(keep, bs, chance, seed)
+    return {"pos_keep_acc": nested_bootstrap({"k": keep}, seed=seed).scaled(100).format(1),
+            "pos_bs_acc": nested_bootstrap({"b": bs}, seed=seed).scaled(100).format(1), "pos_chance": f"{chance:g}",
             "pos_share": f"{s.estimate:.0%}", "pos_share_interval": f"[{s.low:.0%}, {s.high:.0%}]",
-            "pos_replicates": len(reps["BS subsets"]), "pos_images": len(reps["BS subsets"][0])}
+            "pos_replicates": len(bs), "pos_images": len(bs[0])}
+
+
+def imputation_values(run, controls: pd.DataFrame, seed: int | None = None) -> dict:
+    """Retraining with ROAD's imputation instead of a constant fill (:data:`IMPUTED`): the test
+    accuracy (%) of the models retrained on imputed BS and imputed random subsets, and the share of
+    the constant-fill BS models' lift above chance that the imputed BS models keep, with 95% intervals."""
+    chance = 100 / len(D.CLASSES[run.dataset])
+    seed = run.seed if seed is None else seed
+    bs, imp, rnd = (_correct(controls, c) for c in ("BS subsets", IMPUTED["bs"], IMPUTED["random"]))
+    s = _lift_share(imp, bs, chance, seed)
+    return {"road_bs_acc": nested_bootstrap({"i": imp}, seed=seed).scaled(100).format(1),
+            "road_random_acc": nested_bootstrap({"r": rnd}, seed=seed).scaled(100).format(1),
+            "road_share": f"{s.estimate:.0%}", "road_share_interval": f"[{s.low:.0%}, {s.high:.0%}]",
+            "road_noise": f"{ROAD_NOISE:g}"}
+
+
+def imputed_verdict(run, controls: pd.DataFrame) -> verdicts.Verdict:
+    """Section 4.2's "far more accurate than random" (:func:`overinterp.paper.verdicts.retrain_beats_random`,
+    the same margin) on the models retrained on imputed BS and imputed random subsets: does the claim
+    survive when the removed pixels no longer sit at a constant value?"""
+    name = ARCH_NAMES.get(run.profile.factors.arch, run.profile.factors.arch) + ", imputed (ROAD)"
+    return verdicts.retrain_beats_random({name: _correct(controls, IMPUTED["bs"])},
+                                         {name: _correct(controls, IMPUTED["random"])})
 
 
 # ----------------------------------------------------------------------------- display and the closing table
@@ -507,7 +545,8 @@ def _c4_row(run, controls: pd.DataFrame) -> dict:
     v = retrain_verdicts(run, controls)
     verdict = f"{v['beats random'].word} (beats random); {v['near full'].word} (near full)"
     t = controls_table(controls)
-    ctrl = t.drop(index=["BS subsets", "random subsets", "full images"])["share surviving"]
+    ctrl = t.drop(index=["BS subsets", "random subsets", "full images", IMPUTED["random"]],
+                  errors="ignore")["share surviving"]
     if ctrl.isna().all():
         return {"claim": "C4", "verdict": verdict, "which factor moves it": "cannot be read: the models retrained on "
                 "BS subsets are no better than chance", "what we expect at paper scale": "nothing from these controls"}
