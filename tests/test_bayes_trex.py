@@ -114,6 +114,7 @@ def test_chains_start_where_asked_and_restore_the_rng_and_threads():
                          samples=1, init=torch.tensor([[2.5], [-40.0]]), max_tree_depth=1, progress=False)
     assert (torch.get_num_threads(), torch.random.get_rng_state().tolist()) == (before[0], before[1].tolist())
     assert ch.z[1, 0, 0] < -30                                        # one short step from -40
+    assert ch.info["init"].tolist() == [[2.5], [-40.0]]               # start points kept beside the chains
     with pytest.raises(ValueError, match="chains"):
         B.sample_chains(nn.Identity(), _Sigmoid(1.0), B.high(0), sigma=SIGMA, latent=1, chains=0, warmup=0,
                         samples=1)
@@ -127,6 +128,48 @@ def test_diagnostics_r_hat_near_one_for_agreeing_chains_and_large_for_disagreein
     assert (ok.ess > 1000).all()
     bad = B.Chains(B.high(0), z + torch.tensor([0.0, 0.0, 5.0, 5.0]).view(4, 1, 1), [0.8] * 4, [0] * 4, 1.0)
     assert (bad.r_hat > 2).all() and (bad.ess < 50).all()
+
+
+def _chains(z, divergences=None):
+    return B.Chains(B.high(0), z, [0.8] * len(z), divergences or [0] * len(z), 1.0)
+
+
+def test_mixing_gate_passes_agreeing_chains_and_names_each_criterion_they_miss():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(2, 500, 2, generator=g)                            # independent draws: R-hat ~1, ESS ~1000
+    assert B.MIXING.failures(_chains(z)) == [] and B.MIXING.mixed(_chains(z))
+    apart = z + torch.tensor([0.0, 6.0]).view(2, 1, 1)                 # chains 6 sds apart
+    assert [f.split()[0] for f in B.MIXING.failures(_chains(apart))] == ["R̂", "ESS"]
+    held = torch.randn(2, 4, 2, generator=g).repeat_interleave(125, 1)  # 4 values per chain, each held 125 steps
+    assert [f.split()[0] for f in B.MIXING.failures(_chains(held))][-1] == "ESS"
+    # divergences: 1% of the 1000 kept transitions is allowed, 11 are not
+    assert B.MIXING.mixed(_chains(z, [5, 5])) and not B.MIXING.mixed(_chains(z, [5, 6]))
+    assert B.MIXING.failures(_chains(z, [5, 6])) == ["1% divergent > 1%"]
+    # too few samples for R-hat: not mixed, said so
+    assert "too few samples for R̂" in B.MIXING.failures(_chains(torch.randn(2, 3, 1, generator=g)))
+    loose = B.MixingCriteria(max_r_hat=100.0, min_ess_per_chain=0.0, max_divergent_share=1.0)
+    assert loose.mixed(_chains(apart))
+
+
+def test_chain_separation_is_the_range_of_chain_means_in_pooled_within_chain_sds():
+    z = torch.tensor([[-1.0, 1.0, -1.0, 1.0], [9.0, 11.0, 9.0, 11.0]]).view(2, 4, 1)
+    # means 0 and 10; within-chain variance (unbiased) 4/3 in both
+    assert B.chain_separation(z).item() == pytest.approx(10 / math.sqrt(4 / 3))
+    assert B.chain_separation(torch.cat([z[:1], z[:1]])).item() == 0.0
+
+
+def test_nearest_start_says_whether_each_chain_stayed_by_its_own_start():
+    z = torch.tensor([[[0.1, 0.0], [-0.1, 0.0]], [[5.0, 5.1], [5.0, 4.9]]])   # (2 chains, 2 samples, 2)
+    assert B.nearest_start(z, torch.tensor([[0.0, 0.0], [5.0, 5.0]])).tolist() == [0, 1]
+    assert B.nearest_start(z, torch.tensor([[5.0, 5.0], [0.0, 0.0]])).tolist() == [1, 0]
+
+
+def test_near_black_is_a_mean_intensity_strictly_below_the_level():
+    x = torch.zeros(3, 1, 2, 2)
+    x[1] = 0.2
+    x[2, 0, 0, 0] = 0.25                                               # mean 0.0625: not below 0.05
+    x[0, 0, 0, 0] = 0.19                                               # mean 0.0475: below
+    assert B.near_black(x, 0.05).tolist() == [True, False, False]
 
 
 class _CodeIsFirstPixel(nn.Module):
@@ -157,6 +200,12 @@ def test_chains_are_cached_by_their_key(tmp_path):
     a = XB.cached_chains(key, sample, B.high(0), store)
     b = XB.cached_chains(key, sample, B.high(0), store)
     assert len(calls) == 1 and torch.equal(a.z, b.z) and b.acceptance == [0.5, 0.7] and b.divergences == [0, 1]
+
+    def with_start():
+        return B.Chains(B.high(0), torch.ones(2, 3, 1), [0.5, 0.7], [0, 1], 2.0, {"init": torch.tensor([[1.0], [2.0]])})
+    key2 = {**key, "seed": 1}
+    XB.cached_chains(key2, with_start, B.high(0), store)
+    assert XB.cached_chains(key2, sample, B.high(0), store).info["init"].tolist() == [[1.0], [2.0]]
 
 
 def test_vae_learns_and_its_training_is_cached(tmp_path, monkeypatch):
@@ -196,18 +245,72 @@ def test_test_set_counts_level_sets_and_confident_misclassifications_into_the_he
                      [0.1, 0.1, 0.8])
     labels = torch.tensor([0, 1, 0, 2, 1])
     t = XB.test_set_counts(logits, labels, {"h0": B.high(0), "a01": B.ambiguous(0, 1), "m2": B.high(2)},
-                          held_out={"m2": 2})
-    assert t["in level set"].to_dict() == {"h0": 1, "a01": 1, "m2": 1}   # m2: image 2 (label 0, f = 0.9 >= 0.85)
-    assert t.loc["h0", "in level set (%)"] == pytest.approx(20.0)
+                          held_out={"m2": 2}, classes=["A", "B", "C"])
+    assert t["meet it"].to_dict() == {"h0": 1, "a01": 1, "m2": 1}   # m2: image 2 (label 0, f = 0.9 >= 0.85)
+    assert t.loc["h0", "meet it (%)"] == pytest.approx(20.0)
+    assert t["criterion"].to_dict() == {"h0": "f_A ≥ 0.99", "a01": "f_A, f_B in 0.4–0.6", "m2": "f_C ≥ 0.85, label ≠ C"}
 
 
-def test_confidence_table_reports_table2_statistics_and_diagnostics():
+def _table(mixed_z=True):
     logits = _logits([0.999, 0.001], [0.98, 0.02], [0.995, 0.005], [0.5, 0.5])
-    ch = B.Chains(B.high(0), torch.randn(2, 2, 1, generator=torch.Generator().manual_seed(0)), [0.8, 0.6], [1, 2], 3.0)
-    t = XB.confidence_table({"h": logits}, {"h": B.high(0)}, {"h": ch}).loc["h"]
-    assert t["mean f (class 1)"] == pytest.approx(np.mean([0.999, 0.98, 0.995, 0.5]))
-    assert t["in level set (%)"] == pytest.approx(50.0)
-    assert (t["acceptance"], t["divergences"], t["samples"]) == (pytest.approx(0.7), 3, 4)
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(2, 200, 1, generator=g)
+    z = z if mixed_z else z + torch.tensor([0.0, 8.0]).view(2, 1, 1)
+    ch = B.Chains(B.high(0), z, [0.8, 0.6], [1, 2], 3.0)
+    return XB.confidence_table({"h": logits}, {"h": B.high(0)}, {"h": ch}), ch
+
+
+def test_confidence_table_names_each_criterion_in_its_column_and_gates_on_mixing():
+    t, _ = _table()
+    row = t.loc["h"]
+    assert row["mean f (class 1)"] == pytest.approx(np.mean([0.999, 0.98, 0.995, 0.5]))
+    assert row["f_c ≥ 0.99"] == pytest.approx(50.0) and row["f_c ≥ 0.85"] == pytest.approx(75.0)
+    assert (row["acceptance"], row["divergences"], row["samples"]) == (pytest.approx(0.7), 3, 4)
+    assert bool(row["mixed"]) and row["why not"] == ""
+    bad, ch = _table(mixed_z=False)
+    assert not bad.loc["h", "mixed"] and bad.loc["h", "why not"].startswith("R̂")
+    assert bad.loc["h", "separation"] == pytest.approx(B.chain_separation(ch.z).item()) and bad.loc["h", "separation"] > 5
+
+
+def test_table2_sets_ours_beside_booth_only_where_the_chains_mixed():
+    targets = {"amb": B.ambiguous(0, 3), "bag": B.high(8)}
+    amb = torch.full((2, 10), -20.0, dtype=torch.float64)
+    amb[:, [0, 3]] = torch.log(torch.tensor([[0.5, 0.5], [0.46, 0.54]], dtype=torch.float64))
+    bag = torch.full((2, 10), -20.0, dtype=torch.float64)
+    bag[:, [0, 8]] = torch.log(torch.tensor([[0.02, 0.98], [0.1, 0.9]], dtype=torch.float64))
+    g = torch.Generator().manual_seed(0)
+    good = B.Chains(B.ambiguous(0, 3), torch.randn(2, 200, 1, generator=g), [0.8] * 2, [0, 0], 1.0)
+    bad = B.Chains(B.high(8), good.z + torch.tensor([0.0, 8.0]).view(2, 1, 1), [0.8] * 2, [0, 0], 1.0)
+    t = XB.confidence_table({"amb": amb, "bag": bag}, targets, {"amb": good, "bag": bad})
+    shown = XB.table2(t, targets, "bag", "ours")
+    assert shown.loc["amb", ("Booth et al.", "mean ± std")] == "0.48, 0.48 ± .02, .02"
+    assert shown.loc["amb", ("ours", "mean ± std")] == "0.48, 0.52 ± 0.03, 0.03"       # std of (0.5, 0.46): 0.028
+    assert shown.loc["bag", ("Booth et al.", "mean ± std")] == "0.97 ± .03 (held out)"
+    assert shown.loc["bag", ("ours", "mean ± std")] == "not mixed: not comparable"
+    assert shown.loc["amb", ("ours", "both in 0.4–0.6 (%)")] == "100" and shown.loc["amb", ("ours", "f_c ≥ 0.99 (%)")] == ""
+    assert shown.loc["bag", ("ours", "f_c ≥ 0.85 (%)")] == "100" and shown.loc["bag", ("ours", "f_c ≥ 0.99 (%)")] == "0"
+    assert "nan" not in shown.to_string().lower()
+    alone = XB.table2(t, {"bag": B.high(8)}, None, "ours")             # no Booth row for this target
+    assert alone.loc["bag", ("ours", "mean ± std")] == "not mixed" and alone.loc["bag", ("Booth et al.", "mean ± std")] == "—"
+
+
+def test_diagnostics_show_n_a_not_nan_and_whether_each_target_mixed():
+    t, _ = _table()
+    t.loc["h", "max r_hat"] = float("nan")
+    d = XB.diagnostics(t)
+    assert d.loc["h", "max R̂"] == "n/a" and d.loc["h", "mixed"] == "yes" and "nan" not in d.to_string().lower()
+
+
+def test_near_black_counts_count_confident_dark_samples_among_those_shown_and_kept():
+    # 4 samples of a high target: confident (f >= 0.99) are 0, 1, 3; dark (mean < 0.05) are 1, 2, 3
+    logits = _logits([0.999, 0.001], [0.995, 0.005], [0.5, 0.5], [0.999, 0.001])
+    images = torch.full((4, 1, 2, 2), 0.3)
+    images[1:] = 0.01
+    amb = {"a": _logits([0.5, 0.5], [0.5, 0.5])}                        # ambiguous targets are not counted
+    got = XB.near_black_counts({"h": images, "a": torch.zeros(2, 1, 2, 2)}, {"h": logits, **amb},
+                               {"h": B.high(0), "a": B.ambiguous(0, 1)}, n_show=2)
+    # shown: samples 0 and 3 (spread over 4): both confident, sample 3 dark
+    assert got == {"shown_confident": 2, "shown_dark": 1, "kept_confident": 3, "kept_dark": 2}
 
 
 def test_spread_samples_cover_the_chains_evenly():
@@ -261,3 +364,21 @@ def test_trained_vae_keeps_history_test_loss_seconds_and_training_images_beside_
     saved = Store(tmp_path).load("vae", XB.vae_config("fashion-mnist", cfg))
     assert set(saved) == {"state_dict", "history", "test_loss", "seconds", "train_images"}
     assert vae.info["train_images"] == 32 and len(vae.info["history"]) == 1 and not vae.training
+
+
+def test_diagnostics_values_count_unmixed_targets_whose_chains_sit_apart_by_their_own_starts():
+    g = torch.Generator().manual_seed(0)
+    ok = torch.randn(2, 200, 1, generator=g)                                      # mixed
+    apart = ok + torch.tensor([0.0, 8.0]).view(2, 1, 1)                           # 8 sds apart, each by its start
+    block = torch.cat([-torch.ones(100), torch.ones(100)])
+    swap = torch.stack([block, -block]).view(2, 200, 1) + 0.01 * torch.randn(2, 200, 1, generator=g)  # same mean
+    chains = {"ok": B.Chains(B.high(0), ok, [0.8] * 2, [0, 0], 1.0),
+              "apart": B.Chains(B.high(0), apart, [0.8] * 2, [0, 0], 1.0, {"init": torch.tensor([[0.0], [8.0]])}),
+              "swap": B.Chains(B.high(0), swap, [0.8] * 2, [0, 0], 1.0, {"init": torch.tensor([[-1.0], [1.0]])})}
+    logits = {k: _logits(*[[0.999, 0.001]] * 400) for k in chains}
+    table = XB.confidence_table(logits, {k: B.high(0) for k in chains}, chains)
+    v = XB.diagnostics_values(table, chains, n_show=8)
+    assert (v["n_mixed"], v["n_unmixed"], v["n_apart"], v["n_overlap"]) == (1, 2, 1, 1)
+    assert v["apart_names"] == "apart" and v["sep_max_name"] == "apart" and v["mix_ess"] == "20"
+    del chains["apart"].info["init"]                                              # no start points kept: not counted
+    assert XB.diagnostics_values(table, chains, n_show=8)["n_apart"] == 0

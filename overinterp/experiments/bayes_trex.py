@@ -27,10 +27,11 @@ from overinterp.engine.runner import fingerprint
 from overinterp.engine.sis import find_sis
 from overinterp.experiments import runs as A
 from overinterp.experiments.runs import model_config, trained_model
-from overinterp.methods.bayes_trex import (AMBIGUOUS, BAND, HIGH, HIGH_LEVEL, MISCLASSIFIED_LEVEL, VAE, Chains,
-                                           ChainsConfig, Target, VAEConfig, ambiguous, ambiguous_any,
-                                           class_log_odds, decoder, fit_vae, high, in_level_set, initial_points,
-                                           negative_elbo, normalise, sample_chains, torch_threads)
+from overinterp.methods.bayes_trex import (AMBIGUOUS, BAND, HIGH, HIGH_LEVEL, MISCLASSIFIED_LEVEL, MIXING, VAE,
+                                           Chains, ChainsConfig, MixingCriteria, Target, VAEConfig, ambiguous,
+                                           ambiguous_any, chain_separation, class_log_odds, decoder, fit_vae, high,
+                                           in_level_set, initial_points, near_black, nearest_start, negative_elbo,
+                                           normalise, sample_chains, spread_samples, torch_threads)
 from overinterp.paper import numbers as paper
 from overinterp.paper.numbers import BOOTH_TABLE2
 from overinterp.paper.verdicts import Verdict, sis_size
@@ -38,7 +39,8 @@ from overinterp.store import Store, config_key
 from overinterp.zoo import data as D
 from overinterp.zoo.train import cached_training
 
-__all__ = ["KIND", "pixels", "vae_settings", "chains_settings", "vae_config", "trained_vae", "chains_config",
+__all__ = ["KIND", "HIGH_COL", "MIS_COL", "AMB_COL", "APART", "DARK_LEVEL", "pixels", "vae_settings", "chains_settings",
+           "vae_config", "trained_vae", "chains_config", "near_black_counts", "decoded_samples", "near_black_values",
            "cached_chains", "confidence_table", "test_set_counts", "sparse_pixels", "classifier", "vaes",
            "run_target", "sample_logits", "sample_backselect", "vae_quality", "table2", "chapter_targets",
            "target_map", "run_targets", "test_logits", "test_comparison", "sis_comparison", "diagnostics",
@@ -111,23 +113,38 @@ def chains_config(generator_config: dict, classifier_config: dict, target: Targe
 
 
 def cached_chains(key: dict, sample: Callable[[], Chains], target: Target, store: Store | None = None) -> Chains:
-    """``sample()`` unless the store holds the chains of ``key`` (then loaded)."""
+    """``sample()`` unless the store holds the chains of ``key`` (then loaded); the chains' start
+    points (``info["init"]``) are kept with them."""
     store = store or Store()
     saved = store.load(KIND, key)
     if saved is None:
         ch = sample()
         saved = {"z": ch.z, "acceptance": ch.acceptance, "divergences": ch.divergences, "seconds": ch.seconds}
+        if "init" in ch.info:
+            saved["init"] = ch.info["init"]
         store.save(KIND, key, saved)
-    return Chains(target, saved["z"], saved["acceptance"], saved["divergences"], saved["seconds"], {"key": key})
+    info = {"key": key, **({"init": saved["init"]} if "init" in saved else {})}
+    return Chains(target, saved["z"], saved["acceptance"], saved["divergences"], saved["seconds"], info)
 
 
 # ----------------------------------------------------------------------------- what the samples show
+HIGH_COL = f"f_c ≥ {HIGH_LEVEL:g}"                   # criteria named where a share is shown (tables' headers)
+MIS_COL = f"f_c ≥ {MISCLASSIFIED_LEVEL:g}"
+AMB_COL = f"both in {BAND[0]:g}–{BAND[1]:g}"
+APART = 2.0        # chains "sit apart": chain means at least 2 pooled within-chain sds apart in some latent dimension
+DARK_LEVEL = 0.05   # near-black: mean pixel intensity below 0.05 (Fashion-MNIST test images: mean 0.29, darkest T-shirt 0.052)
+
+
 def confidence_table(logits: dict[str, torch.Tensor], targets: dict[str, Target], chains: dict[str, Chains],
-                     level: float = HIGH_LEVEL, band: tuple = BAND) -> pd.DataFrame:
+                     level: float = HIGH_LEVEL, band: tuple = BAND, mis_level: float = MISCLASSIFIED_LEVEL,
+                     criteria: MixingCriteria = MIXING) -> pd.DataFrame:
     """Per target (row name): Booth et al.'s Table 2 -- mean and std of the target classes'
-    confidence over all samples -- the share (%) of samples in the level set (:func:`in_level_set`),
-    and the chains' diagnostics: acceptance (mean over chains), divergences (sum), largest r_hat
-    and smallest ESS over the latent dimensions, seconds. ``logits[name]``: (C*S, K) of the samples."""
+    confidence over all samples --, the share (%) of samples meeting each criterion that applies
+    (columns named by it: high targets f_c >= ``level`` and f_c >= ``mis_level``, ambiguous ones
+    both classes within ``band``; NaN where it does not apply), and the chains' diagnostics:
+    acceptance (mean over chains), divergences (sum), largest r_hat and smallest ESS over the latent
+    dimensions, the largest :func:`chain_separation`, whether they mixed by ``criteria`` and why not,
+    seconds. ``logits[name]``: (C*S, K) of the samples."""
     rows = {}
     for name, t in targets.items():
         p = torch.softmax(logits[name].double(), 1)
@@ -136,31 +153,46 @@ def confidence_table(logits: dict[str, torch.Tensor], targets: dict[str, Target]
         for k, c in enumerate(t.classes):
             row[f"mean f (class {k + 1})"] = p[:, c].mean().item()
             row[f"std f (class {k + 1})"] = p[:, c].std().item() if len(p) > 1 else 0.0
-        row["in level set (%)"] = 100 * in_level_set(logits[name], t, level, band).double().mean().item()
+        if t.kind == HIGH:
+            lo = class_log_odds(logits[name], t.classes[0])
+            row[HIGH_COL] = 100 * (lo >= logit(level)).double().mean().item()
+            row[MIS_COL] = 100 * (lo >= logit(mis_level)).double().mean().item()
+        else:
+            row[AMB_COL] = 100 * in_level_set(logits[name], t, level, band).double().mean().item()
+        fails = criteria.failures(ch)
         row.update({"samples": len(p), "acceptance": float(np.mean(ch.acceptance)),
                     "divergences": int(sum(ch.divergences)), "max r_hat": ch.r_hat.max().item(),
-                    "min ESS": ch.ess.min().item(), "seconds": ch.seconds})
+                    "min ESS": ch.ess.min().item(), "separation": chain_separation(ch.z).max().item(),
+                    "mixed": not fails, "why not": "; ".join(fails), "seconds": ch.seconds})
         rows[name] = row
-    return pd.DataFrame.from_dict(rows, orient="index")
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    share_cols = [c for c in (HIGH_COL, MIS_COL, AMB_COL) if c in out]
+    first = [c for c in out if c.startswith(("mean f", "std f"))]
+    return out[first + share_cols + [c for c in out if c not in first + share_cols]]
 
 
 def test_set_counts(logits: torch.Tensor, labels: torch.Tensor, targets: dict[str, Target],
                     held_out: dict[str, int] | None = None, level: float = HIGH_LEVEL, band: tuple = BAND,
-                    misclassified_level: float = MISCLASSIFIED_LEVEL) -> pd.DataFrame:
+                    misclassified_level: float = MISCLASSIFIED_LEVEL, classes: Sequence[str] | None = None
+                    ) -> pd.DataFrame:
     """How many test images (``logits`` (N, K), ``labels`` (N,)) lie in each target's level set
     (:func:`in_level_set`); for the targets named in ``held_out`` (name -> class), the images of
     *another* class that the classifier puts in that class with f_c >= ``misclassified_level``
-    (Booth et al. 4.10's confident misclassifications). Columns: test images, in level set, in level set (%)."""
+    (Booth et al. 4.10's confident misclassifications). Columns: the criterion in words (class
+    names from ``classes``), test images, test images meeting it, and their share (%)."""
     held_out = held_out or {}
     rows = {}
     for name, t in targets.items():
+        n = [classes[c] if classes else str(c) for c in t.classes]
         if name in held_out:
             c = held_out[name]
             hit = (class_log_odds(logits, c) >= logit(misclassified_level)) & (labels != c)
+            crit = f"f_{n[0]} ≥ {misclassified_level:g}, label ≠ {n[0]}"
         else:
             hit = in_level_set(logits, t, level, band)
-        rows[name] = {"test images": len(labels), "in level set": int(hit.sum()),
-                      "in level set (%)": 100 * hit.double().mean().item()}
+            crit = f"f_{n[0]} ≥ {level:g}" if t.kind == HIGH else f"f_{n[0]}, f_{n[1]} in {band[0]:g}–{band[1]:g}"
+        rows[name] = {"criterion": crit, "test images": len(labels), "meet it": int(hit.sum()),
+                      "meet it (%)": 100 * hit.double().mean().item()}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
@@ -190,10 +222,12 @@ def sparse_pixels(generated: Sequence[float], real: Sequence[float], tau: float,
 
 # ----------------------------------------------------------------------------- the chapter's runs
 def classifier(run) -> tuple[nn.Module, dict]:
-    """The inspected zoo model (``profile.bayes_trex.arch``, replicate ``run.seed``) and its artifact key
-    with its weights' fingerprint."""
+    """The inspected zoo model (``profile.bayes_trex.arch``, replicate ``run.seed``), trained now if the
+    store lacks it (with gradients on, whatever the caller's mode), and its artifact key with its
+    weights' fingerprint."""
     arch, p = run.profile.bayes_trex.arch, run.profile
-    model = trained_model(run.dataset, arch, p.name, seed=run.seed, device=run.device, progress=False)
+    with torch.enable_grad():   # callers run under no_grad; a model not yet in the store is trained here
+        model = trained_model(run.dataset, arch, p.name, seed=run.seed, device=run.device, progress=False)
     return model, {**model_config(run.dataset, arch, p.name, run.seed), "weights": fingerprint(model)}
 
 
@@ -207,21 +241,28 @@ def vaes(run, store: Store | None = None, progress: bool = True) -> dict[str, VA
 def run_target(run, target: Target, vae: VAE, held_out: int | None = None, store: Store | None = None,
                progress: bool = True) -> Chains:
     """The chains of ``target`` in the latent space of ``vae`` (trained without ``held_out``),
-    started at :func:`initial_points` of ``init_pool`` training images of its distribution; cached."""
+    started at :func:`initial_points` of ``init_pool`` training images of its distribution; cached.
+    ``info["init"]``: the start points (chains, latent), recomputed (deterministic, a second or so)
+    when the store's chains predate keeping them."""
     vc, cc = vae_settings(run.profile.bayes_trex), chains_settings(run.profile.bayes_trex)
     clf, clf_key = classifier(run)
     gen = decoder(vae, run.dataset)
     key = chains_config(vae_config(run.dataset, vc, held_out, run.seed), clf_key, target, cc, run.seed)
 
-    def sample() -> Chains:
+    def starts() -> torch.Tensor:
         X, Y = pixels(run.dataset, "train")
         X = X if held_out is None else X[Y != held_out]
         pool = X[torch.randperm(len(X), generator=torch.Generator().manual_seed(1))[:cc.init_pool]]
-        init = initial_points(vae, gen, clf, target, pool, cc.chains, cc.sigma)
+        return initial_points(vae, gen, clf, target, pool, cc.chains, cc.sigma)
+
+    def sample() -> Chains:
         return sample_chains(gen, clf, target, sigma=cc.sigma, latent=vc.latent, chains=cc.chains,
                              warmup=cc.warmup, samples=cc.samples, max_tree_depth=cc.max_tree_depth,
-                             seed=run.seed, init=init, device=run.device, progress=progress)
-    return cached_chains(key, sample, target, store)
+                             seed=run.seed, init=starts(), device=run.device, progress=progress)
+    ch = cached_chains(key, sample, target, store)
+    if "init" not in ch.info:
+        ch.info["init"] = starts().cpu()
+    return ch
 
 
 @torch.no_grad()
@@ -291,27 +332,92 @@ def vae_quality(run, vaes: dict[str, VAE], images: torch.Tensor, labels: torch.T
 
 
 def table2(table: pd.DataFrame, targets: dict[str, Target], misclassification: str | None,
-           ours_label: str) -> pd.DataFrame:
-    """:func:`confidence_table` shown like Booth et al.'s Table 2 (mean ± std of the target classes'
-    confidence), with their Fashion-MNIST value beside ours where they have one (``BOOTH_TABLE2``;
-    the misclassification row only for the held-out target)."""
+           ours_label: str = "ours") -> pd.DataFrame:
+    """:func:`confidence_table` shown like Booth et al.'s Table 2: their Fashion-MNIST mean ± std of
+    the target classes' confidence where they have a row for the target (``BOOTH_TABLE2``; the
+    misclassification row only for the held-out target, "—" where they have none), ours beside it
+    only where the chains mixed ("not mixed: not comparable" where they have a row, "not mixed"
+    elsewhere), and the share of samples meeting each criterion, the criterion in the header
+    (blank where it does not apply)."""
+    shares = [c for c in (HIGH_COL, MIS_COL, AMB_COL) if c in table]
     rows = {}
     for name, t in targets.items():
         r = table.loc[name]
         k = len(t.classes)
-        means = ", ".join(f"{r[f'mean f (class {i + 1})']:.2f}" for i in range(k))
-        stds = ", ".join(f"{r[f'std f (class {i + 1})']:.2f}" for i in range(k))
-        key = (t.kind, t.classes)
-        ours_paper = BOOTH_TABLE2.get(key, "—") if (t.kind == AMBIGUOUS or name == misclassification) else "—"
-        rows[name] = {("Booth et al. (Fashion-MNIST)", "confidence"): ours_paper,
-                      (ours_label, "confidence"): f"{means} ± {stds}",
-                      (ours_label, "in level set (%)"): f"{r['in level set (%)']:.0f}",
-                      (ours_label, "samples"): int(r["samples"])}
+        theirs = BOOTH_TABLE2.get((t.kind, t.classes)) if (t.kind == AMBIGUOUS or name == misclassification) else None
+        if r["mixed"]:
+            ours = (", ".join(f"{r[f'mean f (class {i + 1})']:.2f}" for i in range(k)) + " ± "
+                    + ", ".join(f"{r[f'std f (class {i + 1})']:.2f}" for i in range(k)))
+        else:
+            ours = "not mixed: not comparable" if theirs else "not mixed"
+        row = {("Booth et al.", "mean ± std"): theirs or "—", (ours_label, "mean ± std"): ours}
+        for c in shares:
+            row[(ours_label, f"{c} (%)")] = "" if pd.isna(r[c]) else f"{r[c]:.0f}"
+        rows[name] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.columns = pd.MultiIndex.from_tuples(out.columns)
     return out
 
 
+def _fmt(x: float, digits: int) -> str:
+    return "n/a" if pd.isna(x) else f"{x:.{digits}f}"
+
+
+def diagnostics(table: pd.DataFrame) -> pd.DataFrame:
+    """The chain diagnostics of :func:`confidence_table`, as shown: samples, mean acceptance,
+    divergent transitions, largest R̂, smallest ESS, how far apart the chains sit (within-chain sds),
+    whether they mixed, seconds; rounded, "n/a" where a statistic needs more samples."""
+    return pd.DataFrame({
+        "samples": table["samples"].astype(int), "accept.": [_fmt(x, 2) for x in table["acceptance"]],
+        "divergent": table["divergences"].astype(int), "max R̂": [_fmt(x, 2) for x in table["max r_hat"]],
+        "min ESS": [_fmt(x, 0) for x in table["min ESS"]],
+        "chains apart (sd)": [_fmt(x, 1) for x in table["separation"]],
+        "mixed": ["yes" if m else "no" for m in table["mixed"]],
+        "seconds": [_fmt(x, 0) for x in table["seconds"]]}, index=table.index)
+
+
+def near_black_counts(images: dict[str, torch.Tensor], logits: dict[str, torch.Tensor], targets: dict[str, Target],
+                      n_show: int, level: float = DARK_LEVEL, confident: float = HIGH_LEVEL) -> dict:
+    """Near-black samples (:func:`~overinterp.methods.bayes_trex.near_black` at ``level``) among the
+    high-confidence targets' samples on which the classifier has f_c >= ``confident``: of those the
+    samples figure shows (:func:`~overinterp.methods.bayes_trex.spread_samples`, ``n_show`` per
+    target) and of all kept ones. ``images[name]``: (C*S, 1, H, W) decoded samples in [0, 1],
+    ``logits[name]``: (C*S, K). Returns counts: shown_confident, shown_dark, kept_confident, kept_dark."""
+    out = dict.fromkeys(("shown_confident", "shown_dark", "kept_confident", "kept_dark"), 0)
+    for name, t in targets.items():
+        if t.kind != HIGH:
+            continue
+        conf = class_log_odds(logits[name], t.classes[0]) >= logit(confident)
+        dark = near_black(images[name], level)
+        shown = torch.zeros_like(conf)
+        shown[spread_samples(len(conf), n_show)] = True
+        out["shown_confident"] += int((conf & shown).sum())
+        out["shown_dark"] += int((conf & shown & dark).sum())
+        out["kept_confident"] += int(conf.sum())
+        out["kept_dark"] += int((conf & dark).sum())
+    return out
+
+
+@torch.no_grad()
+def decoded_samples(vaes: dict[str, VAE], chains: dict[str, Chains]) -> dict[str, torch.Tensor]:
+    """name -> (C*S, C, H, W) the kept samples of ``chains[name]`` decoded by ``vaes[name]``, on the CPU."""
+    return {k: vaes[k].decode(ch.flat().to(next(vaes[k].parameters()).device)).cpu() for k, ch in chains.items()}
+
+
+def near_black_values(vaes: dict[str, VAE], chains: dict[str, Chains], logits: dict, targets: dict[str, Target],
+                      n_show: int, test_images: torch.Tensor, test_labels: torch.Tensor, names,
+                      level: float = DARK_LEVEL) -> dict:
+    """For the prose: :func:`near_black_counts` of the chains' samples, the level, and for reference
+    how many test images (``test_images`` in [0, 1]) are that dark, in all and of the high-confidence
+    targets' classes."""
+    counts = near_black_counts(decoded_samples(vaes, chains), logits, targets, n_show, level)
+    dark = near_black(test_images, level)
+    cls = sorted({t.classes[0] for t in targets.values() if t.kind == HIGH})
+    of_cls = torch.isin(test_labels, torch.tensor(cls))
+    return {**{f"nb_{k}": v for k, v in counts.items()}, "dark_level": f"{level:g}",
+            "dark_test": int(dark.sum()), "n_test_images": len(test_labels),
+            "dark_test_cls": int((dark & of_cls).sum()), "n_test_cls": int(of_cls.sum()),
+            "dark_cls_names": ", ".join(names[c] for c in cls)}
 
 
 # ----------------------------------------------------------------------------- the chapter, step by step
@@ -342,11 +448,6 @@ def run_targets(run, targets: dict, vaes: dict[str, VAE], progress: bool = False
     return chains, logits
 
 
-def diagnostics(table: pd.DataFrame) -> pd.DataFrame:
-    """The chain diagnostics columns of :func:`confidence_table`."""
-    return table[["samples", "acceptance", "divergences", "max r_hat", "min ESS", "seconds"]]
-
-
 @torch.no_grad()
 def test_logits(run, split) -> torch.Tensor:
     """(N, K) logits of the inspected classifier on the test ``split``'s images, on the CPU."""
@@ -356,26 +457,30 @@ def test_logits(run, split) -> torch.Tensor:
 
 def test_comparison(run, split, targets: dict, mis_name: str, logits: dict, table: pd.DataFrame):
     """Booth et al.'s 4.10 counts on the test set beside the chains: (:func:`test_set_counts` of every
-    target with the share of chain samples in the level set, values for the prose)."""
+    target with the share of chain samples meeting the same criterion, values for the prose)."""
     held_out = run.profile.bayes_trex.held_out
     tl = test_logits(run, split)
-    counts = test_set_counts(tl, split.labels, target_map(targets), held_out={mis_name: held_out})
-    counts["chain samples in level set (%)"] = [
-        100 * (class_log_odds(logits[k], held_out) >= logit(MISCLASSIFIED_LEVEL)).double().mean().item()
-        if k == mis_name else table.loc[k, "in level set (%)"] for k in counts.index]
+    counts = test_set_counts(tl, split.labels, target_map(targets), held_out={mis_name: held_out},
+                             classes=split.classes)
+    counts["chain samples meeting it (%)"] = [
+        table.loc[k, MIS_COL] if k == mis_name else table.loc[k, HIGH_COL if t.kind == HIGH else AMB_COL]
+        for k, t in target_map(targets).items()]
     mis_any = ((torch.softmax(tl.double(), 1).max(1).values >= MISCLASSIFIED_LEVEL) & (tl.argmax(1) != split.labels))
     amb_name = [k for k, (t, _) in targets.items() if t.kind == AMBIGUOUS][0]
-    values = {"n_test": len(split.labels), "amb_any": int(ambiguous_any(tl).sum()), "mis_any": int(mis_any.sum()),
-              "amb_pair_test": int(counts.loc[amb_name, "in level set"]),
-              "mis_test": int(counts.loc[mis_name, "in level set"])}
-    return counts, values
+    values = {"n_test": f"{len(split.labels):,}", "amb_any": int(ambiguous_any(tl).sum()),
+              "mis_any": int(mis_any.sum()), "amb_pair_test": int(counts.loc[amb_name, "meet it"]),
+              "mis_test": int(counts.loc[mis_name, "meet it"])}
+    shown = counts.drop(columns="test images").rename(columns={"meet it": "test images meeting it"})
+    shown["meet it (%)"] = shown["meet it (%)"].map(lambda x: f"{x:.1f}")
+    shown["chain samples meeting it (%)"] = shown["chain samples meeting it (%)"].map(lambda x: f"{x:.0f}")
+    return shown.rename(columns={"meet it (%)": "test images (%)"}), values
 
 
 def sis_comparison(run, targets: dict, chains: dict, vae: VAE, tau: float) -> dict:
     """The SIS at ``tau`` of sampled high-confidence images (:func:`sample_backselect` of the
     "all"-classes targets' chains, decoded by ``vae``) and of the SIS chapter's confident test images.
-    Returns images, target names, the FindSIS result of the samples, the SIS sizes (fractions of the
-    pixels) of both, and values for the prose."""
+    Returns images, target names and classes, the FindSIS result of the samples, the SIS sizes
+    (fractions of the pixels) of both, and values for the prose."""
     cfg = run.profile.bayes_trex
     high_chains = {k: chains[k] for k, (t, w) in targets.items() if t.kind == HIGH and w == "all"}
     Xs, which, res = sample_backselect(run, vae, high_chains, cfg.sis_images, progress=False)
@@ -385,7 +490,8 @@ def sis_comparison(run, targets: dict, chains: dict, vae: VAE, tau: float) -> di
     real_res = A.backselect_set(run, cfg.arch, A.confident_selection(run, tau), progress=False)
     real = find_sis(real_res, tau)
     real_sizes = [real.mask[i].sum().item() / P for i in range(len(real.found)) if real.found[i]]
-    return {"images": Xs, "which": which, "sis": sis, "generated": gen_sizes, "real": real_sizes,
+    return {"images": Xs, "which": which, "classes": [targets[k][0].classes[0] for k in which], "sis": sis,
+            "generated": gen_sizes, "real": real_sizes,
             "values": {"method": run.profile.backselect.describe(), "n_gen": len(Xs), "n_gen_sis": len(gen_sizes),
                        "n_real": len(real_sizes)}}
 
@@ -416,12 +522,30 @@ def quality_values(run, quality: pd.DataFrame, names) -> dict:
             "prior_held_out": f"{quality.loc['without ' + held, col]:.1f}"}
 
 
-def diagnostics_values(table: pd.DataFrame, n_show: int) -> dict:
-    """Seconds of sampling in all, samples shown per target, the largest R-hat and how many targets
-    mixed (R-hat < 1.1)."""
-    diag = diagnostics(table)
-    worst = diag["max r_hat"].max()
+def diagnostics_values(table: pd.DataFrame, chains: dict[str, Chains], n_show: int,
+                       criteria: MixingCriteria = MIXING, apart: float = APART) -> dict:
+    """For the prose: seconds of sampling in all, samples shown per target, the mixing criteria, how
+    many targets mixed, the largest R̂; of the targets that did not mix, how many have chains that
+    sit apart (:func:`chain_separation` at least ``apart`` within-chain sds in some latent dimension)
+    with every chain nearest its own start (:func:`nearest_start`; chains without start points count
+    as not), and the largest separation, with its target."""
+    worst = table["max r_hat"].max()
+    unmixed = [k for k in table.index if not table.loc[k, "mixed"]]
+
+    def own(ch: Chains) -> bool:
+        init = ch.info.get("init")
+        return init is not None and bool((nearest_start(ch.z, init) == torch.arange(len(init))).all())
+    stuck = [k for k in unmixed if table.loc[k, "separation"] >= apart and own(chains[k])]
+    far = table["separation"].idxmax() if table["separation"].notna().any() else None
+    n_chains = max(ch.z.shape[0] for ch in chains.values())
     return {"chain_seconds": f"{table['seconds'].sum():.0f}",
             "n_shown": min(n_show, int(table["samples"].min())),
-            "worst_rhat": "—" if pd.isna(worst) else f"{worst:.2f}",
-            "n_mixed": int((diag["max r_hat"] < 1.1).sum()), "n_targets": len(diag)}
+            "worst_rhat": "n/a" if pd.isna(worst) else f"{worst:.2f}",
+            "n_mixed": int(table["mixed"].sum()), "n_targets": len(table), "n_unmixed": len(unmixed),
+            "mix_rhat": f"{criteria.max_r_hat:g}", "mix_ess_chain": f"{criteria.min_ess_per_chain:g}",
+            "mix_ess": f"{criteria.min_ess_per_chain * n_chains:g}",
+            "mix_div": f"{100 * criteria.max_divergent_share:g}", "apart": f"{apart:g}",
+            "n_apart": len(stuck), "n_overlap": len(unmixed) - len(stuck),
+            "apart_names": ", ".join(stuck) or "none",
+            "sep_max": "n/a" if far is None else f"{table.loc[far, 'separation']:.1f}",
+            "sep_max_name": far or "n/a"}

@@ -57,6 +57,7 @@ from overinterp.paper.numbers import BOOTH_BAND, BOOTH_MISCLASSIFIED_LEVEL
 __all__ = ["VAE", "VAEConfig", "ChainsConfig", "negative_elbo", "fit_vae", "normalise", "decoder", "Target", "high",
            "ambiguous", "class_log_odds", "one_minus_p", "level_set_log_lik", "in_level_set", "level_set_model",
            "Chains", "sample_chains", "torch_threads", "initial_points", "spread_samples", "ambiguous_any", "HIGH",
+           "MixingCriteria", "MIXING", "chain_separation", "nearest_start", "near_black",
            "AMBIGUOUS",
            "HIGH_LEVEL", "BAND", "MISCLASSIFIED_LEVEL"]
 
@@ -339,7 +340,8 @@ def sample_chains(generator: Callable, classifier: Callable, target: Target, *, 
             zs.append(mcmc.get_samples()["z"].detach().cpu())
             acc.append(diag["acceptance"])
             div.append(diag["divergences"])
-    return Chains(target, torch.stack(zs), acc, div, time.perf_counter() - t0)
+    info = {} if init is None else {"init": init.detach().cpu()}
+    return Chains(target, torch.stack(zs), acc, div, time.perf_counter() - t0, info)
 
 
 @torch.no_grad()
@@ -363,6 +365,73 @@ def spread_samples(n_total: int, n: int) -> torch.Tensor:
         return torch.arange(n_total)
     return torch.linspace(0, n_total - 1, n).round().long()
 
+
+
+# ----------------------------------------------------------------------------- have the chains mixed?
+@dataclass(frozen=True)
+class MixingCriteria:
+    """When a target's chains count as mixed: every criterion met.
+
+    * the largest split R-hat over the latent dimensions below ``max_r_hat`` = 1.1 (Gelman et al.,
+      *Bayesian Data Analysis*, 3rd ed., 11.4: the threshold its authors use; Stan used it until
+      Vehtari et al. 2021 asked for 1.01; Pyro's summary prints R-hat without a threshold);
+    * the smallest effective sample size over the latent dimensions (Pyro's, all chains together) at
+      least ``min_ess_per_chain`` = 10 per chain (BDA3 11.5: n_eff at least 5m for m split halves,
+      "the equivalent of at least 10 independent draws per sequence"; Stan now warns below 100 per
+      chain, which these budgets cannot reach);
+    * divergent transitions at most ``max_divergent_share`` = 1% of the kept ones (Stan warns at
+      any; one in a hundred is tolerated here, so a gate of a few hundred steps is not decided by one).
+
+    Fewer than 4 samples per chain give no R-hat (:attr:`Chains.r_hat` is NaN): not mixed."""
+    max_r_hat: float = 1.1
+    min_ess_per_chain: float = 10.0
+    max_divergent_share: float = 0.01
+
+    def failures(self, chains: "Chains") -> list[str]:
+        """The criteria ``chains`` miss, in words (empty: mixed)."""
+        r_hat, ess = chains.r_hat.max().item(), chains.ess.min().item()
+        n_chains, kept = chains.z.shape[0], chains.z.shape[0] * chains.z.shape[1]
+        share = sum(chains.divergences) / kept
+        out = []
+        if not r_hat < self.max_r_hat:            # NaN fails too
+            out.append(f"R̂ {r_hat:.2f} ≥ {self.max_r_hat:g}" if r_hat == r_hat else "too few samples for R̂")
+        if not ess >= self.min_ess_per_chain * n_chains:
+            out.append(f"ESS {ess:.0f} < {self.min_ess_per_chain * n_chains:g}" if ess == ess else "no ESS")
+        if share > self.max_divergent_share:
+            out.append(f"{100 * share:.0f}% divergent > {100 * self.max_divergent_share:g}%")
+        return out
+
+    def mixed(self, chains: "Chains") -> bool:
+        return not self.failures(chains)
+
+    def describe(self) -> str:
+        return (f"largest split R̂ < {self.max_r_hat:g}, smallest ESS ≥ {self.min_ess_per_chain:g} per chain, "
+                f"divergent transitions ≤ {100 * self.max_divergent_share:g}% of the kept ones")
+
+
+MIXING = MixingCriteria()
+
+
+def chain_separation(z: torch.Tensor) -> torch.Tensor:
+    """(latent,) how far apart the chains of ``z`` (chains, samples, latent) sit: the range of the
+    chain means in units of the pooled within-chain standard deviation. About 0-1 for chains that
+    sample one region; much more than 1 for chains confined to separate regions (which a large
+    R-hat alone does not distinguish from chains still drifting together)."""
+    z = z.double()
+    means = z.mean(1)                                                          # (chains, latent)
+    within = z.var(1).mean(0) if z.shape[1] > 1 else torch.zeros(z.shape[2:], dtype=z.dtype)
+    return (means.max(0).values - means.min(0).values) / within.clamp_min(1e-300).sqrt()
+
+
+def nearest_start(z: torch.Tensor, init: torch.Tensor) -> torch.Tensor:
+    """(chains,) for each chain of ``z`` (chains, samples, latent), the index of the start point of
+    ``init`` (chains, latent) nearest its mean: ``arange(chains)`` when every chain stayed by its own start."""
+    return torch.cdist(z.double().mean(1), init.double()).argmin(1)
+
+
+def near_black(images: torch.Tensor, level: float = 0.05) -> torch.Tensor:
+    """(B,) bool: images (B, C, H, W) in [0, 1] whose mean pixel intensity is below ``level``."""
+    return images.flatten(1).mean(1) < level
 
 
 def ambiguous_any(logits: torch.Tensor, band: tuple = BAND) -> torch.Tensor:
