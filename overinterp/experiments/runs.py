@@ -259,10 +259,22 @@ def confident(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, thre
     return torch.nonzero((pred == labels) & (conf >= threshold)).flatten()
 
 
-def confident_selection(run, threshold: float, models=None, n: int | None = None) -> Selection:
+def by_class_turns(index: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """``index`` reordered so that the classes take turns: the first image of each class (in class
+    order), then the second of each, ... (each class keeps its images' order)."""
+    y = labels[index]
+    rank = torch.zeros_like(index)
+    for c in y.unique():
+        at = (y == c).nonzero().flatten()
+        rank[at] = torch.arange(len(at))
+    return index[torch.argsort(rank * (int(labels.max()) + 1) + y, stable=True)]
+
+
+def confident_selection(run, threshold: float, models=None, n: int | None = None, balanced: bool = False) -> Selection:
     """The SIS chapter's images (paper 4.1): the first ``n`` (default ``sis_images``) images of the test
     selection that every model of ``models`` (default: replicate ``run.seed`` of every architecture)
-    classifies correctly with confidence >= threshold."""
+    classifies correctly with confidence >= threshold; with ``balanced``, the classes take turns
+    (:func:`by_class_turns`), so that one class the models are most confident on does not fill the sample."""
     sel = selection(run, "test")
     X, Y = sel.load()
     if models is None:
@@ -271,7 +283,8 @@ def confident_selection(run, threshold: float, models=None, n: int | None = None
     ok = torch.ones(len(X), dtype=torch.bool)
     for model in models:
         ok &= torch.isin(torch.arange(len(X)), confident(model, X, Y, threshold, device=run.device))
-    idx = ok.nonzero().flatten()[:n or run.profile.sis_images]
+    idx = ok.nonzero().flatten()
+    idx = (by_class_turns(idx, Y) if balanced else idx)[:n or run.profile.sis_images]
     if not len(idx):
         raise ValueError(f"no test image is classified correctly with confidence >= {threshold} by every model; "
                          "lower the threshold")
