@@ -22,7 +22,7 @@ from overinterp.config.chapters import chapter_config, resolve
 from overinterp.config.context import make_run
 from overinterp.paper import verdicts as V
 
-__all__ = ["setup", "glue_all", "figure", "record"]
+__all__ = ["setup", "deviations_box", "deviations_table", "glue_all", "figure", "record"]
 
 
 def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), show: bool = True,
@@ -39,13 +39,30 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
     params = resolve(dataclasses.replace(params, profile=run.profile.name), run.profile)
     if show:
         devs = run.profile.deviations(*deviations) if deviations else []
-        listed = "".join(f"\n- {d}" for d in devs)
-        more = f"\n\n**Deviations from the paper's protocol in this chapter:**\n{listed}" if devs else ""
-        display(Markdown(f":::{{note}}\n{run.describe()}{more}\n:::"))
+        display(Markdown(f":::{{note}}\n{run.describe()}\n:::"))
+        if devs:
+            display(Markdown(deviations_box(devs)))
         glue("run_dataset", run.dataset, display=False)
         glue("run_profile", run.profile.name, display=False)
         glue("run_device", run.device.type, display=False)
     return run, params
+
+
+def deviations_box(devs: list[str], title: str = "Deviations from the paper's protocol in this chapter") -> str:
+    """A collapsed box (click to open) listing ``devs``, with a link to the introduction's full list."""
+    listed = "\n".join(f"- {d}" for d in devs)
+    return (f":::{{admonition}} {title} ({len(devs)})\n:class: dropdown\n{listed}\n\n"
+            "Every deviation of this profile, by topic: {ref}`deviations` in the introduction.\n:::")
+
+
+def deviations_table(run):
+    """Every deviation of ``run``'s profile from the paper's protocol, by topic (each chapter's box lists
+    those of the topics it depends on): the introduction's full list; None for the paper's profile."""
+    import pandas as pd
+    topics = {"models": "models", "evaluation": "evaluation", "backselect": "backward selection",
+              "retraining": "retraining"}
+    rows = [{"topic": name, "deviation": d} for t, name in topics.items() for d in run.profile.deviations(t)]
+    return pd.DataFrame(rows).drop_duplicates("deviation").set_index("topic") if rows else None
 
 
 def glue_all(values: dict) -> None:
