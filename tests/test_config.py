@@ -47,8 +47,10 @@ def test_a_results_folder_is_read_from_the_repository_root():
 def test_the_parameters_cell_lists_each_field_with_its_default_and_help():
     cell = parameters_cell(Toy)
     lines = cell.splitlines()
-    assert [l.split(" = ")[0] for l in lines] == [f.name for f in dataclasses.fields(Toy)]
-    assert "tau = None" in lines[4] and lines[4].endswith("# threshold")
+    code = [l for l in lines if not l.startswith("#")]
+    assert [l.split(" = ")[0] for l in code] == [f.name for f in dataclasses.fields(Toy)]
+    assert lines[lines.index("tau = None") - 1] == "# threshold"          # each help above its parameter
+    assert max(map(len, lines)) <= 78 and max(map(len, parameters_cell(CHAPTERS["10_ensembles"]).splitlines())) <= 78
     namespace = {}
     exec(cell, namespace)                       # valid Python whose values are the defaults
     assert Toy(**{f.name: namespace[f.name] for f in dataclasses.fields(Toy)}) == Toy()

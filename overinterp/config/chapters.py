@@ -222,11 +222,15 @@ def resolve(params, profile):
     return dataclasses.replace(params, **changes)
 
 
-def parameters_cell(cls: type) -> str:
-    """The source of a chapter's papermill ``parameters`` cell: one line per field, default and help."""
-    lines = [(f"{f.name} = {f.default!r}", f.metadata.get("help", "")) for f in dataclasses.fields(cls)]
-    width = max(len(code) for code, _ in lines) + 2
-    return "\n".join(f"{code:<{width}}# {help}" if help else code for code, help in lines)
+def parameters_cell(cls: type, width: int = 78) -> str:
+    """The source of a chapter's papermill ``parameters`` cell: per field its help as a comment,
+    wrapped at ``width`` columns so the cell fits the page, then ``name = default``."""
+    import textwrap
+    out = []
+    for f in dataclasses.fields(cls):
+        out += textwrap.wrap(f.metadata.get("help", ""), width, initial_indent="# ", subsequent_indent="# ")
+        out.append(f"{f.name} = {f.default!r}")
+    return "\n".join(out)
 
 
 def _parser(name: str, default, annotation: str = ""):
