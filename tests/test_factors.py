@@ -300,3 +300,19 @@ def test_the_closing_tables_c4_row_leaves_out_the_imputed_random_control(run):
     row = F._c4_row(run, df)
     assert "BS subsets, imputed (ROAD) 50%" in row["which factor moves it"]
     assert "random subsets, imputed" not in row["which factor moves it"]
+
+
+def test_method_samples_say_one_sample_or_name_each_methods():
+    same = F.method_samples(40, 40, 0)
+    assert same["method_samples"] == "Every method runs on the same 40 images." and "first" not in same[
+        "method_samples_caption"]
+    differ = F.method_samples(40, 20, 8)
+    assert "gradient on all 40; pruned on the first 20; exact on the first 8" in differ["method_samples"]
+    assert "the same first 8 images" in differ["method_samples"] and "the first 8)" in differ["method_samples_caption"]
+
+
+def test_the_width_sweeps_baseline_says_it_is_not_the_zoos_model():
+    sw = _sweep("width", [4, 8], [4, 8], [30, 20], 8)
+    sw["sample"], sw["ours"] = "all 40", "the profile's width, trained 12 epochs (the zoo: 60)"
+    assert F.table(sw)["baseline"].tolist() == ["", "← the profile's width, trained 12 epochs (the zoo: 60)"]
+    assert "ours" not in F.table(sw)
