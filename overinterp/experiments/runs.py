@@ -40,7 +40,7 @@ __all__ = ["model_config", "model_key", "trained_model", "zoo", "named", "select
            "ensembles", "accuracies", "accuracy_table", "mean_std", "model_stats", "zoo_table", "beside_paper",
            "CONFIDENT", "zoo_histories", "training_values", "zoo_values", "zoo_accuracy", "zoo_paper_rows",
            "accuracy_values", "backselect_model", "backselect_set", "confident", "confident_selection",
-           "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED", "correct", "sis_sizes_by_replicate", "pooled"]
+           "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED", "correct", "sis_sizes_by_replicate", "pooled", "empty_values"]
 
 SUBSET_SEED = 0  # the random 5% subsets: the same for every model (paper 4.2)
 CONFIDENT = "confident test images (%)"  # model_stats: share of test images at confidence >= the threshold
@@ -333,6 +333,16 @@ def sis_sizes_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
             reps.append(np.asarray(sis_fractions(find_sis(res[idx], tau)), dtype=np.float64))
         out[ARCH_NAMES.get(a, a)] = reps
     return out
+
+
+def empty_values(by_replicate: dict[str, list]) -> dict:
+    """Chapter 3's prose on empty SIS (size 0: the fully masked image alone reaches tau, so the
+    decision needs no pixel of the image): the range over architectures of the share (%) of images
+    with an SIS whose SIS is empty, pooled over replicates."""
+    shares = [100 * float(np.mean(v[~np.isnan(v)] == 0)) for v in pooled(by_replicate).values()
+              if (~np.isnan(v)).any()]
+    lo, hi = (min(shares), max(shares)) if shares else (np.nan, np.nan)
+    return {"sis_empty_min": f"{lo:.0f}", "sis_empty_max": f"{hi:.0f}"}
 
 
 def pooled(by_replicate: dict[str, list]) -> dict[str, np.ndarray]:
