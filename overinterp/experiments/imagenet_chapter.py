@@ -148,9 +148,14 @@ def examples(s: Sample, sel: Selected):
 def heatmap(sel: Selected, taus, band: torch.Tensor):
     """Figure 4: the frequency of SIS pixel locations, one panel per threshold with at least one SIS."""
     sis, masks = sel.sis, sel.masks
-    freqs = {f"τ = {t:g} ({int((sis[t].size >= 0).sum())} image(s))": I.frequency(masks[t][sis[t].size.cpu() >= 0])
+    freqs = {f"τ = {t:g} ({count(int((sis[t].size >= 0).sum()), 'image')})": I.frequency(masks[t][sis[t].size.cpu() >= 0])
              for t in taus if len(sis) and int((sis[t].size >= 0).sum())}
     return I.heatmap_figure(freqs, band) if freqs else _empty("no SIS at these thresholds")
+
+
+def count(n: int, noun: str) -> str:
+    """'1 image', '3 images'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def table_values(table: pd.DataFrame, tau: float, border: float, area: float) -> dict[str, str]:
@@ -158,9 +163,9 @@ def table_values(table: pd.DataFrame, tau: float, border: float, area: float) ->
     with an SIS at ``tau`` and their median size, and the range of sizes over all thresholds."""
     at_tau = table[table["tau"] == tau]
     return {"band_pct": f"{100 * border:g}%", "band_area": f"{100 * area:.1f}%", "n_tau": len(at_tau),
-            "size_tau": f"{at_tau['SIS size (%)'].median():.1f}%" if len(at_tau) else "—",
+            "size_tau": f"{at_tau['SIS size (%)'].median():.1f}%" if len(at_tau) else "not defined (no SIS)",
             "size_all": (f"{table['SIS size (%)'].min():.1f}–{table['SIS size (%)'].max():.1f}%"
-                         if len(table) else "—")}
+                         if len(table) else "nothing (no SIS at any threshold)")}
 
 
 def verdict(table: pd.DataFrame, tau: float, area: float, min_images: int) -> Verdict:
@@ -198,7 +203,7 @@ def cost(net: nn.Module, images: torch.Tensor, model: str, cfg, device) -> tuple
     inc_min = table.loc[table["model"].str.startswith("Inception"), minutes].iloc[0]
     table["model"] = "ours: " + table["model"]
     values = {"paper_lo": p["minutes"][0], "paper_hi": p["minutes"][1], "inc_min": f"{inc_min:.0f}", "eff_min": f"{table[minutes].iloc[0]:.0f}",
-              "timing": f"{cfg.timing_steps} step(s) on {n_t} image(s)"}
+              "timing": f"{count(cfg.timing_steps, 'step')} on {count(n_t, 'image')}"}
     shown = pd.concat([table.assign(**{"s per image-step": table["s per image-step"].round(3),
                                        minutes: table[minutes].round(1)}), pd.DataFrame([paper_row])],
                       ignore_index=True)
