@@ -441,13 +441,29 @@ def imputed_verdict(run, controls: pd.DataFrame) -> verdicts.Verdict:
 # ----------------------------------------------------------------------------- display and the closing table
 
 def table(sweep: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
-    """A sweep for display: one row per (setting, sample), measures rounded, verdicts beside them
-    (in words)."""
-    drop = ["factor", "value", "paper", "sample size"] + (["sample"] if sweep["sample"].nunique() == 1 else [])
-    out = sweep.drop(columns=drop, errors="ignore").set_index("setting")
+    """A sweep for display, one column per (setting, sample) and one row per measure, so that it
+    fits the page: numbers rounded, outcomes in words, "—" where a measure is undefined (no
+    confident image, or subsets no better than random); the column of the profile's setting is
+    marked "← profile" (or says what it is, where it is not the profile's own model)."""
+    drop = ["factor", "value", "paper", "sample size"]
+    out = sweep.drop(columns=drop, errors="ignore").reset_index(drop=True)
     ours = out.pop("ours") if "ours" in out else pd.Series("ours", index=out.index)
-    out["baseline"] = [("← profile" if o == "ours" else f"← {o}") if b else "" for b, o in zip(out["baseline"], ours)]
-    return out.round(digits)
+    one_sample = "sample" not in out or out["sample"].nunique() == 1
+    names = []
+    for (_, r), o in zip(out.iterrows(), ours):
+        name = str(r["setting"]) + ("" if one_sample else f" ({r['sample']})")
+        names.append(name + (("  ← profile" if o == "ours" else f"  ← {o}") if r["baseline"] else ""))
+    out = out.drop(columns=["setting", "sample", "baseline"], errors="ignore")
+    out.index = names
+
+    def show(v):
+        if isinstance(v, (bool, np.bool_)):
+            return "yes" if v else "no"
+        if isinstance(v, (float, np.floating)):
+            return "—" if math.isnan(v) else f"{v:.{digits}f}"
+        return v
+
+    return out.map(show).T
 
 
 def sentences(table: pd.DataFrame):
