@@ -76,3 +76,11 @@ def test_make_run_names_a_bad_parameter():
     with pytest.raises(ValueError, match="parameter profile='huge' is not valid; valid values: tiny, quick"):
         make_run(profile="huge")
     assert make_run(profile="tiny", device="cpu").profile.name == "tiny"
+
+
+def test_the_deviations_box_is_collapsed_and_links_to_the_full_list_when_asked():
+    from overinterp.config.profiles import deviations_box
+    box = deviations_box(["a", "b"])
+    assert box.startswith(":::{admonition} Deviations from the paper's protocol in this chapter (2)\n:class: dropdown\n")
+    assert "- a\n- b" in box and "{ref}`deviations`" in box and box.endswith(":::")
+    assert "{ref}" not in deviations_box(["a"], "T", link=False) and deviations_box(["a"], "T", link=False).endswith("- a\n:::")

@@ -27,7 +27,7 @@ from overinterp.engine.backselect import BackSelectConfig
 from overinterp.zoo.train import TrainConfig
 
 __all__ = ["TrainConfig", "FactorConfig", "RobustConfig", "MitigationConfig", "ImageNetConfig", "SharedInterestConfig",
-           "InputReductionConfig", "BayesTrExConfig", "Profile", "PROFILES", "profiles_table", "get_profile",
+           "InputReductionConfig", "BayesTrExConfig", "Profile", "PROFILES", "deviations_box", "profiles_table", "get_profile",
            "default_profile"]
 
 
@@ -321,6 +321,15 @@ PROFILES = {p.name: p for p in [
         replicates=5, train=TrainConfig(epochs=200),
         backselect=BackSelectConfig("exact"), sis_images=100),
 ]}
+
+
+def deviations_box(devs: list[str], title: str = "Deviations from the paper's protocol in this chapter",
+                   link: bool = True) -> str:
+    """A collapsed MyST box (click to open) listing ``devs``; with ``link``, a link to the
+    introduction's full list of the profile's deviations (its ``(deviations)=`` label)."""
+    listed = "\n".join(f"- {d}" for d in devs)
+    more = "\n\nEvery deviation of this profile, by topic: {ref}`deviations` in the introduction." if link else ""
+    return f":::{{admonition}} {title} ({len(devs)})\n:class: dropdown\n{listed}{more}\n:::"
 
 
 def profiles_table():

@@ -24,6 +24,7 @@ from overinterp.engine.sis import find_sis
 from overinterp.experiments import imagenet as I
 from overinterp.experiments import runs as A
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
+from overinterp.config.profiles import deviations_box
 from overinterp.paper.verdicts import Verdict
 
 __all__ = ["thresholds", "deviations_note", "setup_values", "Sample", "sample", "photo_table", "Selected", "select",
@@ -41,9 +42,10 @@ def _source(imagenet_dir) -> str:
 
 
 def deviations_note(cfg, model: str, imagenet_dir) -> str:
-    """A MyST note listing :func:`overinterp.experiments.imagenet.deviations` ('' if there are none)."""
-    devs = "".join(f"\n- {d}" for d in I.deviations(cfg, model, _source(imagenet_dir)))
-    return f":::{{note}}\n**Deviations from the paper's protocol (4.1.1, S5) in this chapter:**{devs}\n:::" if devs else ""
+    """A collapsed box listing :func:`overinterp.experiments.imagenet.deviations` ('' if there are none)."""
+    devs = I.deviations(cfg, model, _source(imagenet_dir))
+    return deviations_box(devs, "Deviations from the paper's protocol (4.1.1, S5) in this chapter",
+                                     link=False) if devs else ""
 
 
 def setup_values(run, p, taus) -> dict:
@@ -53,7 +55,8 @@ def setup_values(run, p, taus) -> dict:
     size = spec["size"]
     return {"model_name": spec["name"], "size": f"{size}×{size}", "tau": f"{float(p.tau):g}",
             "taus": ", ".join(f"{t:g}" for t in taus), "method": cfg.backselect.describe(),
-            "min_conf": f"{cfg.min_confidence:g}", "n_max": cfg.images, "who": f"{spec['name']}, {run.label}",
+            "min_conf": f"{cfg.min_confidence:g}", "n_max": cfg.images,
+            "who": f"{spec['name']}, ours ({run.profile.name} profile, {run.device.type})",
             "exact_forwards": f"{size * size * (size * size + 1) // 2:,}"}
 
 

@@ -20,6 +20,7 @@ import json
 
 from overinterp.config.chapters import chapter_config, resolve
 from overinterp.config.context import make_run
+from overinterp.config.profiles import deviations_box
 from overinterp.paper import verdicts as V
 
 __all__ = ["setup", "deviations_box", "deviations_table", "glue_all", "figure", "record"]
@@ -46,13 +47,6 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
         glue("run_profile", run.profile.name, display=False)
         glue("run_device", run.device.type, display=False)
     return run, params
-
-
-def deviations_box(devs: list[str], title: str = "Deviations from the paper's protocol in this chapter") -> str:
-    """A collapsed box (click to open) listing ``devs``, with a link to the introduction's full list."""
-    listed = "\n".join(f"- {d}" for d in devs)
-    return (f":::{{admonition}} {title} ({len(devs)})\n:class: dropdown\n{listed}\n\n"
-            "Every deviation of this profile, by topic: {ref}`deviations` in the introduction.\n:::")
 
 
 def deviations_table(run):
