@@ -106,8 +106,11 @@ def test_nan_or_none_in_a_table_cell_fails(tmp_path):
     page(tmp_path / "bad", "<table><tr><th>model</th><th>acc</th><th>ci</th></tr>"
                            "<tr><td>ResNet20</td><td>nan</td><td>NaN – 0.91</td></tr><tr><td>VGG</td><td>None</td>"
                            "<td>None of the runs</td></tr></table>")
-    assert [d.detail for d in A.audit(tmp_path / "bad")] == ["table cell “nan”", "table cell “NaN – 0.91”",
-                                                             "table cell “None”"]
+    head = "model acc ci"
+    assert [d.detail for d in A.audit(tmp_path / "bad")] == [
+        f"“nan” in column “acc”, row “ResNet20” of table “{head}”",
+        f"“NaN – 0.91” in column “ci”, row “ResNet20” of table “{head}”",
+        f"“None” in column “acc”, row “VGG” of table “{head}”"]
     page(tmp_path / "good", "<table><tr><td>nano</td><td>0.91</td><td>—</td><td>none</td></tr></table>")
     assert kinds(tmp_path / "good") == []
 
@@ -164,6 +167,13 @@ def test_a_figure_png_without_font_record_is_reported_unmeasured(tmp_path):
     assert kinds(tmp_path) == ["unmeasured"]
 
 
+def test_only_the_books_own_pages_are_audited(tmp_path):
+    for name in ("genindex.html", "search.html", "_static/x.html", "book/01_a.html"):
+        page(tmp_path / Path(name).parent, "<p>x</p>", Path(name).name)
+    (tmp_path / "index.html").write_text('<meta http-equiv="Refresh" content="0; url=book/01_a.html" />')
+    assert [p.relative_to(tmp_path).as_posix() for p in A.pages(tmp_path)] == ["book/01_a.html"]
+
+
 @needs_chromium
 def test_command_line_prints_defects_and_exits_1_only_when_there_are_any(tmp_path):
     page(tmp_path / "bad", "<table><tr><td>nan</td></tr></table>")
@@ -171,7 +181,7 @@ def test_command_line_prints_defects_and_exits_1_only_when_there_are_any(tmp_pat
     run = [sys.executable, "-m", "overinterp.pages.audit"]
     bad = subprocess.run(run + [str(tmp_path / "bad")], capture_output=True, text=True)
     good = subprocess.run(run + [str(tmp_path / "good")], capture_output=True, text=True)
-    assert (bad.returncode, bad.stdout.strip()) == (1, "p.html: nan: table cell “nan”")
+    assert (bad.returncode, bad.stdout.strip()) == (1, "p.html: nan: “nan” in column “”, row “nan” of table “nan”")
     assert (good.returncode, good.stdout.strip()) == (0, "no defects")
 
 

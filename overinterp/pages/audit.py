@@ -48,7 +48,7 @@ PROBE = """<script>window.addEventListener("load", () => setTimeout(() => {
   document.querySelectorAll("details").forEach((d) => { d.open = true; });
   const col = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
   const cs = getComputedStyle(col), width = col.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
-  const label = (e) => e.textContent.replace(/\\s+/g, " ").trim().slice(0, 70);
+  const label = (e) => (e.innerText || e.textContent).replace(/\\s+/g, " ").trim().slice(0, 70);
   const wide = [...col.querySelectorAll("table, pre, div.cell_output")].filter((e) => e.scrollWidth > width + 1);
   const text = col.cloneNode(true);
   text.querySelectorAll(".cell_input, script, style").forEach((e) => e.remove());
@@ -57,7 +57,10 @@ PROBE = """<script>window.addEventListener("load", () => setTimeout(() => {
   out.textContent = JSON.stringify({window: window.innerWidth, column: width, text: text.textContent,
     overflow: wide.filter((e) => !wide.some((o) => o !== e && o.contains(e)))
                   .map((e) => ({tag: e.tagName.toLowerCase(), width: e.scrollWidth, label: label(e)})),
-    cells: [...col.querySelectorAll("td, th")].map((c) => c.textContent.trim()),
+    cells: [...col.querySelectorAll("td, th")].map((c) => {
+      const t = c.closest("table"), r = c.closest("tr"), head = t.querySelector("tr");
+      return {text: c.textContent.trim(), row: label(r.children[0]), table: label(t.querySelector("caption") || head),
+              column: head && head !== r ? label(head.children[c.cellIndex] || head) : ""}; }),
     images: [...col.querySelectorAll("img")].map((i) => ({src: i.currentSrc, width: i.getBoundingClientRect().width,
       caption: label(i.closest("figure")?.querySelector("figcaption") || i)}))});
   document.body.appendChild(out);
@@ -142,7 +145,8 @@ def _check(name: str, seen: dict) -> list[Defect]:
     for m in REPRS.finditer(seen["text"]):
         context = " ".join(seen["text"][max(0, m.start() - 30):m.end() + 50].split())
         out.append(Defect(name, "repr", f"{m.group(0)!r} in “{context}”"))
-    out += [Defect(name, "nan", f"table cell “{c[:70]}”") for c in seen["cells"] if NAN_CELL.search(c)]
+    out += [Defect(name, "nan", f"“{c['text'][:70]}” in column “{c['column']}”, row “{c['row']}” of table "
+                   f"“{c['table']}”") for c in seen["cells"] if NAN_CELL.search(c["text"])]
     out += [Defect(name, "overflow", f"{o['tag']} {o['width']} px wide in a {seen['column']:.0f} px column: "
                    f"“{o['label']}”") for o in seen["overflow"]]
     for img in seen["images"]:
@@ -163,9 +167,10 @@ def _check(name: str, seen: dict) -> list[Defect]:
 
 
 def pages(html_dir: Path) -> list[Path]:
-    """The book's pages under ``html_dir``: not Sphinx's index, search or ``_``-folders."""
+    """The book's pages under ``html_dir``: not Sphinx's index, search, ``_``-folders or redirects."""
     return sorted(p for p in Path(html_dir).rglob("*.html")
-                  if p.name not in SKIP and not any(part.startswith("_") for part in p.relative_to(html_dir).parts))
+                  if p.name not in SKIP and not any(part.startswith("_") for part in p.relative_to(html_dir).parts)
+                  and not re.search(r'http-equiv="refresh"', p.read_text(encoding="utf-8")[:2000], re.I))
 
 
 def audit(html_dir: Path) -> list[Defect]:
