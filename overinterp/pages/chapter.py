@@ -11,7 +11,7 @@ used with the profile's deviations from the paper's protocol:
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
+from IPython.display import Image, Markdown, display
 from myst_nb import glue
 
 import dataclasses
@@ -21,6 +21,7 @@ import json
 from overinterp.config.chapters import chapter_config, resolve
 from overinterp.config.context import make_run
 from overinterp.config.profiles import deviations_box
+from overinterp.pages.audit import figure_png
 from overinterp.paper import verdicts as V
 
 __all__ = ["setup", "deviations_box", "deviations_table", "glue_all", "figure", "record"]
@@ -66,9 +67,11 @@ def glue_all(values: dict) -> None:
 
 
 def figure(name: str, fig) -> None:
-    """Glue a matplotlib figure for a captioned ``{glue:figure}`` in the prose, without showing it here."""
+    """Glue a matplotlib figure for a captioned ``{glue:figure}`` in the prose, without showing it here:
+    its PNG carries the smallest font size it draws and its dpi, which :mod:`overinterp.pages.audit`
+    turns into the smallest text's size at page width (:func:`overinterp.pages.audit.figure_png`)."""
     fig = getattr(fig, "figure", fig)  # an Axes gives its figure
-    glue(name, fig, display=False)
+    glue(name, Image(data=figure_png(fig)), display=False)
     plt.close(fig)
 
 
