@@ -201,3 +201,18 @@ def test_the_tiny_book_has_no_page_defects(tiny_book):
     assert len(A.pages(tiny_book)) >= 16
     defects = A.audit(tiny_book)
     assert not defects, "\n".join(map(str, defects))
+
+
+def test_tables_show_an_undefined_value_as_a_dash_not_nan():
+    import numpy as np
+    import pandas as pd
+    from overinterp.pages.chapter import table_html
+    html = table_html(pd.DataFrame({"mean": [1.5, np.nan], "n": [3, None]}, index=["a", "b"]))
+    assert "NaN" not in html and "None" not in html and html.count("<td>—</td>") == 2 and "<td>1.5</td>" in html
+
+
+def test_text_pt_keeps_text_at_least_the_asked_pixels_on_the_page():
+    from overinterp.pages.plots import PAGE_PX, text_pt
+    assert text_pt(5.0) == pytest.approx(9 * 72 / 100)                  # 500 px: shown at its own size
+    wide = text_pt(13.0)                                               # 1300 px: shrunk to the page
+    assert wide * 100 / 72 * PAGE_PX / 1300 == pytest.approx(9.0) and wide > text_pt(5.0)

@@ -35,7 +35,7 @@ from overinterp.config.profiles import default_profile
 
 ROOT = Path(__file__).resolve().parents[2]
 # copied into the stage as they are; MathJax 3 (`make mathjax`) is served as _static/mathjax/es5/
-STATIC = ["_config.yml", "_toc.yml", "book/references.bib", ".mathjax/node_modules/mathjax/es5"]
+STATIC = ["_config.yml", "_toc.yml", "book/references.bib", "book/_static", ".mathjax/node_modules/mathjax/es5"]
 EDITIONS = ROOT / "editions"
 
 __all__ = ["chapters", "write_parameters", "execute", "save_edition", "editions",

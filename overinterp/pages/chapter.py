@@ -24,7 +24,8 @@ from overinterp.config.profiles import deviations_box
 from overinterp.pages.audit import figure_png
 from overinterp.paper import verdicts as V
 
-__all__ = ["setup", "deviations_box", "deviations_table", "glue_all", "figure", "record"]
+__all__ = ["setup", "deviations_box", "deviations_table", "table_html", "show_tables_without_nan", "glue_all",
+           "figure", "record"]
 
 
 def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), show: bool = True,
@@ -34,6 +35,7 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
     resolved against the profile (:func:`overinterp.config.chapters.resolve`). With ``show``, glue
     the run and show it in a box with the profile's deviations from the paper's protocol on the
     ``deviations`` topics (:meth:`overinterp.config.profiles.Profile.deviations`)."""
+    show_tables_without_nan()
     cls = chapter_config(chapter)
     given = {f.name: namespace[f.name] for f in dataclasses.fields(cls) if f.name in (namespace or {})}
     params = cls(**{**given, **values})
@@ -58,6 +60,23 @@ def deviations_table(run):
               "retraining": "retraining"}
     rows = [{"topic": name, "deviation": d} for t, name in topics.items() for d in run.profile.deviations(t)]
     return pd.DataFrame(rows).drop_duplicates("deviation").set_index("topic") if rows else None
+
+
+def table_html(df) -> str:
+    """A DataFrame as the notebook shows it, with an undefined value (NaN) written "—"."""
+    return df.to_html(na_rep="—", notebook=True, border=0, max_rows=60, max_cols=30)
+
+
+def show_tables_without_nan() -> None:
+    """Make this kernel show every DataFrame through :func:`table_html`, so that no page prints
+    "NaN" for a value that does not exist (a measure undefined for a model, a paper's number we do
+    not have); no-op outside IPython."""
+    import pandas as pd
+    try:
+        ip = get_ipython()  # noqa: F821  (defined in IPython kernels)
+    except NameError:
+        return
+    ip.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
 
 
 def glue_all(values: dict) -> None:
