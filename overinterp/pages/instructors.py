@@ -111,14 +111,19 @@ def table(bench: dict | None) -> str:
 
 def values(bench: dict | None) -> dict:
     """Glue values of the page: ``times_measured``, where, when and at which profile the times were
-    measured and how long the whole book took, and ``pack_measured``, the pack's size and chapter 04's
-    time after unpacking it; each says "not measured yet" without ``bench``."""
+    measured and how long the whole book took, ``validated``, chapter 04 measured alone from an empty
+    store beside its upper bound (where ``bench_chapters.py --validate`` ran), and ``pack_measured``,
+    the pack's size and chapter 04's time after unpacking it; each says "not measured" without ``bench``."""
     if not bench:
-        return {"times_measured": "Not measured yet (see the note below the table)", "pack_measured": "not measured yet"}
-    pack = bench.get("pack") or {}
+        return {"times_measured": "Not measured yet (see the note below the table)", "pack_measured": "not measured yet",
+                "validated": "No chapter has been measured alone from an empty store beside its bound yet."}
+    pack, check = bench.get("pack") or {}, bench.get("validate")
+    validated = (f"Measured once to check the bound: chapter {check['chapter'][:2]} alone from an empty store took "
+                 f"{_seconds(check['seconds_from_empty'])}, against its upper bound of {_seconds(check['upper_bound'])}."
+                 if check else "No chapter has been measured alone from an empty store beside its bound yet.")
     times = (f"Measured at the `{bench['profile']}` profile on {bench['device']} ({bench['date']}); the whole book, "
              f"executed in order from an empty store, took {_seconds(bench['full_build_seconds'])}")
     packed = (f"{pack['bytes'] / 2**20:.1f} MiB ({pack['files']} files); unpacking it into an empty store took "
               f"{_seconds(pack['unpack_seconds'])}, and chapter {pack['chapter'][:2]} then ran alone in "
               f"{_seconds(pack['chapter_seconds_after_unpack'])}") if pack else "not measured yet"
-    return {"times_measured": times, "pack_measured": packed}
+    return {"times_measured": times, "pack_measured": packed, "validated": validated}
