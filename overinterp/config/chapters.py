@@ -168,13 +168,21 @@ class BayesTrEx(RunConfig):
     n_show: int = param(8, "samples shown per target")
 
 
+@dataclass(frozen=True)
+class Instructors(BenchmarkResults):
+    """The appendix for instructors: reads the run times of benchmarks/bench_chapters.py."""
+    results: str = param("benchmarks/results", "folder of the benchmark results, from the repository root",
+                         check="path")
+    times: str = param("chapters-quick-cpu.json", "run-time file of benchmarks/bench_chapters.py in `results`")
+
+
 #: notebook stem -> its parameters
 CHAPTERS = {
     "01_introduction": Introduction, "02_model_zoo": ModelZoo, "03_sis": SIS, "04_pixel_subsets": PixelSubsets,
     "05_retraining": Retraining, "06_why": Why, "07_humans": Humans, "08_sis_accuracy": SISAccuracy,
     "09_robust": Robust, "10_ensembles": Ensembles, "11_input_dropout": InputDropout, "12_imagenet": ImageNet,
     "13_speed": Speed, "14_shared_interest": SharedInterest, "15_input_reduction": InputReduction,
-    "16_bayes_trex": BayesTrEx,
+    "16_bayes_trex": BayesTrEx, "17_instructors": Instructors,
 }
 
 
