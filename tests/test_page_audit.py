@@ -216,3 +216,18 @@ def test_text_pt_keeps_text_at_least_the_asked_pixels_on_the_page():
     assert text_pt(5.0) == pytest.approx(9 * 72 / 100)                  # 500 px: shown at its own size
     wide = text_pt(13.0)                                               # 1300 px: shrunk to the page
     assert wide * 100 / 72 * PAGE_PX / 1300 == pytest.approx(9.0) and wide > text_pt(5.0)
+
+
+def test_captioned_tables_are_numbered_per_chapter_and_show_no_nan():
+    import numpy as np
+    import pandas as pd
+    from overinterp.pages import chapter as C
+    from overinterp.paper import verdicts as V
+    C._TABLES.update(chapter=4, count=0)
+    first = C.captioned(pd.DataFrame({"x": [1.234, np.nan], "w": ["a", None]}), "Two rows.").to_html()
+    assert "<caption>Table 4.1. Two rows.</caption>" in first and ">1.23<" in first
+    assert "nan" not in first.lower().replace("na_rep", "") and first.count(">—<") == 2
+    v = V.subsets_accurate(full={"m": [np.ones(20)]}, bs={"m": [np.ones(20)]})
+    second = C.verdict_table(v).to_html()
+    assert "<caption>Table 4.2. The numbers behind the verdict (holds): per row, drop (points)" in second
+    assert 'id="T_t4-2"' in second                                     # a fixed id: the same page on every build

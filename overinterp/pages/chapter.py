@@ -24,8 +24,8 @@ from overinterp.config.profiles import deviations_box
 from overinterp.pages.audit import figure_png
 from overinterp.paper import verdicts as V
 
-__all__ = ["setup", "deviations_box", "deviations_table", "table_html", "show_tables_without_nan", "glue_all",
-           "figure", "record"]
+__all__ = ["setup", "deviations_box", "deviations_table", "captioned", "verdict_table", "table_html",
+           "show_tables_without_nan", "glue_all", "figure", "record"]
 
 
 def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), show: bool = True,
@@ -36,6 +36,7 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
     the run and show it in a box with the profile's deviations from the paper's protocol on the
     ``deviations`` topics (:meth:`overinterp.config.profiles.Profile.deviations`)."""
     show_tables_without_nan()
+    _TABLES.update(chapter=int(chapter[:2]) if chapter[:2].isdigit() else 0, count=0)
     cls = chapter_config(chapter)
     given = {f.name: namespace[f.name] for f in dataclasses.fields(cls) if f.name in (namespace or {})}
     params = cls(**{**given, **values})
@@ -60,6 +61,28 @@ def deviations_table(run):
               "retraining": "retraining"}
     rows = [{"topic": name, "deviation": d} for t, name in topics.items() for d in run.profile.deviations(t)]
     return pd.DataFrame(rows).drop_duplicates("deviation").set_index("topic") if rows else None
+
+
+_TABLES = {"chapter": 0, "count": 0}   # the chapter being executed (set by setup) and its tables so far
+
+
+def captioned(df, caption: str, digits: int = 2):
+    """``df`` shown with a numbered caption above it, "Table <chapter>.<k>. <caption>" (numbered in the
+    order the chapter shows its tables), numbers to ``digits`` decimals and "—" for an undefined value."""
+    _TABLES["count"] += 1
+    label = f"{_TABLES['chapter']}.{_TABLES['count']}" if _TABLES["chapter"] else str(_TABLES["count"])
+    num = df.select_dtypes("number").columns
+    return (df.style.format(precision=digits, na_rep="—", subset=list(num)).format(na_rep="—", subset=[
+        c for c in df.columns if c not in num]).set_caption(f"Table {label}. {caption}")
+            .set_uuid(f"t{label.replace('.', '-')}").set_table_attributes('class="dataframe"'))
+
+
+def verdict_table(verdict, digits: int = 2):
+    """:func:`captioned` table of a verdict's numbers, with a caption saying what they are."""
+    cols = list(verdict.numbers.columns)
+    measure = cols[cols.index("95% low") - 1] if "95% low" in cols else "the measures"
+    return captioned(verdict.numbers, f"The numbers behind the verdict ({verdict.word}): per row, {measure}, its 95% "
+                                  "interval, the margin where the claim holds and the outcome.", digits)
 
 
 def table_html(df) -> str:
