@@ -187,22 +187,6 @@ def test_command_line_prints_defects_and_exits_1_only_when_there_are_any(tmp_pat
 
 # --- the whole tiny book ------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def tiny_book(tmp_path_factory):
-    from overinterp.pages.build import build
-    out = tmp_path_factory.mktemp("book")
-    build({"dataset": "fashion-mnist", "profile": "tiny", "device": "cpu", "seed": 0}, out=out)
-    return out / "html"
-
-
-@pytest.mark.skip(reason="enabled once issue 21's defects are fixed")
-@needs_chromium
-def test_the_tiny_book_has_no_page_defects(tiny_book):
-    assert len(A.pages(tiny_book)) >= 16
-    defects = A.audit(tiny_book)
-    assert not defects, "\n".join(map(str, defects))
-
-
 def test_tables_show_an_undefined_value_as_a_dash_not_nan():
     import numpy as np
     import pandas as pd
