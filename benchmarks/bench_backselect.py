@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from overinterp.engine.backselect import DEFAULT_CHUNK, DEFAULT_M, _n_evals, apply_keep, backselect
-from overinterp.zoo.models import build_model
+from overinterp.zoo.models import fuse_conv_bn, build_model
 from overinterp.engine.sis import class_probability, find_sis, pixel_subset, random_subset
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -117,18 +117,21 @@ def efficiency(cases, device, a) -> dict:
     for name, arch, shape, width in cases:
         torch.manual_seed(0)
         model = build_model(arch, shape[0], 10, width).to(device).eval()
-        sweep = {f"{'cl' if cl else 'nchw'}-{b}": plain_rate(model, shape, b, cl, device, a.seconds / 2)
+        folded = fuse_conv_bn(model)   # plain inference of the same folded model the engine evaluates (its default)
+        sweep = {f"{'cl' if cl else 'nchw'}-{b}": plain_rate(folded, shape, b, cl, device, a.seconds / 2)
                  for b in a.batches for cl in (False, True)}
         best = max(sweep, key=sweep.get)
         cl, bs = best.startswith("cl"), int(best.split("-")[1])
         images = torch.randn(a.eff_images, *shape, device=device)
         rounds = []
         for _ in range(a.rounds):  # alternate, so both see the same contention
-            plain = plain_rate(model, shape, bs, cl, device, a.seconds)
+            plain = plain_rate(folded, shape, bs, cl, device, a.seconds)
             eng = engine_rate(model, images, a.steps, device)
             rounds.append({"plain_img_s": round(plain, 1), "engine_evals_s": round(eng, 1), "ratio": round(eng / plain, 3)})
         out[name] = {"arch": arch, "shape": list(shape), "width": width, "plain_sweep_img_s": {k: round(v, 1) for k, v in sweep.items()},
-                     "best_plain_config": best, "engine_config": {"chunk_size": DEFAULT_CHUNK[device.type], "channels_last": True},
+                     "best_plain_config": best, "engine_config": {"chunk_size": DEFAULT_CHUNK[device.type], "channels_last": True,
+                                                                      "fuse": True},
+                     "plain_model": "batch norms folded into the convolutions, as the engine's",
                      "images": a.eff_images, "steps_timed": a.steps, "rounds": rounds,
                      "ratio_median": statistics.median(r["ratio"] for r in rounds),
                      "ratio_of_bests": round(max(r["engine_evals_s"] for r in rounds) / max(max(r["plain_img_s"] for r in rounds), sweep[best]), 3),
@@ -227,7 +230,7 @@ def fidelity(device, a) -> dict:
     # the model's source, and its artifact key: a chapter that reads this file can tell whether it is its own model
     out = {"source": {"dataset": "fashion-mnist", "arch": a.arch, "profile": a.profile, "seed": 0,
                       "key": model_key("fashion-mnist", a.arch, a.profile, 0)},
-           "shape": list(images.shape[1:]), "block": a.block, "selection": sel.key(),
+           "shape": list(images.shape[1:]), "block": a.block, "fuse": True, "selection": sel.key(),
            "test_acc": getattr(model, "info", {}).get("test_acc"), "images": a.images,
            "full_images": {"acc": (pred == labels).float().mean().item(), "confidence": conf.mean().item()},
            "test_share_float32_softmax_exactly_1": (all_conf == 1.0).float().mean().item(),

@@ -25,6 +25,12 @@ computes it again.
 SHA-256, the profile, the library and artifact versions, the commit); :func:`unpack` checks
 all of it in a temporary folder beside the store before moving any file into place.
 
+**Access log.** When ``$OVERINTERP_STORE_LOG`` names a file, every :meth:`Store.load` and
+:meth:`Store.save` appends one JSON line to it (:func:`log_access`: the event -- ``save``, ``load``
+or ``miss`` for a load that found nothing --, the kind, the key folder ``kind/key``, the file name,
+the time and ``$OVERINTERP_CHAPTER``, which the book build sets to each chapter's notebook stem).
+``benchmarks/bench_chapters.py`` reads it to find which chapter's results each chapter loads.
+
     store = Store()
     cfg = {"arch": "resnet20", "seed": 0, ...}
     obj = store.load("model", cfg)        # None when absent
@@ -49,7 +55,11 @@ from typing import Any, Callable
 import torch
 
 __all__ = ["Store", "ArtifactMismatch", "CorruptArtifact", "PackError", "VERSIONS", "config_key", "atomic_write",
-           "atomic_save", "to_plain", "code_version", "sha256", "pack", "unpack", "library_versions"]
+           "atomic_save", "to_plain", "code_version", "sha256", "pack", "unpack", "library_versions", "log_access",
+           "LOG_ENV", "CHAPTER_ENV"]
+
+#: the environment variables of the access log: the file it appends to, and the chapter running
+LOG_ENV, CHAPTER_ENV = "OVERINTERP_STORE_LOG", "OVERINTERP_CHAPTER"
 
 #: Code version of each artifact kind, part of its key. Bump a kind when its results change.
 VERSIONS = {
@@ -218,6 +228,7 @@ class Store:
         d = self.check(kind, config)
         f = atomic_save({**self.versioned(kind, config), "code_version": code_version(), "payload": payload}, d / name)
         record_checksum(f)
+        log_access("save", self.root, f)
         return f
 
     def load(self, kind: str, config: Any, name: str = "result.pt", map_location: str = "cpu") -> Any:
@@ -225,7 +236,9 @@ class Store:
         :class:`CorruptArtifact` on a damaged file (with ``repair``: moves it aside, returns ``None``)."""
         f = self.dir(kind, config) / name
         if not f.exists():
+            log_access("miss", self.root, f)
             return None
+        log_access("load", self.root, f)
         want = self.versioned(kind, config)
         try:
             blob = read_verified(f, map_location)
@@ -297,6 +310,21 @@ class Store:
                 if self.repair:
                     self.set_aside(f, why)
         return bad
+
+
+def log_access(event: str, root: Path, f: Path) -> None:
+    """Append ``{"event", "kind", "key", "name", "chapter", "time"}`` as one JSON line to the file
+    ``$OVERINTERP_STORE_LOG`` names (nothing when it is unset): ``f`` is ``root/kind/key/name``, ``key``
+    is written ``kind/key``, ``chapter`` is ``$OVERINTERP_CHAPTER`` (None outside the book build).
+    One ``write`` of one line in append mode, so processes sharing the log do not interleave lines."""
+    log = os.environ.get(LOG_ENV)
+    if not log:
+        return
+    kind, key, name = Path(f).relative_to(root).parts[-3:]
+    line = json.dumps({"event": event, "kind": kind, "key": f"{kind}/{key}", "name": name,
+                       "chapter": os.environ.get(CHAPTER_ENV) or None, "time": round(time.time(), 3)})
+    with open(log, "a") as fh:
+        fh.write(line + "\n")
 
 
 def checksum_file(f: Path) -> Path:

@@ -1,6 +1,7 @@
 """The book executes under the tiny profile and renders pages with their figures and tables."""
 import json
 import re
+import shutil
 
 import papermill as pm
 import pytest
@@ -44,6 +45,17 @@ def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("book")
     timings = build({"dataset": "fashion-mnist", "profile": "tiny", "device": "cpu", "seed": 0}, out=out)
     return out, timings
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="needs a headless chromium")
+def test_the_rendered_pages_have_no_defect_a_reader_would_meet(built):
+    """Issue 21's acceptance: no raw repr, no NaN in a table, nothing wider than the content column and no
+    figure text under 8 px at page width, on every page of the tiny book (overinterp.pages.audit)."""
+    from overinterp.pages import audit as A
+    out, _ = built
+    assert len(A.pages(out / "html")) >= len(chapters())
+    defects = A.audit(out / "html")
+    assert not defects, "\n".join(map(str, defects))
 
 
 def test_every_chapter_executes_and_renders_with_its_figures_and_tables(built):

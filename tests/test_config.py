@@ -47,8 +47,10 @@ def test_a_results_folder_is_read_from_the_repository_root():
 def test_the_parameters_cell_lists_each_field_with_its_default_and_help():
     cell = parameters_cell(Toy)
     lines = cell.splitlines()
-    assert [l.split(" = ")[0] for l in lines] == [f.name for f in dataclasses.fields(Toy)]
-    assert "tau = None" in lines[4] and lines[4].endswith("# threshold")
+    code = [l for l in lines if not l.startswith("#")]
+    assert [l.split(" = ")[0] for l in code] == [f.name for f in dataclasses.fields(Toy)]
+    assert lines[lines.index("tau = None") - 1] == "# threshold"          # each help above its parameter
+    assert max(map(len, lines)) <= 78 and max(map(len, parameters_cell(CHAPTERS["10_ensembles"]).splitlines())) <= 78
     namespace = {}
     exec(cell, namespace)                       # valid Python whose values are the defaults
     assert Toy(**{f.name: namespace[f.name] for f in dataclasses.fields(Toy)}) == Toy()
@@ -74,3 +76,11 @@ def test_make_run_names_a_bad_parameter():
     with pytest.raises(ValueError, match="parameter profile='huge' is not valid; valid values: tiny, quick"):
         make_run(profile="huge")
     assert make_run(profile="tiny", device="cpu").profile.name == "tiny"
+
+
+def test_the_deviations_box_is_collapsed_and_links_to_the_full_list_when_asked():
+    from overinterp.config.profiles import deviations_box
+    box = deviations_box(["a", "b"])
+    assert box.startswith(":::{admonition} Deviations from the paper's protocol in this chapter (2)\n:class: dropdown\n")
+    assert "- a\n- b" in box and "{ref}`deviations`" in box and box.endswith(":::")
+    assert "{ref}" not in deviations_box(["a"], "T", link=False) and deviations_box(["a"], "T", link=False).endswith("- a\n:::")

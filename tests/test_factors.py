@@ -79,7 +79,8 @@ def test_every_measure_is_finite_where_it_is_defined(sweeps):
         assert (df.loc[df["confident images"] == 0, "C1"] == verdicts.UNTESTABLE).all()
         assert df["C2 95% interval"].str.fullmatch(r"\[-?\d+\.\d, -?\d+\.\d\]").all(), name
         shown = F.table(df)
-        assert set(shown.C1) | set(shown.C2) | set(shown.C3) <= set(verdicts.OUTCOMES)
+        assert set(shown.loc[["C1", "C2", "C3"]].values.ravel()) <= set(verdicts.OUTCOMES)
+        assert "nan" not in shown.to_string().lower() and len(shown.columns) == len(df)
 
 
 def test_other_models_are_the_zoo_without_the_source(run):
@@ -242,9 +243,14 @@ def test_prose_values_describe_the_execution(run, sweeps):
 def test_table_shows_the_sweeps_outcome_strings():
     sw = _sweep("mask", ["mean pixel", "black"], [0, 1], [20, 60], "mean pixel", paper="mean pixel")
     sw["sample"] = "all 40"
-    shown = F.table(sw)
-    assert shown[["C1", "C2", "C3"]].values.tolist() == [["does not hold", "holds", "cannot be tested"]] * 2
-    assert shown["baseline"].tolist() == ["← profile", ""] and "factor" not in shown
+    sw.loc[1, "share transferred"] = math.nan
+    shown = F.table(sw)                                            # measures as rows, settings as columns
+    assert shown.loc[["C1", "C2", "C3"]].T.values.tolist() == [["does not hold", "holds", "cannot be tested"]] * 2
+    assert shown.columns.tolist() == ["mean pixel  ← profile", "black"] and "factor" not in shown.index
+    assert shown.loc["drop (points)"].tolist() == ["0.00", "0.00"] and shown.loc["SIS size (% of pixels)"].tolist() == [20, 60]
+    assert shown.loc["share transferred", "black"] == "—"
+    two = pd.concat([sw.assign(sample="all 40"), sw.assign(sample="first 8")], ignore_index=True)
+    assert F.table(two).columns.tolist()[:2] == ["mean pixel (all 40)  ← profile", "black (all 40)"]
 
 
 def _controls(keep, bs, full=None, n=100, reps=3, imputed=(10, 10)):
@@ -300,3 +306,19 @@ def test_the_closing_tables_c4_row_leaves_out_the_imputed_random_control(run):
     row = F._c4_row(run, df)
     assert "BS subsets, imputed (ROAD) 50%" in row["which factor moves it"]
     assert "random subsets, imputed" not in row["which factor moves it"]
+
+
+def test_method_samples_say_one_sample_or_name_each_methods():
+    same = F.method_samples(40, 40, 0)
+    assert same["method_samples"] == "Every method runs on the same 40 images." and "first" not in same[
+        "method_samples_caption"]
+    differ = F.method_samples(40, 20, 8)
+    assert "gradient on all 40; pruned on the first 20; exact on the first 8" in differ["method_samples"]
+    assert "the same first 8 images" in differ["method_samples"] and "the first 8)" in differ["method_samples_caption"]
+
+
+def test_the_width_sweeps_baseline_says_it_is_not_the_zoos_model():
+    sw = _sweep("width", [4, 8], [4, 8], [30, 20], 8)
+    sw["sample"], sw["ours"] = "all 40", "the profile's width, trained 12 epochs (the zoo: 60)"
+    assert F.table(sw).columns.tolist() == ["4", "8  ← the profile's width, trained 12 epochs (the zoo: 60)"]
+    assert "ours" not in F.table(sw).index

@@ -230,7 +230,7 @@ def test_table_values_and_verdict_read_the_rows_at_tau():
                           "SIS pixels in the border band (%)": [80.0, 20.0, 0.0]})
     v = C.table_values(table, 0.9, 0.125, 0.4375)
     assert v == {"band_pct": "12.5%", "band_area": "43.8%", "n_tau": 2, "size_tau": "2.0%", "size_all": "1.0–10.0%"}
-    assert C.table_values(table.iloc[:0], 0.9, 0.125, 0.4375)["size_all"] == "—"
+    assert C.table_values(table.iloc[:0], 0.9, 0.125, 0.4375)["size_all"] == "nothing (no SIS at any threshold)"
     verdict = C.verdict(table, 0.9, 0.4375, min_images=2)
     assert verdict.numbers["images with an SIS"].item() == 2 and verdict.numbers["images above the area share"].item() == 1
     assert verdict.numbers["mean share of SIS pixels in the band (%)"].item() == pytest.approx(50.0)
@@ -245,3 +245,7 @@ def test_a_folder_sample_is_keyed_by_its_root_and_seed_and_says_so(tmp_path):
     assert s.data_key == {"set": "imagenet-folder", "root": str(tmp_path), "seed": 0, "min_confidence": 0.99,
                           "size": 224, "resize": 256}
     assert s.values["n_sel"] == 2 and s.values["n_photos"] == "—" and "of the 3 images" in s.values["source_text"]
+
+
+def test_counts_read_as_words():
+    assert C.count(1, "image") == "1 image" and C.count(3, "step") == "3 steps" and C.count(0, "image") == "0 images"

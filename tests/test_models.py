@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from overinterp.zoo.models import ARCHS, Ensemble, build_model, count_params, fuse_conv_bn
+from overinterp.zoo.models import ARCHS, Ensemble, build_model, count_macs, count_params, fuse_conv_bn
 
 # Paper S1: ResNet20 0.27M, ResNet18 11.2M, VGG16 14.7M; WRN-28-10: 36.5M (Zagoruyko & Komodakis).
 PAPER_PARAMS = {"resnet20": 0.27e6, "resnet18": 11.2e6, "vgg16": 14.7e6, "wideresnet": 36.5e6}
@@ -20,6 +20,20 @@ def test_every_arch_runs_on_28_and_32_pixel_inputs(arch, shape):
     width = {"cnn": 4, "resnet20": 4, "resnet18": 4, "vgg16": 4, "wideresnet": 2}[arch]
     model = build_model(arch, in_channels=shape[0], num_classes=7, width=width).eval()
     assert model(torch.randn(2, *shape)).shape == (2, 7)
+
+
+def test_count_macs_counts_convolutions_and_linear_layers_by_hand():
+    # conv: 2 x 4 x 4 outputs x (1 x 3 x 3) weights = 288; linear: 32 inputs x 5 outputs = 160
+    toy = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3, padding=1, bias=False), torch.nn.BatchNorm2d(2),
+                              torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(32, 5)).train()
+    assert count_macs(toy, (1, 4, 4)) == 288 + 160
+    assert toy.training                                                      # its mode is restored
+    assert count_macs(fuse_conv_bn(toy.eval()), (1, 4, 4)) == 448            # folding adds no multiply-adds
+
+
+def test_halving_resnet20s_width_quarters_its_multiply_adds():
+    wide, narrow = (count_macs(build_model("resnet20", 1, 10, w), (1, 28, 28)) for w in (16, 8))
+    assert 3.9 < wide / narrow < 4.0             # w^2 in every 3x3 layer; the first conv and the classifier w
 
 
 def test_ensemble_outputs_mean_of_member_logits():

@@ -257,7 +257,8 @@ def test_gallery_shows_the_images_where_the_first_robust_replicate_has_an_sis():
 
 def test_sis_accuracy_and_verdict_values_for_the_prose():
     t = R.sis_table({("robust", 0): THREE, ("standard", 0): _result([0.99] * 3, [[0.95, 0.95, 0.2, 0.1]] * 3)}, 0.9)
-    assert R.sis_values(t, 3, "robust") == {"n_sis_images": 3, "robust_has_sis": "67", "robust_conf": "0.907"}
+    assert R.sis_values(t, torch.tensor([1, 4, 1]), "robust", [f"c{i}" for i in range(10)]) == {
+        "n_sis_images": 3, "robust_has_sis": "67", "robust_conf": "0.907", "n_sel_classes": 2, "sel_classes": "c1, c4"}
     acc = pd.DataFrame({"model": ["robust ResNet20", "robust ResNet20", "ResNet20"], "replicate": [0, 1, 0],
                         "clean accuracy (%)": [80.0, 90.0, 95.0], "PGD accuracy (%)": [40.0, 50.04, 1.0]})
     assert R.accuracy_values(R.accuracy_table(acc), 16, "resnet20") == {
@@ -269,3 +270,30 @@ def test_sis_accuracy_and_verdict_values_for_the_prose():
     assert v["sparse_counted"] == "5 + 2 images with an SIS over 2 replicates"
     assert (v["diff"], v["diff_low"], v["diff_high"]) == ("+3.0", "+3.0", "+3.0")
     assert v["diff_counted"] == "5 images over 1 replicate pairs"
+
+
+def test_the_classes_take_turns_in_a_balanced_selection():
+    from overinterp.experiments.runs import by_class_turns
+    labels = torch.tensor([1, 1, 1, 0, 2, 1, 0, 2])
+    index = torch.tensor([0, 1, 2, 3, 5, 6, 7])                    # image 4 not eligible
+    assert by_class_turns(index, labels).tolist() == [3, 0, 7, 6, 1, 2, 5]   # class 0, 1, 2, then 0, 1, then 1, 1
+    assert by_class_turns(torch.tensor([2, 0]), labels).tolist() == [2, 0]    # one class: its order kept
+
+
+def test_the_sizes_figure_is_the_same_on_every_call_and_leaves_numpys_generator_alone():
+    import io
+    import matplotlib.pyplot as plt
+    sizes = pd.DataFrame({"model": ["a"] * 6 + ["b"] * 6, "replicate": [0, 1] * 6, "SIS size (%)": np.arange(12.0)})
+
+    def png():
+        plt.figure()
+        ax = R.sizes_figure(sizes)
+        buf = io.BytesIO()
+        ax.figure.savefig(buf, format="png")
+        plt.close(ax.figure)
+        return buf.getvalue()
+
+    np.random.seed(5)
+    first, after = png(), np.random.random()
+    np.random.seed(5)
+    assert png() == first and np.random.random() == after

@@ -259,3 +259,8 @@ def test_confidence_values_count_where_the_misclassified_images_are_less_confide
     images = pd.concat([_images([1], [2]), _images([1], [2], tau=0.9), _images([1], [], tau=0.99)])
     images.loc[images["tau"] == 0.9, S.CONF] = 0.95          # both groups equally confident at 0.9
     assert S.confidence_values(images) == {"conf_lower": 1, "conf_n": 2}
+
+
+def test_prose_range_reads_the_range_or_says_there_is_none():
+    assert S.prose_range(pd.Series([12.2, float("nan"), 40.0, -3.0])) == "from -3% to 40%"
+    assert S.prose_range(pd.Series([float("nan")])) == "nowhere (no threshold tested)"

@@ -195,6 +195,8 @@ def test_every_committed_result_file_has_the_current_schema_and_every_table_read
     r = S.load_results(tmp_path)
     for table in (S.exact_vs_reference, S.efficiency, S.fidelity, S.fidelity_context, S.projections, S.s5):
         assert len(table(r)) > 0, table.__name__
+    for name_, (measure, values, shown) in SP.SECTIONS.items():               # what the chapter glues and shows
+        assert all(isinstance(x, str) for x in values(measure(r)).values()) and shown(measure(r)) is not None
 
 
 def test_the_speedup_over_exact_is_exacts_seconds_over_the_methods(tmp_path):
@@ -293,7 +295,7 @@ def test_span_and_listed_write_ranges_and_distinct_values():
 def test_paper_values_quote_s5_and_count_the_files(tmp_path):
     _write(tmp_path, "backselect-cpu.json", _result())
     v = SP.paper_values(S.load_results(tmp_path))
-    assert v["n_files"] == "1" and (v["paper_lo"], v["paper_hi"], v["paper_images"]) == ("1", "2", "32")
+    assert v["n_files"] == "1 file" and (v["paper_lo"], v["paper_hi"], v["paper_images"]) == ("1", "2", "32")
     assert v["paper_steps"] == "895" and v["paper_pixels"] == "89,401" and v["paper_size"] == "299×299"
     assert all(isinstance(x, str) for x in v.values())
 
@@ -302,8 +304,9 @@ def test_fidelity_values_take_pruned_at_the_chosen_m_and_the_rule_field(tmp_path
     _write(tmp_path, "backselect-cpu.json", _result())
     r = S.load_results(tmp_path)
     v = SP.fidelity_values(S.fidelity(r), S.fidelity_context(r))
-    assert (v["fid_m"], v["fid_rule"], v["fid_arch"], v["fid_taus"]) == ("16", "rule", "small CNN", "0.9 and 0.99")
-    assert v["fid_pruned_s"] == "2.00" and v["fid_pruned_speedup"] == "50" and v["fid_pruned_ratio"] == "1.05"
+    assert (v["fid_m"], v["fid_rule"], v["fid_arch"], v["fid_taus"]) == ("16", "rule, why", "small CNN", "0.9 and 0.99")
+    assert v["fid_pruned_s"] == "2" and v["fid_exact_s"] == "100"
+    assert v["fid_pruned_speedup"] == "50" and v["fid_pruned_ratio"] == "1.05"
     assert v["fid_grad_speedup"] == "200" and v["fid_grad_ratio"] == "1.50–1.60"
     assert v["fid_acc_random"] == "10.0" and v["fid_verified"].startswith("Every SIS")
 
@@ -313,7 +316,8 @@ def test_projection_values_name_the_fastest_approximation_per_dataset(tmp_path):
     v = SP.projection_values(S.projections(S.load_results(tmp_path)))
     assert (v["proj_fm_images"], v["proj_fm_exact_h"], v["proj_fm_exact_days"]) == ("72,000", "2,000", "83")
     assert (v["proj_fm_fast"], v["proj_fm_fast_h"], v["proj_fm_fast_device"]) == \
-        ("gradient k=1", "10.0", "CPU (Test CPU, 2 threads)")
+        ("gradient k=1", "10", "CPU (Test CPU, 2 threads)")
+    assert v["proj_fm_fast_run"] == "gradient k=1" and v["proj_device"] == "CPU (Test CPU, 2 threads)"  # said once
     assert v["proj_c10_images"] == "—" and v["proj_batch"] == "64"            # no CIFAR-10 workload in the file
     assert list(SP.projection_table(S.projections(S.load_results(tmp_path))).columns) == ["exact", "gradient k=1"]
 
@@ -321,18 +325,164 @@ def test_projection_values_name_the_fastest_approximation_per_dataset(tmp_path):
 def test_s5_values_name_the_device_of_the_closest_row(tmp_path):
     _write(tmp_path, "backselect-cuda.json", _result("cuda", gpu="GPU X", inception=True))
     v = SP.s5_values(S.s5(S.load_results(tmp_path)))
-    assert v["s5_ours"].startswith("Inception-v3 (torchvision, random weights)") and "on GPU X: 0.80 minutes" in v["s5_ours"]
+    assert v["s5_ours"].startswith("Inception-v3 (random weights)") and "images, BackSelect only: 0.80 minutes" in \
+        v["s5_ours"] and v["s5_device"] == "GPU X"                          # one device: named by the caption
+    _write(tmp_path, "backselect-cpu.json", _result())
+    assert "BackSelect only, on GPU X: 0.80 minutes" in SP.s5_values(S.s5(S.load_results(tmp_path)))["s5_ours"]
+    (tmp_path / "backselect-cpu.json").unlink()
     assert v["s5_differs"].startswith("the same architecture")
     shown = SP.s5_table(S.s5(S.load_results(tmp_path)))
     assert shown.loc["paper", "minutes for 32 images"] == "1–2"
+    assert "device" not in shown and set(shown.index) == {"paper", "ours"}     # the caption names GPU X
     assert SP.s5_values(S.s5({})) == {"s5_ours": "no measurement of `gradient` was found in the files",
-                                      "s5_differs": "—"}
+                                      "s5_differs": "—", "s5_device": "—"}
 
 
-def test_file_notes_list_every_note_and_warn_of_shared_cpu_notes(tmp_path):
+def test_file_notes_say_device_dates_load_and_sharing_in_prose_without_the_lab_notes(tmp_path):
     notes = [_note("efficiency: timed", ["efficiency"]), _note("busy machine", shared_cpu=True)]
     _write(tmp_path, "backselect-cpu.json", _result(notes=notes))
-    lines, warning, dropdown = SP.file_notes(S.load_results(tmp_path))
-    assert lines.startswith("- **CPU (Test CPU, 2 threads)**: `backselect-cpu.json`, torch 2.0, 2.0 h")
-    assert warning.startswith(":::{warning}") and "busy machine" in warning and "efficiency: timed" not in warning
-    assert "- **CPU (Test CPU, 2 threads)**: efficiency: timed" in dropdown
+    (text,) = SP.file_notes(S.load_results(tmp_path))
+    assert text.startswith("**CPU (Test CPU, 2 threads)**, `backselect-cpu.json` (torch 2.0): 2.0 hours")
+    assert "used 2 threads" in text and "0.5 at its start and 0.6 at its end" in text
+    assert "Other jobs shared the CPU" in text and "efficiency: timed" not in text and "busy machine" not in text
+    assert "committed" not in text                                            # tmp_path is no git repository
+    _write(tmp_path, "backselect-cpu.json", _result())
+    assert "shared" not in SP.file_notes(S.load_results(tmp_path))[0]
+    _write(tmp_path, "backselect-cpu-smoke.json", _result(smoke=True))
+    (tmp_path / "backselect-cpu.json").unlink()
+    assert "**smoke run**" in SP.file_notes(S.load_results(tmp_path))[0]
+
+
+def test_the_committed_file_is_dated_by_its_commits():
+    ((first, last),) = S.file_dates(S.load_results()).values()
+    assert len(first) == len(last) == 10 and first <= last                    # YYYY-MM-DD
+
+
+# ----------------------------------------------------------------------------- efficiency and the two exact timings
+
+def _efficiency_row(threads=2, arch="resnet20", engine=(100.0, 200.0), plain=(150.0, 250.0), fuse=None):
+    cfg = {"chunk_size": 128, "channels_last": True} | ({} if fuse is None else {"fuse": fuse})
+    rounds = [{"plain_img_s": p, "engine_evals_s": e, "ratio": round(e / p, 3)} for p, e in zip(plain, engine)]
+    return {"threads": threads, "model": f"{arch}-28x28x1", "arch": arch, "shape": [1, 28, 28], "width": None,
+            "plain_sweep_img_s": {"cl-64": 300.0}, "best_plain_config": "cl-64", "engine_config": cfg, "images": 4,
+            "steps_timed": 4, "rounds": rounds, "ratio_median": 0.7, "ratio_of_bests": 0.5,
+            "exact_s_per_image": round(307720 / max(engine), 1)}
+
+
+def _resnet_file(exact_s=100.0, fuse=None, fusion=(1.5, 2.0, 2.5), threads=(2, 1)):
+    """A file whose fidelity section ran the quick profile's ResNet20 (8 initial filters) and whose
+    efficiency rows time a ResNet20 at the paper's 16, with a fusion section for the trained model."""
+    data = _result()
+    data["efficiency"] = [_efficiency_row(t, fuse=fuse) for t in threads]
+    data["info"]["threads_fidelity_projections"] = 2
+    data["fidelity"]["source"] = {"dataset": "fashion-mnist", "arch": "resnet20", "profile": "quick", "seed": 0,
+                                  "key": "k1"}
+    data["fidelity"]["runs"][0]["s_per_image"] = exact_s
+    if fusion:
+        data["fusion"] = [{"arch": "resnet20", "method": "pruned", "model_key": "k1", "images": 4, "m": 16,
+                           "s_per_image_plain": 2.0, "s_per_image_fused": 1.0, "speedup_of_bests": 2.0,
+                           "speedups_per_round": list(fusion), "same_order_share": 1.0,
+                           "iou_5pct_fused_vs_plain": 1.0},
+                          {"arch": "resnet20", "method": "gradient", "model_key": "k1", "images": 64, "k": 8,
+                           "s_per_image_plain": 2.0, "s_per_image_fused": 1.0, "speedup_of_bests": 9.0,
+                           "speedups_per_round": [9.0], "same_order_share": 1.0, "iou_5pct_fused_vs_plain": 1.0}]
+    return data
+
+
+def test_efficiency_is_the_median_of_paired_rounds_and_exact_runs_span_the_rounds(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _resnet_file())
+    eff = S.efficiency(S.load_results(tmp_path)).iloc[0]
+    assert eff["width"] == 16 and not eff["folded"]                           # width null: the paper's 16
+    assert (eff["plain_median"], eff["engine_median"], eff["ratio_median"]) == (200.0, 150.0, 0.7)
+    assert eff["exact_s_fastest"] == pytest.approx(307720 / 200) and eff["exact_s_slowest"] == pytest.approx(3077.2)
+    v = SP.efficiency_values(S.efficiency(S.load_results(tmp_path)))
+    assert v["eff_median"] == "0.70" and v["eff_bests"] == "0.50" and v["eff_widths"] == "16 for the ResNet20"
+    assert v["eff_exact_s"] == "1,539–3,077" and v["eff_folded"] == "as separate layers"
+    shown = SP.efficiency_table(S.efficiency(S.load_results(tmp_path)))
+    assert shown.index.names == ["model", "threads"] and "ratio of bests" not in shown  # one device: no column
+    assert shown.iloc[0]["full exact run (s/image)"] == "1,539–3,077"
+    assert shown.iloc[0]["single rounds"] == "0.67–0.80"
+
+
+def test_exact_check_scales_the_efficiency_rounds_by_multiply_adds_and_folding(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _resnet_file(exact_s=100.0))
+    chk = S.exact_check(S.load_results(tmp_path)).set_index("threads")
+    ratio = S.macs("resnet20", (1, 28, 28), 8) / S.macs("resnet20", (1, 28, 28), 16)
+    assert 0.25 < ratio < 0.26 and chk.loc[2, "macs_ratio"] == pytest.approx(ratio)
+    assert (chk.loc[2, "eff_width"], chk.loc[2, "fid_width"]) == (16, 8)        # quick profile: ResNet20 at 8
+    assert chk.loc[2, "fold_speedup"] == 2.0                                  # pruned's median round, not gradient's
+    assert chk.loc[2, "folded_fast"] == pytest.approx(307720 / 200 * ratio / 2)
+    assert chk.loc[2, "folded_slow"] == pytest.approx(307720 / 100 * ratio / 2)   # 193–386 s
+    v = SP.check_values(S.exact_check(S.load_results(tmp_path)))
+    assert v["chk_verdict"].startswith("48% below the range predicted from the rounds at 2 threads")
+    assert (v["chk_measured"], v["chk_macs_x"], v["chk_fold"], v["chk_rate"]) == ("100", f"{1 / ratio:.2f}", "2.00",
+                                                                                 "3,077")
+    assert v["chk_rate_eq"] == f"{3077.2 * ratio / 2:,.0f}" and v["chk_rate_where"] == "above"   # 386 > 200
+    assert v["chk_reading"].startswith("Even so scaled") and v["chk_plain"] == "150–250"
+    _write(tmp_path, "backselect-cpu.json", _resnet_file(exact_s=300.0))
+    v = SP.check_values(S.exact_check(S.load_results(tmp_path)))
+    assert v["chk_verdict"].startswith("inside the range") and v["chk_rate_where"] == "within"   # 129 evals/s
+    assert v["chk_reading"].startswith("The fidelity run did not outpace plain inference")
+    _write(tmp_path, "backselect-cpu.json", _resnet_file(exact_s=300.0, threads=(1,)))   # no row at 2 threads
+    assert "at the thread counts measured" in SP.check_values(S.exact_check(S.load_results(tmp_path)))["chk_verdict"]
+
+
+def test_exact_check_folds_only_where_one_side_folded_and_says_when_it_cannot(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _resnet_file(fuse=True))          # both folded: nothing to undo
+    assert set(S.exact_check(S.load_results(tmp_path))["fold_speedup"]) == {1.0}
+    _write(tmp_path, "backselect-cpu.json", _resnet_file(fusion=None))        # folding never measured
+    r = S.load_results(tmp_path)
+    assert S.exact_check(r)["folded_fast"].isna().all()
+    assert SP.check_values(S.exact_check(r))["chk_verdict"].startswith("not predicted")
+    assert list(SP.check_table(S.exact_check(r)).iloc[0]) == ["1,539–3,077", "386–772", "—"]
+    _write(tmp_path, "backselect-cpu.json", _result())                        # no efficiency row of the model
+    assert set(SP.check_values(S.exact_check(S.load_results(tmp_path))).values()) <= {"—"} or \
+        S.exact_check(S.load_results(tmp_path))["eff_width"].eq(32).all()     # the CNN at its own width: ratio 1
+
+
+def test_fusion_reads_the_median_of_alternating_rounds(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _resnet_file(fusion=(4.0, 1.3, 1.2)))
+    f = S.fusion(S.load_results(tmp_path)).set_index("method")
+    assert f.loc["pruned", "speedup_median"] == 1.3 and f.loc["pruned", "speedup_max"] == 4.0
+    assert f.loc["pruned", "setting"] == "m=16" and f.loc["gradient", "rounds"] == 1
+
+
+def test_the_committed_exact_timings_agree_once_scaled():
+    """Issue 21, item 5: the fidelity section's exact run (the quick, narrower ResNet20, batch norms
+    folded) lies inside what the efficiency rounds predict for it at its thread count."""
+    v = SP.check_values(S.exact_check(S.load_results()))
+    assert v["chk_verdict"].startswith("inside the range"), v["chk_verdict"]
+
+
+# ----------------------------------------------------------------------------- what a reader sees
+
+def test_display_tables_write_dashes_for_missing_numbers_and_name_a_single_device_once(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _result())
+    r = S.load_results(tmp_path)
+    shown = SP.fidelity_table(S.fidelity(r))
+    assert "device" not in shown.columns and shown.index.names == ["method"]
+    assert shown.loc["pruned m=16", "SIS size / exact's, τ = 0.99"] == "—"      # null in the JSON, not NaN
+    assert not shown.apply(lambda c: c.str.contains("nan", case=False)).any().any()
+    assert shown.loc["exact", "s/image"] == "100" and shown.loc["gradient k=1", "s/image"] == "0.5"
+    for table in (SP.reference_table(S.exact_vs_reference(r)), SP.efficiency_table(S.efficiency(r)),
+                  SP.projection_table(S.projections(r))):
+        assert "device" not in list(table.columns) + list(table.index.names)
+    assert list(SP.reference_table(S.exact_vs_reference(r)).index.get_level_values("model")) == \
+        ["small CNN, 28×28×1"]                                                # named from the efficiency row
+    no_eff = _result(drop=("efficiency",))
+    _write(tmp_path, "backselect-cpu.json", no_eff)
+    assert list(SP.reference_table(S.exact_vs_reference(S.load_results(tmp_path))).index.get_level_values(
+        "model")) == ["cnn-28x28x1"]                                          # else its own name
+    _write(tmp_path, "backselect-cuda.json", _result("cuda", gpu="GPU X"))
+    two = SP.reference_table(S.exact_vs_reference(S.load_results(tmp_path)))
+    assert two.index.names[0] == "device" and SP.devices(S.exact_vs_reference(S.load_results(tmp_path))) == \
+        "each row's device"
+
+
+def test_the_fidelity_figure_fits_the_page_with_text_of_at_least_9_points(tmp_path):
+    _write(tmp_path, "backselect-cpu.json", _result())
+    fig = SP.plot_fidelity(S.fidelity(S.load_results(tmp_path)))
+    fig.canvas.draw()
+    sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
+             if t.get_text()]
+    assert fig.get_size_inches()[0] <= 8 and min(sizes) >= 9, sorted(sizes)[:3]

@@ -308,3 +308,9 @@ def test_sis_sizes_box_and_retrain_bars_draw_on_fresh_axes():
     assert sorted(p.get_height() for p in ax.patches if p.get_height() > 0) == [21.0, 51.0]
     plt.close(ax.figure)
     assert math.isclose(100 * paper.SIS_MEAN_SIZE_BELOW, 5.0)
+
+
+def test_empty_values_give_the_range_of_the_share_of_empty_sis():
+    sizes = {"a": [np.array([0.0, 0.02, np.nan]), np.array([0.0, 0.01])], "b": [np.array([0.03, 0.04])]}
+    assert A.empty_values(sizes) == {"sis_empty_min": "0", "sis_empty_max": "50"}      # a: 2 of 4; b: none
+    assert A.empty_values({"c": [np.array([np.nan])]}) == {"sis_empty_min": "nan", "sis_empty_max": "nan"}

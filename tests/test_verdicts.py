@@ -248,3 +248,20 @@ def test_claims_quote_the_papers_numbers_from_paper_numbers():
     assert "Table 1: 92.5–95.0% against 50.1–53.8% on CIFAR-10)" in beats   # 50.05 -> 50.1, half up as printed
     assert "at τ = 0.99 is below 5% of the image" in V.sis_size({"m": [np.array([0.01])]}, 0.3).claim
     assert V._decimal(50.05) == "50.1" and V._decimal(94.97) == "95.0" and V._decimal(-0.25, 2) == "-0.25"
+
+
+def test_the_verdict_box_names_its_scope_and_marks_each_models_outcome():
+    v = V.subsets_accurate(full={"a": _reps(N), "b": _reps(N)}, bs={"a": _reps(N - 3), "b": _reps(150)})
+    md = v._repr_markdown_()
+    assert ":class: warning" in md and f"**Scope.** a ({R} replicates, {N} images); b ({R} replicates, {N} images)" in md
+    assert "✔ a: 1.0 [" in md and "margin ≤ 5, holds" in md and "✘ b: 50.0 [" in md and "does not hold" in md
+    assert v.note == "" and "**Note.**" not in md
+    assert V.Verdict("c", "k", V.HOLDS, pd.DataFrame())._repr_markdown_().count("Scope") == 0   # no table, no scope
+
+
+def test_retrain_near_full_notes_subsets_that_beat_the_control():
+    better = V.retrain_near_full(bs={"m": _reps(270)}, full={"m": _reps(240)}, chance=10.0)
+    assert better.holds is True and better.note.startswith("For m the models retrained on BS subsets are *more*")
+    assert "**Note.**" in better._repr_markdown_()
+    near = V.retrain_near_full(bs={"m": _reps(255)}, full={"m": _reps(258)}, chance=10.0)
+    assert near.holds is True and near.note == ""

@@ -168,13 +168,21 @@ class BayesTrEx(RunConfig):
     n_show: int = param(8, "samples shown per target")
 
 
+@dataclass(frozen=True)
+class Instructors(BenchmarkResults):
+    """The appendix for instructors: reads the run times of benchmarks/bench_chapters.py."""
+    results: str = param("benchmarks/results", "folder of the benchmark results, from the repository root",
+                         check="path")
+    times: str = param("chapters-quick-cpu.json", "run-time file of benchmarks/bench_chapters.py in `results`")
+
+
 #: notebook stem -> its parameters
 CHAPTERS = {
     "01_introduction": Introduction, "02_model_zoo": ModelZoo, "03_sis": SIS, "04_pixel_subsets": PixelSubsets,
     "05_retraining": Retraining, "06_why": Why, "07_humans": Humans, "08_sis_accuracy": SISAccuracy,
     "09_robust": Robust, "10_ensembles": Ensembles, "11_input_dropout": InputDropout, "12_imagenet": ImageNet,
     "13_speed": Speed, "14_shared_interest": SharedInterest, "15_input_reduction": InputReduction,
-    "16_bayes_trex": BayesTrEx,
+    "16_bayes_trex": BayesTrEx, "17_instructors": Instructors,
 }
 
 
@@ -222,11 +230,15 @@ def resolve(params, profile):
     return dataclasses.replace(params, **changes)
 
 
-def parameters_cell(cls: type) -> str:
-    """The source of a chapter's papermill ``parameters`` cell: one line per field, default and help."""
-    lines = [(f"{f.name} = {f.default!r}", f.metadata.get("help", "")) for f in dataclasses.fields(cls)]
-    width = max(len(code) for code, _ in lines) + 2
-    return "\n".join(f"{code:<{width}}# {help}" if help else code for code, help in lines)
+def parameters_cell(cls: type, width: int = 78) -> str:
+    """The source of a chapter's papermill ``parameters`` cell: per field its help as a comment,
+    wrapped at ``width`` columns so the cell fits the page, then ``name = default``."""
+    import textwrap
+    out = []
+    for f in dataclasses.fields(cls):
+        out += textwrap.wrap(f.metadata.get("help", ""), width, initial_indent="# ", subsequent_indent="# ")
+        out.append(f"{f.name} = {f.default!r}")
+    return "\n".join(out)
 
 
 def _parser(name: str, default, annotation: str = ""):

@@ -27,7 +27,8 @@ from overinterp.engine.backselect import BackSelectConfig
 from overinterp.zoo.train import TrainConfig
 
 __all__ = ["TrainConfig", "FactorConfig", "RobustConfig", "MitigationConfig", "ImageNetConfig", "SharedInterestConfig",
-           "InputReductionConfig", "BayesTrExConfig", "Profile", "PROFILES", "get_profile", "default_profile"]
+           "InputReductionConfig", "BayesTrExConfig", "Profile", "PROFILES", "deviations_box", "profiles_table", "get_profile",
+           "default_profile"]
 
 
 @dataclass(frozen=True)
@@ -320,6 +321,26 @@ PROFILES = {p.name: p for p in [
         replicates=5, train=TrainConfig(epochs=200),
         backselect=BackSelectConfig("exact"), sis_images=100),
 ]}
+
+
+def deviations_box(devs: list[str], title: str = "Deviations from the paper's protocol in this chapter",
+                   link: bool = True) -> str:
+    """A collapsed MyST box (click to open) listing ``devs``; with ``link``, a link to the
+    introduction's full list of the profile's deviations (its ``(deviations)=`` label)."""
+    listed = "\n".join(f"- {d}" for d in devs)
+    more = "\n\nEvery deviation of this profile, by topic: {ref}`deviations` in the introduction." if link else ""
+    return f":::{{admonition}} {title} ({len(devs)})\n:class: dropdown\n{listed}{more}\n:::"
+
+
+def profiles_table():
+    """The profiles side by side for the introduction: one column per profile, one row per choice."""
+    import pandas as pd
+    rows = {p.name: {"what for": p.doc, "dataset": p.dataset, "architectures": ", ".join(p.archs),
+                     "replicates": p.replicates, "training images": p.train_size or "all",
+                     "test images": p.test_size or "all", "epochs": p.train.epochs,
+                     "augmentation": "yes" if p.train.augment else "no",
+                     "backward selection": p.backselect.describe()} for p in PROFILES.values()}
+    return pd.DataFrame(rows)
 
 
 def get_profile(name: str) -> Profile:

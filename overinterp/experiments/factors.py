@@ -57,7 +57,7 @@ __all__ = ["FRAC", "CONTROL_SEED", "MEASURES", "sample", "source_model", "other_
            "method_settings", "black_value", "method_sweep", "mask_sweep", "epochs_sweep", "width_sweep",
            "keep_mask_images", "other_class_partner", "fill_from_other_class", "random_other_class",
            "random_target_subsets", "retrain_controls", "controls_table", "retrain_verdicts", "table", "summary",
-           "sentences", "prose_values"]
+           "sentences", "prose_values", "method_samples"]
 
 FRAC = SUBSET_FRAC   # the paper's 5% subsets
 CONTROL_SEED = 0     # the other-class pairing and the random target classes of the retraining controls
@@ -130,17 +130,35 @@ def prose_values(run) -> dict:
     split = D.load(run.dataset, "test")
     n_exact = min(f.exact_images, f.images)
     black = black_value(run.dataset)
-    return {"arch": ARCH_NAMES.get(f.arch, f.arch), "seed": run.seed, "tau": f"{tau:g}",
+    n_pruned = min(f.pruned_images or f.images, f.images)
+    return {**method_samples(f.images, n_pruned, n_exact),
+            "arch": ARCH_NAMES.get(f.arch, f.arch), "seed": run.seed, "tau": f"{tau:g}",
             "engine": run.profile.backselect.describe(), "n_images": f.images, "n_exact": n_exact,
             "n_common": min(n for n in (f.images, f.pruned_images or f.images, n_exact) if n),
-            "exact_note": f"and exact, the slowest, on the first {n_exact}" if n_exact else
-            "(exact is not run at this profile: see the next section)",
-            "n_pruned": min(f.pruned_images or f.images, f.images),
+            "exact_note": f"(here on the first {n_exact} images: it is the slowest)" if n_exact else
+            "(not at this profile: see the next section)",
+            "n_pruned": n_pruned,
             "n_test": len(A.selection(run, "test").load()[1]), "n_train": len(A.selection(run, "train").load()[1]),
             "n_others": len(other_models(run)), "replicates": run.profile.replicates, "train_size": f.train_size,
             "epochs": ", ".join(map(str, f.epochs)), "widths": ", ".join(map(str, f.widths)),
             "width_epochs": f.width_epochs, "mean_pixel": ", ".join(f"{m:.2f}" for m in split.mean),
             "black": ", ".join(f"{b:.2f}" for b in black) if len(split.mean) > 1 else f"{black:.2f}"}
+
+
+def method_samples(n: int, n_pruned: int, n_exact: int) -> dict:
+    """The method sweep's samples in words: ``method_samples`` for the prose, ``method_samples_caption``
+    for the figure's caption (one sample, or the first images every method ran on)."""
+    sizes = {"gradient": n, "pruned": n_pruned, **({"exact": n_exact} if n_exact else {})}
+    if len(set(sizes.values())) == 1:
+        return {"method_samples": f"Every method runs on the same {n} images.",
+                "method_samples_caption": f"on the {n} test images"}
+    runs = "; ".join(f"{m} on {'all' if k == n else 'the first'} {k}" for m, k in sizes.items())
+    common = min(sizes.values())
+    return {"method_samples": f"The methods run on samples of different sizes ({runs}); each is also shown on the "
+                              f"smaller samples, so that all are compared on the same first {common} images "
+                              "(sample \"first\").",
+            "method_samples_caption": f"on each sample of test images a method ran on (\"all\": the {n} images, "
+                                      f"\"first\": the first {common})"}
 
 
 # ----------------------------------------------------------------------------- backward selection
@@ -217,9 +235,10 @@ def mask_sweep(run) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- the models
 
 def _model_sweep(run, factor: str, settings: list[tuple[int, dict]], profile_value: int,
-                 paper_value: int) -> pd.DataFrame:
+                 paper_value: int, ours: str = "ours") -> pd.DataFrame:
     """C1-C3 and model statistics for models of ``factors.arch`` trained on ``factors.train_size``
-    images with ``trained_model`` overrides ``kw`` (one seed, ``run.seed``), profile's engine."""
+    images with ``trained_model`` overrides ``kw`` (one seed, ``run.seed``), profile's engine.
+    ``ours``: what the baseline row is, where it is not the profile's own model."""
     f, p, tau = run.profile.factors, run.profile, run.profile.sis_threshold
     sel = sample(run)
     X, Y = sel.load()
@@ -231,7 +250,7 @@ def _model_sweep(run, factor: str, settings: list[tuple[int, dict]], profile_val
         cfg = model_config(run.dataset, f.arch, p.name, run.seed, train_size=f.train_size, **kw)
         res = A.backselect_model(run, model, cfg, sel, p.backselect, progress=False)
         rows.append({"factor": factor, "setting": str(value), "value": value, "sample": f"all {len(X)}",
-                     "baseline": value == profile_value, "paper": value == paper_value,
+                     "baseline": value == profile_value, "paper": value == paper_value, "ours": ours,
                      **claim_measures(model, res, X, Y, others, tau, run.device), **_model_stats(model, run, tau)})
     return pd.DataFrame(rows)
 
@@ -259,8 +278,10 @@ def width_sweep(run) -> pd.DataFrame:
     ``factors.width_epochs`` epochs (the epoch sweep's model where the settings coincide)."""
     f = run.profile.factors
     profile_width = run.profile.width(f.arch) or _paper_width(f.arch)
+    zoo = run.profile.train.epochs
+    ours = "ours" if f.width_epochs == zoo else f"the profile's width, trained {f.width_epochs} epochs (the zoo: {zoo})"
     return _model_sweep(run, "width", [(w, {"width": w, "epochs": f.width_epochs}) for w in f.widths],
-                        profile_width, _paper_width(f.arch))
+                        profile_width, _paper_width(f.arch), ours)
 
 
 # ----------------------------------------------------------------------------- retraining controls (C4)
@@ -420,12 +441,29 @@ def imputed_verdict(run, controls: pd.DataFrame) -> verdicts.Verdict:
 # ----------------------------------------------------------------------------- display and the closing table
 
 def table(sweep: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
-    """A sweep for display: one row per (setting, sample), measures rounded, verdicts beside them
-    (in words)."""
-    drop = ["factor", "value", "paper", "sample size"] + (["sample"] if sweep["sample"].nunique() == 1 else [])
-    out = sweep.drop(columns=drop, errors="ignore").set_index("setting")
-    out["baseline"] = out["baseline"].map({True: "← profile", False: ""})
-    return out.round(digits)
+    """A sweep for display, one column per (setting, sample) and one row per measure, so that it
+    fits the page: numbers rounded, outcomes in words, "—" where a measure is undefined (no
+    confident image, or subsets no better than random); the column of the profile's setting is
+    marked "← profile" (or says what it is, where it is not the profile's own model)."""
+    drop = ["factor", "value", "paper", "sample size"]
+    out = sweep.drop(columns=drop, errors="ignore").reset_index(drop=True)
+    ours = out.pop("ours") if "ours" in out else pd.Series("ours", index=out.index)
+    one_sample = "sample" not in out or out["sample"].nunique() == 1
+    names = []
+    for (_, r), o in zip(out.iterrows(), ours):
+        name = str(r["setting"]) + ("" if one_sample else f" ({r['sample']})")
+        names.append(name + (("  ← profile" if o == "ours" else f"  ← {o}") if r["baseline"] else ""))
+    out = out.drop(columns=["setting", "sample", "baseline"], errors="ignore")
+    out.index = names
+
+    def show(v):
+        if isinstance(v, (bool, np.bool_)):
+            return "yes" if v else "no"
+        if isinstance(v, (float, np.floating)):
+            return "—" if math.isnan(v) else f"{v:.{digits}f}"
+        return v
+
+    return out.map(show).T
 
 
 def sentences(table: pd.DataFrame):
@@ -458,13 +496,14 @@ def _effect(factor: str, sweep: pd.DataFrame, claim: str, run) -> dict | None:
     if base.empty:
         return None
     base = base.iloc[0]
+    ours = base.get("ours", "ours") if isinstance(base.get("ours", "ours"), str) else "ours"
     paper_value = {"epochs": get_profile("paper").train.epochs, "width": _paper_width(run.profile.factors.arch),
                    "method": 1}.get(factor)                    # the mask is categorical: the paper's or not
     paper_name = {"method": "exact"}.get(factor, paper_value)
     if rows.paper.any():                             # the paper's setting is in the sweep
         ref = rows[rows.paper].iloc[0]
         delta = ref[col] - base[col]
-        how = f"{ref[col]:.2f} at the paper's {_show(factor, ref.setting)} against {base[col]:.2f} at ours"
+        how = f"{ref[col]:.2f} at the paper's {_show(factor, ref.setting)} against {base[col]:.2f} at {ours}"
     elif paper_value is not None:                    # not in the sweep: the trend toward it
         up = paper_value > base.value
         ahead, behind = rows[(rows.value > base.value) == up], rows[(rows.value < base.value) == up]
@@ -472,12 +511,12 @@ def _effect(factor: str, sweep: pd.DataFrame, claim: str, run) -> dict | None:
         if not ahead.empty:                          # from ours to the sweep's end toward the paper's
             ref = ahead.loc[(ahead.value - base.value).abs().idxmax()]
             delta = ref[col] - base[col]
-            how = (f"{ref[col]:.2f} at {_show(factor, ref.setting)} against {base[col]:.2f} at ours, "
+            how = (f"{ref[col]:.2f} at {_show(factor, ref.setting)} against {base[col]:.2f} at {ours}, "
                    f"toward the paper's {paper_name}")
         elif not behind.empty:                       # ours is the sweep's end: the last step up to ours
             ref = behind.loc[(behind.value - base.value).abs().idxmin()]
             delta = base[col] - ref[col]
-            how = (f"{base[col]:.2f} at ours against {ref[col]:.2f} at {_show(factor, ref.setting)}, "
+            how = (f"{base[col]:.2f} at {ours} against {ref[col]:.2f} at {_show(factor, ref.setting)}, "
                    f"the trend toward the paper's {paper_name}")
         else:
             return None
@@ -527,8 +566,8 @@ def summary(run, sweeps: dict[str, pd.DataFrame], controls: pd.DataFrame) -> pd.
             if len({_direction(e["delta"]) for e in moving}) == 1:
                 verdict = f"expect a {lead} {what} at paper scale, {toward}"
             else:
-                verdict = (f"the factors disagree; the one with the largest range, "
-                           f"{FACTOR_NAMES[moving[0]['factor']]}, points to a {lead} {what}, {toward}")
+                verdict = (f"the factors where ours differs from the paper's disagree; of those, the one with the "
+                           f"largest range, {FACTOR_NAMES[moving[0]['factor']]}, points to a {lead} {what}, {toward}")
             parts = "; ".join(f"{FACTOR_NAMES[e['factor']]}: {_direction(e['delta'])} ({e['how']})" for e in differ)
             expect = f"{verdict} ({parts})"
         rows.append({"claim": claim, "verdict": base[claim], "which factor moves it": moves,

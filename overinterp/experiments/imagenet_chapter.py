@@ -24,6 +24,7 @@ from overinterp.engine.sis import find_sis
 from overinterp.experiments import imagenet as I
 from overinterp.experiments import runs as A
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
+from overinterp.config.profiles import deviations_box
 from overinterp.paper.verdicts import Verdict
 
 __all__ = ["thresholds", "deviations_note", "setup_values", "Sample", "sample", "photo_table", "Selected", "select",
@@ -41,9 +42,10 @@ def _source(imagenet_dir) -> str:
 
 
 def deviations_note(cfg, model: str, imagenet_dir) -> str:
-    """A MyST note listing :func:`overinterp.experiments.imagenet.deviations` ('' if there are none)."""
-    devs = "".join(f"\n- {d}" for d in I.deviations(cfg, model, _source(imagenet_dir)))
-    return f":::{{note}}\n**Deviations from the paper's protocol (4.1.1, S5) in this chapter:**{devs}\n:::" if devs else ""
+    """A collapsed box listing :func:`overinterp.experiments.imagenet.deviations` ('' if there are none)."""
+    devs = I.deviations(cfg, model, _source(imagenet_dir))
+    return deviations_box(devs, "Deviations from the paper's protocol (4.1.1, S5) in this chapter",
+                                     link=False) if devs else ""
 
 
 def setup_values(run, p, taus) -> dict:
@@ -53,7 +55,8 @@ def setup_values(run, p, taus) -> dict:
     size = spec["size"]
     return {"model_name": spec["name"], "size": f"{size}×{size}", "tau": f"{float(p.tau):g}",
             "taus": ", ".join(f"{t:g}" for t in taus), "method": cfg.backselect.describe(),
-            "min_conf": f"{cfg.min_confidence:g}", "n_max": cfg.images, "who": f"{spec['name']}, {run.label}",
+            "min_conf": f"{cfg.min_confidence:g}", "n_max": cfg.images,
+            "who": f"{spec['name']}, ours ({run.profile.name} profile, {run.device.type})",
             "exact_forwards": f"{size * size * (size * size + 1) // 2:,}"}
 
 
@@ -148,9 +151,14 @@ def examples(s: Sample, sel: Selected):
 def heatmap(sel: Selected, taus, band: torch.Tensor):
     """Figure 4: the frequency of SIS pixel locations, one panel per threshold with at least one SIS."""
     sis, masks = sel.sis, sel.masks
-    freqs = {f"τ = {t:g} ({int((sis[t].size >= 0).sum())} image(s))": I.frequency(masks[t][sis[t].size.cpu() >= 0])
+    freqs = {f"τ = {t:g} ({count(int((sis[t].size >= 0).sum()), 'image')})": I.frequency(masks[t][sis[t].size.cpu() >= 0])
              for t in taus if len(sis) and int((sis[t].size >= 0).sum())}
     return I.heatmap_figure(freqs, band) if freqs else _empty("no SIS at these thresholds")
+
+
+def count(n: int, noun: str) -> str:
+    """'1 image', '3 images'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def table_values(table: pd.DataFrame, tau: float, border: float, area: float) -> dict[str, str]:
@@ -158,9 +166,9 @@ def table_values(table: pd.DataFrame, tau: float, border: float, area: float) ->
     with an SIS at ``tau`` and their median size, and the range of sizes over all thresholds."""
     at_tau = table[table["tau"] == tau]
     return {"band_pct": f"{100 * border:g}%", "band_area": f"{100 * area:.1f}%", "n_tau": len(at_tau),
-            "size_tau": f"{at_tau['SIS size (%)'].median():.1f}%" if len(at_tau) else "—",
+            "size_tau": f"{at_tau['SIS size (%)'].median():.1f}%" if len(at_tau) else "not defined (no SIS)",
             "size_all": (f"{table['SIS size (%)'].min():.1f}–{table['SIS size (%)'].max():.1f}%"
-                         if len(table) else "—")}
+                         if len(table) else "nothing (no SIS at any threshold)")}
 
 
 def verdict(table: pd.DataFrame, tau: float, area: float, min_images: int) -> Verdict:
@@ -198,7 +206,7 @@ def cost(net: nn.Module, images: torch.Tensor, model: str, cfg, device) -> tuple
     inc_min = table.loc[table["model"].str.startswith("Inception"), minutes].iloc[0]
     table["model"] = "ours: " + table["model"]
     values = {"paper_lo": p["minutes"][0], "paper_hi": p["minutes"][1], "inc_min": f"{inc_min:.0f}", "eff_min": f"{table[minutes].iloc[0]:.0f}",
-              "timing": f"{cfg.timing_steps} step(s) on {n_t} image(s)"}
+              "timing": f"{count(cfg.timing_steps, 'step')} on {count(n_t, 'image')}"}
     shown = pd.concat([table.assign(**{"s per image-step": table["s per image-step"].round(3),
                                        minutes: table[minutes].round(1)}), pd.DataFrame([paper_row])],
                       ignore_index=True)

@@ -231,8 +231,10 @@ def attack_accuracies(models: Mapping[str, Sequence[nn.Module]], images: torch.T
 def robust_selection(run, models: Sequence[nn.Module], tau: float, n: int | None = None) -> D.Selection:
     """Figure 1's images for the robust comparison: the first ``n`` (default: the robust config's
     ``sis_images``, else the profile's) images of the test selection that every model of ``models``
-    (e.g. the standard and the robust replicate run.seed) classifies correctly with confidence >= tau."""
-    return confident_selection(run, tau, models, n or run.profile.robust.sis_images)
+    (e.g. the standard and the robust replicate run.seed) classifies correctly with confidence >= tau,
+    the classes taking turns (a robust model is confident on a few classes only: without turns one class
+    would fill the sample)."""
+    return confident_selection(run, tau, models, n or run.profile.robust.sis_images, balanced=True)
 
 
 def robust_backselect(run, model: nn.Module, sel: D.Selection, seed: int | None = None,
@@ -418,12 +420,15 @@ def sis_results(run, robust: Sequence[nn.Module], sel: D.Selection) -> dict:
     return results
 
 
-def sis_values(sizes: pd.DataFrame, n_images: int, robust_name: str) -> dict:
-    """Glue name -> value: the images compared, the share (%) where the robust replicates have an
-    SIS and their mean confidence on them (``sizes``: :func:`sis_table`)."""
+def sis_values(sizes: pd.DataFrame, labels: torch.Tensor, robust_name: str, classes: Sequence[str]) -> dict:
+    """Glue name -> value: the images compared and how many classes they span, the share (%) where the
+    robust replicates have an SIS and their mean confidence on them (``sizes``: :func:`sis_table`;
+    ``labels``: the compared images' labels)."""
     has = sizes.assign(has=sizes["SIS size (%)"].notna()).groupby("model", sort=False)["has"].mean()
-    return {"n_sis_images": n_images, "robust_has_sis": f"{100 * has[robust_name]:.0f}",
-            "robust_conf": f"{sizes[sizes.model == robust_name].confidence.mean():.3f}"}
+    present = [classes[c] for c in sorted(set(labels.tolist()))]
+    return {"n_sis_images": len(labels), "robust_has_sis": f"{100 * has[robust_name]:.0f}",
+            "robust_conf": f"{sizes[sizes.model == robust_name].confidence.mean():.3f}",
+            "n_sel_classes": len(present), "sel_classes": ", ".join(present)}
 
 
 def sis_gallery(results: Mapping[tuple, BackSelectResult], tau: float, n_show: int, arch: str) -> tuple:
@@ -445,13 +450,20 @@ def no_sis_figure(tau: float):
 
 def sizes_figure(sizes: pd.DataFrame):
     """SIS size (% of the pixels) per image with an SIS, per model (colour: replicate); dotted: the
-    paper's bound on the mean (4.1). Drawn on the current axes."""
-    ax = sns.stripplot(data=sizes.dropna(), x="model", y="SIS size (%)", hue="replicate", dodge=True, size=4,
-                       palette="deep")
+    paper's bound on the mean (4.1). Drawn on the current axes; the strip's jitter is seaborn's draw
+    from numpy's global generator, seeded here (and restored after) so that the figure is the same
+    on every execution."""
+    state = np.random.get_state()
+    np.random.seed(0)
+    try:
+        ax = sns.stripplot(data=sizes.dropna(), x="model", y="SIS size (%)", hue="replicate", dodge=True, size=4,
+                           palette="deep")
+    finally:
+        np.random.set_state(state)
     ax.axhline(100 * SIS_MEAN_SIZE_BELOW, color="k", ls=":", lw=1)
     ax.set_xlabel("")
     ax.set_ylabel("SIS size (% of pixels)")
-    ax.legend(title="replicate", fontsize=7, title_fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
+    ax.legend(title="replicate", fontsize=9, title_fontsize=9, loc="upper left", bbox_to_anchor=(1, 1))
     ax.figure.set_size_inches(5, 3.2)
     ax.figure.tight_layout()
     return ax

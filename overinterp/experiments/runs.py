@@ -40,7 +40,7 @@ __all__ = ["model_config", "model_key", "trained_model", "zoo", "named", "select
            "ensembles", "accuracies", "accuracy_table", "mean_std", "model_stats", "zoo_table", "beside_paper",
            "CONFIDENT", "zoo_histories", "training_values", "zoo_values", "zoo_accuracy", "zoo_paper_rows",
            "accuracy_values", "backselect_model", "backselect_set", "confident", "confident_selection",
-           "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED", "correct", "sis_sizes_by_replicate", "pooled"]
+           "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED", "correct", "sis_sizes_by_replicate", "pooled", "empty_values"]
 
 SUBSET_SEED = 0  # the random 5% subsets: the same for every model (paper 4.2)
 CONFIDENT = "confident test images (%)"  # model_stats: share of test images at confidence >= the threshold
@@ -259,10 +259,22 @@ def confident(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, thre
     return torch.nonzero((pred == labels) & (conf >= threshold)).flatten()
 
 
-def confident_selection(run, threshold: float, models=None, n: int | None = None) -> Selection:
+def by_class_turns(index: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """``index`` reordered so that the classes take turns: the first image of each class (in class
+    order), then the second of each, ... (each class keeps its images' order)."""
+    y = labels[index]
+    rank = torch.zeros_like(index)
+    for c in y.unique():
+        at = (y == c).nonzero().flatten()
+        rank[at] = torch.arange(len(at))
+    return index[torch.argsort(rank * (int(labels.max()) + 1) + y, stable=True)]
+
+
+def confident_selection(run, threshold: float, models=None, n: int | None = None, balanced: bool = False) -> Selection:
     """The SIS chapter's images (paper 4.1): the first ``n`` (default ``sis_images``) images of the test
     selection that every model of ``models`` (default: replicate ``run.seed`` of every architecture)
-    classifies correctly with confidence >= threshold."""
+    classifies correctly with confidence >= threshold; with ``balanced``, the classes take turns
+    (:func:`by_class_turns`), so that one class the models are most confident on does not fill the sample."""
     sel = selection(run, "test")
     X, Y = sel.load()
     if models is None:
@@ -271,7 +283,8 @@ def confident_selection(run, threshold: float, models=None, n: int | None = None
     ok = torch.ones(len(X), dtype=torch.bool)
     for model in models:
         ok &= torch.isin(torch.arange(len(X)), confident(model, X, Y, threshold, device=run.device))
-    idx = ok.nonzero().flatten()[:n or run.profile.sis_images]
+    idx = ok.nonzero().flatten()
+    idx = (by_class_turns(idx, Y) if balanced else idx)[:n or run.profile.sis_images]
     if not len(idx):
         raise ValueError(f"no test image is classified correctly with confidence >= {threshold} by every model; "
                          "lower the threshold")
@@ -320,6 +333,16 @@ def sis_sizes_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
             reps.append(np.asarray(sis_fractions(find_sis(res[idx], tau)), dtype=np.float64))
         out[ARCH_NAMES.get(a, a)] = reps
     return out
+
+
+def empty_values(by_replicate: dict[str, list]) -> dict:
+    """Chapter 3's prose on empty SIS (size 0: the fully masked image alone reaches tau, so the
+    decision needs no pixel of the image): the range over architectures of the share (%) of images
+    with an SIS whose SIS is empty, pooled over replicates."""
+    shares = [100 * float(np.mean(v[~np.isnan(v)] == 0)) for v in pooled(by_replicate).values()
+              if (~np.isnan(v)).any()]
+    lo, hi = (min(shares), max(shares)) if shares else (np.nan, np.nan)
+    return {"sis_empty_min": f"{lo:.0f}", "sis_empty_max": f"{hi:.0f}"}
 
 
 def pooled(by_replicate: dict[str, list]) -> dict[str, np.ndarray]:

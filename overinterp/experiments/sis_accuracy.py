@@ -48,7 +48,7 @@ from overinterp.paper.intervals import bootstrap
 from overinterp.paper.numbers import ARCH_NAMES
 
 __all__ = ["TAUS", "KEYS", "SIZE", "CONF", "sis_rows", "image_table", "group_means", "percentage_increase",
-           "increase_figure", "confidence_figure", "thresholds", "prose_number", "setup_values", "increase_table",
+           "increase_figure", "confidence_figure", "thresholds", "prose_number", "prose_range", "setup_values", "increase_table",
            "verdict_values", "replicate_values", "pooled_empty", "empty_table", "empty_values", "confidence_values"]
 
 TAUS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)   # thresholds of the chapter (the issue's 0.5 to 0.99)
@@ -222,6 +222,12 @@ def prose_number(x, digits: int = 1) -> str:
     return "—" if pd.isna(x) else f"{x:.{digits}f}"
 
 
+def prose_range(values: pd.Series, digits: int = 0, none: str = "nowhere (no threshold tested)") -> str:
+    """'from 12% to 40%' over ``values`` (NaN left out); ``none`` where there is none."""
+    v = values.dropna()
+    return none if v.empty else f"from {v.min():.{digits}f}% to {v.max():.{digits}f}%"
+
+
 def setup_values(run, taus: Sequence[float], n_resamples: int, min_images: int) -> dict:
     """Glue name -> value of the chapter's setup: thresholds, engine, sample sizes, OOD sets."""
     sets = list(A.eval_selections(run))
@@ -260,7 +266,9 @@ def verdict_values(verdict) -> dict:
             "test_min": prose_number(test["smallest increase (%)"].min(), 0),
             "test_max": prose_number(test["largest increase (%)"].max(), 0),
             "ood_min": prose_number(ood["smallest increase (%)"].min(), 0),
-            "ood_max": prose_number(ood["largest increase (%)"].max(), 0)}
+            "ood_max": prose_number(ood["largest increase (%)"].max(), 0),
+            "test_range": prose_range(pd.concat([test["smallest increase (%)"], test["largest increase (%)"]])),
+            "ood_range": prose_range(pd.concat([ood["smallest increase (%)"], ood["largest increase (%)"]]))}
 
 
 def replicate_values(images: pd.DataFrame, taus: Sequence[float], min_images: int) -> dict:
@@ -306,6 +314,7 @@ def empty_values(images: pd.DataFrame, pooled: pd.DataFrame, taus: Sequence[floa
     for where, rows in {"test": nonempty["set"] == "test", "ood": nonempty["set"] != "test"}.items():
         out[f"ne_{where}_min"] = prose_number(nonempty.loc[rows, "increase (%)"].min(), 0)
         out[f"ne_{where}_max"] = prose_number(nonempty.loc[rows, "increase (%)"].max(), 0)
+        out[f"ne_{where}_range"] = prose_range(nonempty.loc[rows, "increase (%)"], none="nowhere (no such threshold)")
         out[f"ne_{where}_above"] = int((nonempty.loc[rows, "low"] > 0).sum())
         out[f"ne_{where}_n"] = int(rows.sum())
     return out

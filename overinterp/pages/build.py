@@ -32,10 +32,11 @@ import torch
 
 from overinterp.config.chapters import chapter_config, parameters_cell
 from overinterp.config.profiles import default_profile
+from overinterp.store import CHAPTER_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
 # copied into the stage as they are; MathJax 3 (`make mathjax`) is served as _static/mathjax/es5/
-STATIC = ["_config.yml", "_toc.yml", "book/references.bib", ".mathjax/node_modules/mathjax/es5"]
+STATIC = ["_config.yml", "_toc.yml", "book/references.bib", "book/_static", ".mathjax/node_modules/mathjax/es5"]
 EDITIONS = ROOT / "editions"
 
 __all__ = ["chapters", "write_parameters", "execute", "save_edition", "editions",
@@ -93,7 +94,9 @@ def hide_injected(notebook: Path) -> None:
 
 
 def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | None = None) -> dict:
-    """Execute the chapters with papermill into ``stage/book``; returns seconds per chapter."""
+    """Execute the chapters with papermill into ``stage/book``; returns seconds per chapter. Each
+    chapter's kernel inherits ``$OVERINTERP_CHAPTER`` = its notebook stem (the store's access log
+    names it: :func:`overinterp.store.log_access`)."""
     import papermill as pm
     timings = {}
     for nb in chapters(root):
@@ -103,12 +106,16 @@ def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | 
             continue
         print(f"[book] executing {nb.relative_to(root)} with {parameters}", flush=True)
         t0 = time.perf_counter()
+        before = os.environ.get(CHAPTER_ENV)
+        os.environ[CHAPTER_ENV] = nb.stem
         try:
             pm.execute_notebook(str(nb), str(target), parameters=parameters, cwd=str(root), progress_bar=False,
                                 kernel_name="python3", log_output=False)
         except pm.PapermillExecutionError as e:
             raise SystemExit(f"[book] chapter {nb.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n"
                              f"         the executed notebook is at {target}")
+        finally:
+            os.environ.pop(CHAPTER_ENV) if before is None else os.environ.__setitem__(CHAPTER_ENV, before)
         timings[nb.stem] = round(time.perf_counter() - t0, 1)
         hide_injected(target)
         print(f"[book] {nb.stem}: {timings[nb.stem]} s", flush=True)

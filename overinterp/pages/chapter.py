@@ -11,7 +11,7 @@ used with the profile's deviations from the paper's protocol:
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-from IPython.display import Markdown, display
+from IPython.display import Image, Markdown, display
 from myst_nb import glue
 
 import dataclasses
@@ -20,9 +20,12 @@ import json
 
 from overinterp.config.chapters import chapter_config, resolve
 from overinterp.config.context import make_run
+from overinterp.config.profiles import deviations_box
+from overinterp.pages.audit import figure_png
 from overinterp.paper import verdicts as V
 
-__all__ = ["setup", "glue_all", "figure", "record"]
+__all__ = ["setup", "deviations_box", "deviations_table", "captioned", "verdict_table", "table_html",
+           "show_tables_without_nan", "glue_all", "figure", "record"]
 
 
 def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), show: bool = True,
@@ -32,6 +35,8 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
     resolved against the profile (:func:`overinterp.config.chapters.resolve`). With ``show``, glue
     the run and show it in a box with the profile's deviations from the paper's protocol on the
     ``deviations`` topics (:meth:`overinterp.config.profiles.Profile.deviations`)."""
+    show_tables_without_nan()
+    _TABLES.update(chapter=int(chapter[:2]) if chapter[:2].isdigit() else 0, count=0)
     cls = chapter_config(chapter)
     given = {f.name: namespace[f.name] for f in dataclasses.fields(cls) if f.name in (namespace or {})}
     params = cls(**{**given, **values})
@@ -39,13 +44,62 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
     params = resolve(dataclasses.replace(params, profile=run.profile.name), run.profile)
     if show:
         devs = run.profile.deviations(*deviations) if deviations else []
-        listed = "".join(f"\n- {d}" for d in devs)
-        more = f"\n\n**Deviations from the paper's protocol in this chapter:**\n{listed}" if devs else ""
-        display(Markdown(f":::{{note}}\n{run.describe()}{more}\n:::"))
+        display(Markdown(f":::{{note}}\n{run.describe()}\n:::"))
+        if devs:
+            display(Markdown(deviations_box(devs)))
         glue("run_dataset", run.dataset, display=False)
         glue("run_profile", run.profile.name, display=False)
         glue("run_device", run.device.type, display=False)
     return run, params
+
+
+def deviations_table(run):
+    """Every deviation of ``run``'s profile from the paper's protocol, by topic (each chapter's box lists
+    those of the topics it depends on): the introduction's full list; None for the paper's profile."""
+    import pandas as pd
+    topics = {"models": "models", "evaluation": "evaluation", "backselect": "backward selection",
+              "retraining": "retraining"}
+    rows = [{"topic": name, "deviation": d} for t, name in topics.items() for d in run.profile.deviations(t)]
+    return pd.DataFrame(rows).drop_duplicates("deviation").set_index("topic") if rows else None
+
+
+_TABLES = {"chapter": 0, "count": 0}   # the chapter being executed (set by setup) and its tables so far
+
+
+def captioned(df, caption: str, digits: int = 2):
+    """``df`` shown with a numbered caption above it, "Table <chapter>.<k>. <caption>" (numbered in the
+    order the chapter shows its tables), numbers to ``digits`` decimals and "—" for an undefined value."""
+    _TABLES["count"] += 1
+    label = f"{_TABLES['chapter']}.{_TABLES['count']}" if _TABLES["chapter"] else str(_TABLES["count"])
+    num = df.select_dtypes("number").columns
+    return (df.style.format(precision=digits, na_rep="—", subset=list(num)).format(na_rep="—", subset=[
+        c for c in df.columns if c not in num]).set_caption(f"Table {label}. {caption}")
+            .set_uuid(f"t{label.replace('.', '-')}").set_table_attributes('class="dataframe"'))
+
+
+def verdict_table(verdict, digits: int = 2):
+    """:func:`captioned` table of a verdict's numbers, with a caption saying what they are."""
+    cols = list(verdict.numbers.columns)
+    measure = cols[cols.index("95% low") - 1] if "95% low" in cols else "the measures"
+    return captioned(verdict.numbers, f"The numbers behind the verdict ({verdict.word}): per row, {measure}, its 95% "
+                                  "interval, the margin where the claim holds and the outcome.", digits)
+
+
+def table_html(df) -> str:
+    """A DataFrame as the notebook shows it, with an undefined value (NaN) written "—"."""
+    return df.to_html(na_rep="—", notebook=True, border=0, max_rows=60, max_cols=30)
+
+
+def show_tables_without_nan() -> None:
+    """Make this kernel show every DataFrame through :func:`table_html`, so that no page prints
+    "NaN" for a value that does not exist (a measure undefined for a model, a paper's number we do
+    not have); no-op outside IPython."""
+    import pandas as pd
+    try:
+        ip = get_ipython()  # noqa: F821  (defined in IPython kernels)
+    except NameError:
+        return
+    ip.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
 
 
 def glue_all(values: dict) -> None:
@@ -55,9 +109,11 @@ def glue_all(values: dict) -> None:
 
 
 def figure(name: str, fig) -> None:
-    """Glue a matplotlib figure for a captioned ``{glue:figure}`` in the prose, without showing it here."""
+    """Glue a matplotlib figure for a captioned ``{glue:figure}`` in the prose, without showing it here:
+    its PNG carries the smallest font size it draws and its dpi, which :mod:`overinterp.pages.audit`
+    turns into the smallest text's size at page width (:func:`overinterp.pages.audit.figure_png`)."""
     fig = getattr(fig, "figure", fig)  # an Axes gives its figure
-    glue(name, fig, display=False)
+    glue(name, Image(data=figure_png(fig)), display=False)
     plt.close(fig)
 
 

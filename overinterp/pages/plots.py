@@ -18,10 +18,18 @@ import torch
 from overinterp.paper import numbers as paper
 from overinterp.experiments.runs import CONFIDENT
 
-__all__ = ["to_pixels", "show_masked", "image_rows", "gallery", "backselect_curves", "backselect_panels", "heatmaps",
-           "training_curves", "sis_sizes_box", "retrain_bars", "mean_std", "zoo_stats", "MASK_RGB"]
+__all__ = ["PAGE_PX", "text_pt", "to_pixels", "show_masked", "image_rows", "gallery", "backselect_curves", "backselect_panels", "heatmaps",
+           "training_curves", "outside_legend", "sis_sizes_box", "retrain_bars", "mean_std", "zoo_stats", "MASK_RGB"]
 
 MASK_RGB = (0.78, 0.84, 0.92)  # what a masked pixel is drawn as
+PAGE_PX = 768                  # width (px) at which the book's page shows a wide figure (sphinx-book-theme)
+
+
+def text_pt(width_in: float, px: float = 9.0, dpi: float = 100.0) -> float:
+    """The font size (pt) that a figure ``width_in`` inches wide needs for its text to be ``px``
+    pixels on the page: a figure wider than :data:`PAGE_PX` at ``dpi`` is shrunk to it, one narrower
+    is shown at its own size."""
+    return px * 72 / dpi * max(1.0, width_in * dpi / PAGE_PX)
 
 
 def to_pixels(images: torch.Tensor, mean, std) -> np.ndarray:
@@ -46,6 +54,7 @@ def image_rows(rows: dict[str, np.ndarray], col_titles=None, size: float = 1.3):
     """A grid with one labelled row per entry of ``rows`` ((N, H, W, 3) each)."""
     n = max(len(v) for v in rows.values())
     fig, axes = plt.subplots(len(rows), n, figsize=(size * n, size * len(rows) + 0.3), squeeze=False)
+    pt = text_pt(size * n)
     for r, (label, imgs) in enumerate(rows.items()):
         for c in range(n):
             ax = axes[r, c]
@@ -55,9 +64,9 @@ def image_rows(rows: dict[str, np.ndarray], col_titles=None, size: float = 1.3):
             else:
                 ax.axis("off")
             if c == 0:
-                ax.set_ylabel(label, fontsize=8)
+                ax.set_ylabel(label, fontsize=pt)
             if r == 0 and col_titles is not None and c < len(col_titles):
-                ax.set_title(col_titles[c], fontsize=7)
+                ax.set_title(col_titles[c], fontsize=pt)
     fig.tight_layout()
     return fig
 
@@ -119,15 +128,21 @@ def heatmaps(freqs: dict[str, torch.Tensor], titles: dict[str, str] | None = Non
 
 def training_curves(histories: dict[str, list[dict]], key: str = "loss", ax=None, ylabel: str = "training loss"):
     """One line per model of a per-epoch statistic of :func:`overinterp.zoo.train.fit`'s history."""
-    ax = ax or plt.subplots(figsize=(5, 3.2))[1]
+    ax = ax or plt.subplots(figsize=(7, 3.4))[1]
     for name, h in histories.items():
         ax.plot([e["epoch"] for e in h], [e[key] for e in h], marker=".", lw=1, label=name)
     ax.set_xlabel("epoch")
     ax.set_ylabel(ylabel)
     if key == "loss":
         ax.set_yscale("log")
-    ax.legend(fontsize=7)
+    outside_legend(ax)
     return ax
+
+
+def outside_legend(ax, **kw) -> None:
+    """The axes' legend to the right of the plot, where it covers no data; the figure widens to hold it."""
+    ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, **kw)
+    ax.figure.tight_layout()
 
 
 def sis_sizes_box(sizes: dict[str, list[float]], bound: float | None = 100 * paper.SIS_MEAN_SIZE_BELOW):
@@ -148,7 +163,7 @@ def retrain_bars(runs: dict[tuple[str, str], pd.DataFrame]):
                          for (m, cond), r in runs.items() for acc in r["test"]])
     ax = sns.barplot(data=long, x="model", y="test accuracy (%)", hue="trained and evaluated on",
                      errorbar=("ci", 95), seed=0)
-    ax.legend(fontsize=7, loc="lower right")
+    outside_legend(ax, title="trained and evaluated on", title_fontsize=9)
     return ax
 
 

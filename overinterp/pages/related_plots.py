@@ -19,7 +19,7 @@ from overinterp.experiments.input_reduction import MODELS
 from overinterp.experiments.shared_interest import ranked
 from overinterp.methods.bayes_trex import VAE, Chains, Target, spread_samples
 from overinterp.methods.shared_interest import CASES, EC, GTC, IOU
-from overinterp.pages.plots import gallery as subset_gallery
+from overinterp.pages.plots import gallery as subset_gallery, text_pt
 
 __all__ = ["size_figure", "confidence_figure", "examples_figure", "regions_figure", "gallery", "case_galleries",
            "vae_figure", "samples_figure", "sis_figure"]
@@ -91,6 +91,7 @@ def gallery(pixels: np.ndarray, G: torch.Tensor, E: torch.Tensor, table: pd.Data
     (model, replicate, method) ``table``: the image in grey, the explanation region E in orange,
     the silhouette G outlined in cyan; titles give the label → prediction and IoU / GTC / EC."""
     fig, axes = plt.subplots(len(CASES), k, figsize=(size * k + 1.2, size * len(CASES) * 1.12), squeeze=False)
+    pt = text_pt(size * k + 1.2)
     for row, c in zip(axes, CASES):
         top = ranked(table, c.name, k)
         for j, ax in enumerate(row):
@@ -98,7 +99,7 @@ def gallery(pixels: np.ndarray, G: torch.Tensor, E: torch.Tensor, table: pd.Data
             for s in ax.spines.values():
                 s.set_visible(False)
             if j == 0:
-                ax.set_ylabel(f"{c.name}\n({len(table[table['case'] == c.name])})", fontsize=7)
+                ax.set_ylabel(f"{c.name}\n({len(table[table['case'] == c.name])})", fontsize=pt)
             if j >= len(top):
                 continue
             r = top.iloc[j]
@@ -110,7 +111,7 @@ def gallery(pixels: np.ndarray, G: torch.Tensor, E: torch.Tensor, table: pd.Data
             ax.contour(G[i].numpy().astype(float), levels=[0.5], colors="cyan", linewidths=0.7)
             lab = classes[int(r["label"])] if classes else int(r["label"])
             pr = classes[int(r["pred"])] if classes else int(r["pred"])
-            ax.set_title(f"{lab}→{pr}\n{r[IOU]:.2f}/{r[GTC]:.2f}/{r[EC]:.2f}", fontsize=5.5)
+            ax.set_title(f"{lab}→{pr}\n{r[IOU]:.2f}/{r[GTC]:.2f}/{r[EC]:.2f}", fontsize=pt)
     fig.tight_layout(h_pad=0.3, w_pad=0.2)
     return fig
 

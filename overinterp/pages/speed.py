@@ -9,10 +9,13 @@ measured case:
 * :func:`exact_vs_reference` -- exact BackSelect against a per-image implementation
   shaped like the reference ``sis.py``: same order? forward evaluations/s, speedup;
 * :func:`efficiency` -- exact BackSelect's forward evaluations/s over the same model's
-  best plain batched inference images/s, measured alternately in one run;
+  plain batched inference images/s, measured alternately in one run (the median ratio over rounds);
 * :func:`fidelity` -- ``gradient`` (paper S5) and ``pruned`` against ``exact`` on a
   trained model's test images: s/image against the SIS size ratio to exact at each
   tau, IoU of the 5% subsets with exact's, accuracy on them;
+* :func:`exact_check` -- the fidelity section's measured exact run against the efficiency section's,
+  scaled by the two models' multiply-adds (:func:`overinterp.zoo.models.count_macs`) and by batch-norm
+  folding (:func:`fusion`);
 * :func:`projections` -- wall time of a full backward selection of whole datasets;
 * :func:`s5` -- the paper's S5 figure (:data:`overinterp.paper.numbers.PAPER_S5`) beside what we
   measured.
@@ -30,23 +33,30 @@ produced it (the GPU's name, or 'CPU (<model>, <n> threads)'). Smoke runs
 exists, and are then labelled as such. A file that is not a benchmark result raises a
 one-line ``ValueError`` naming it (as does a file of another schema); a section a file lacks is
 skipped (:func:`missing` says which and why); :func:`caveats` lists what each file says about a
-shared CPU.
+shared CPU; :func:`file_dates` when a file was committed.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import math
 import re
+import statistics
+import subprocess
 from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 
+from overinterp.config.profiles import get_profile
 from overinterp.paper.numbers import ARCH_NAMES, PAPER_S5
+from overinterp.zoo.models import ARCHS, build_model, count_macs
 
-__all__ = ["claim_measures", "exact_facts", "RESULTS", "SCHEMA", "SECTIONS", "load_results", "device_label", "files",
-           "caveats", "missing", "exact_vs_reference", "efficiency", "fidelity", "fidelity_context", "projections",
-           "s5", "setting"]
+__all__ = ["claim_measures", "exact_facts", "RESULTS", "SCHEMA", "SECTIONS", "FOLDED_WHEN_UNRECORDED", "load_results",
+           "device_label", "files", "file_dates", "shared_cpu", "caveats", "missing", "exact_vs_reference",
+           "efficiency", "fusion", "exact_check", "initial_filters", "macs", "fidelity", "fidelity_context",
+           "projections", "s5", "setting"]
 
 RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 
@@ -56,7 +66,14 @@ SCHEMA = 2  # the structure of the result files that this module reads (bench_ba
 SECTIONS = {"efficiency": "the run stopped before it", "reference_style_baseline": "the run stopped before it",
             "fidelity": "the run stopped before it", "projections": "the run stopped before it",
             "inception_v3_gradient_sis": "the benchmark measures Inception-v3 on CUDA only (or tiny with `--smoke`)"}
-_LISTS = ("efficiency", "reference_style_baseline", "projections")  # sections that are lists of records
+_LISTS = ("efficiency", "reference_style_baseline", "projections", "fusion")  # sections that are lists of records
+
+#: whether a section's engine folded batch norms into the convolutions (models.fuse_conv_bn), for files
+#: that do not record it (``engine_config.fuse`` of an efficiency row, ``fuse`` of the fidelity section).
+#: The committed backselect-cpu.json records neither: its efficiency rows were measured on 2026-11-22,
+#: before the engine folded batch norms (2026-11-23), and its fidelity section was re-run after, with
+#: folding (git history of the file).
+FOLDED_WHEN_UNRECORDED = {"efficiency": False, "fidelity": True}
 
 
 # ----------------------------------------------------------------------------- loading
@@ -90,7 +107,7 @@ def _read(path: Path) -> dict:
 def load_results(folder: str | Path = RESULTS) -> dict[str, dict]:
     """Every ``backselect-*.json`` of ``folder`` (a relative path is taken from the working directory),
     keyed by device label, smoke runs only where no other file exists. Each value is the file's JSON
-    with ``file`` (its name) and ``smoke`` added."""
+    with ``file`` (its name), ``path`` and ``smoke`` added."""
     folder = Path(folder)
     paths = sorted(folder.glob("backselect-*.json"))
     if not paths:
@@ -102,7 +119,7 @@ def load_results(folder: str | Path = RESULTS) -> dict[str, dict]:
         label = device_label(data[p]["info"]) + (" [smoke run]" if smoke[p] else "")
         if label in out:
             label += f" [{p.name}]"
-        out[label] = {**data[p], "file": p.name, "smoke": smoke[p]}
+        out[label] = {**data[p], "file": p.name, "path": str(p), "smoke": smoke[p]}
     return out
 
 
@@ -117,6 +134,35 @@ def files(results: dict) -> pd.DataFrame:
                      "load_start": load[0], "load_end": load[1],
                      "sections": ", ".join(s for s in SECTIONS if s in d)})
     return pd.DataFrame(rows)
+
+
+def file_dates(results: dict) -> dict[str, tuple[str, str] | None]:
+    """Per device, the dates (YYYY-MM-DD) of the first and the last commit that wrote its file, from
+    git; None where its history is not available (no git, no repository, an uncommitted file, or a
+    shallow clone, whose one commit would date every file)."""
+    out = {}
+    for label, d in results.items():
+        path = Path(d.get("path", d["file"]))
+
+        def git(*args):
+            done = subprocess.run(["git", *args], cwd=path.parent, capture_output=True, text=True, timeout=20)
+            return done.stdout.split() if done.returncode == 0 else []
+        try:
+            full = git("rev-parse", "--is-shallow-repository") == ["false"]
+            dates = git("log", "--follow", "--format=%cs", "--", path.name) if full else []
+        except (OSError, subprocess.SubprocessError):
+            dates = []
+        out[label] = (dates[-1], dates[0]) if dates else None
+    return out
+
+
+def shared_cpu(d: dict) -> bool:
+    """Whether a file says its CPU was shared with other jobs: a note flagged ``shared_cpu``, or a 1-min
+    load average above the threads it used."""
+    info = d["info"]
+    load = max((info.get(k, [0])[0] for k in ("loadavg_start", "loadavg_end")), default=0)
+    return any(n.get("shared_cpu") for n in d.get("notes", [])) or \
+        (info["device"] == "cpu" and load > info.get("threads", math.inf))
 
 
 def caveats(results: dict) -> dict[str, list[str]]:
@@ -157,7 +203,7 @@ def _parsing(file: str, section: str):
 
 
 _TEXT = {"device", "model", "best_plain", "method", "setting", "dataset", "arch", "profile", "chosen_m_rule",
-         "chosen_m_reason"}
+         "chosen_m_reason", "shape", "model_key", "fold_setting", "folded", "eff_folded", "fid_folded"}
 
 
 def _frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
@@ -180,43 +226,159 @@ def setting(run: dict) -> tuple[str, str, float]:
 def exact_vs_reference(results: dict) -> pd.DataFrame:
     """Exact BackSelect against a per-image implementation shaped like the reference ``sis.py`` (one
     image at a time, masks in NumPy, batches of 128), same model, images and steps: whether the orders
-    agree, forward evaluations/s of each, and the engine's speedup over it in NCHW and channels_last."""
+    agree, forward evaluations/s of each, and the engine's speedup over it in NCHW and channels_last.
+    ``arch`` and ``shape``: those of the efficiency row of the same file and model name (None if none)."""
     rows = []
     for label, file, sec in _sections(results, "reference_style_baseline"):
+        known = {e.get("model"): (e.get("arch"), tuple(e.get("shape", ())))
+                 for e in results[label].get("efficiency", [])}
         with _parsing(file, "reference_style_baseline"):
             for r in sec:
-                rows.append({"device": label, "threads": r["threads"], "model": r["model"], "images": r["images"],
+                arch, shape = known.get(r["model"], (None, None))
+                rows.append({"device": label, "threads": r["threads"], "model": r["model"], "arch": arch,
+                             "shape": shape, "images": r["images"],
                              "steps": r["steps_timed"], "same_order": bool(r["same_order"]),
                              "engine_evals_s": r["engine_evals_s"],
                              "reference_evals_s": r["reference_nchw_evals_s"],
                              "reference_cl_evals_s": r["reference_channels_last_evals_s"],
                              "speedup": r["speedup_vs_reference_nchw"],
                              "speedup_cl": r["speedup_vs_reference_channels_last"]})
-    return _frame(rows, ["device", "threads", "model", "images", "steps", "same_order", "engine_evals_s",
-                         "reference_evals_s", "reference_cl_evals_s", "speedup", "speedup_cl"])
+    return _frame(rows, ["device", "threads", "model", "arch", "shape", "images", "steps", "same_order",
+                         "engine_evals_s", "reference_evals_s", "reference_cl_evals_s", "speedup", "speedup_cl"])
+
+
+@functools.lru_cache(maxsize=None)
+def macs(arch: str, shape: tuple, width: int | None) -> int:
+    """Multiply-adds of one forward pass of ``arch`` (``width`` initial filters, None: the paper's) on one
+    input of ``shape`` (C, H, W), 10 classes (:func:`overinterp.zoo.models.count_macs`)."""
+    return count_macs(build_model(arch, shape[0], 10, width), tuple(shape))
+
+
+def initial_filters(arch: str, width: int | None) -> int:
+    """``width``, or where it is None the paper's initial filters of ``arch`` (the default of its class)."""
+    return width if width is not None else inspect.signature(ARCHS[arch]).parameters["width"].default
+
+
+def _full_exact(features: int) -> int:
+    """Forward passes of a full exact BackSelect of one image of ``features`` features: F(F+1)/2."""
+    return features * (features + 1) // 2
 
 
 def efficiency(results: dict) -> pd.DataFrame:
-    """Exact BackSelect's forward evaluations/s over the best plain batched inference images/s of the
-    same model (best over batch sizes and layouts), alternated ``rounds`` times in one run: the ratio
-    per round (median, min, max) and of the bests; and the seconds of a full exact run of one image
-    (P(P+1)/2 forwards at the best engine rate)."""
+    """Exact BackSelect's forward evaluations/s over plain batched inference images/s of the same randomly
+    initialised model, the two timed alternately ``rounds`` times in one run: per round the ratio, and
+    over rounds its median (the efficiency: each ratio compares two timings taken back to back, under
+    the same load), min and max; the median plain and engine rates; the seconds of a full exact run of
+    one image (P(P+1)/2 forwards) at the fastest and the slowest engine round; the plain rate's min and
+    max over rounds. Also the model's initial
+    filters (``width``), whether the engine folded batch norms (``folded``, see
+    :data:`FOLDED_WHEN_UNRECORDED`), and the benchmark's ``ratio_of_bests`` (the fastest engine round
+    over the fastest plain rate anywhere in the run, its batch-size sweep included: taken at other
+    moments, so not the chapter's efficiency); ``plain_img_s`` and ``engine_evals_s`` are those bests."""
     rows = []
     for label, file, sec in _sections(results, "efficiency"):
         with _parsing(file, "efficiency"):
             for r in sec:
                 ratios = [x["ratio"] for x in r["rounds"]]
-                rows.append({"device": label, "threads": r["threads"], "model": r["model"],
+                engine = [x["engine_evals_s"] for x in r["rounds"]]
+                evals = _full_exact(r["shape"][1] * r["shape"][2])
+                rows.append({"device": label, "threads": r["threads"], "model": r["model"], "arch": r["arch"],
+                             "shape": tuple(r["shape"]), "width": initial_filters(r["arch"], r.get("width")),
+                             "folded": bool(r.get("engine_config", {}).get(
+                                 "fuse", FOLDED_WHEN_UNRECORDED["efficiency"])),
                              "best_plain": r["best_plain_config"],
                              "plain_img_s": max([x["plain_img_s"] for x in r["rounds"]] +
                                                 [r["plain_sweep_img_s"][r["best_plain_config"]]]),
-                             "engine_evals_s": max(x["engine_evals_s"] for x in r["rounds"]),
+                             "engine_evals_s": max(engine),
+                             "plain_median": statistics.median(x["plain_img_s"] for x in r["rounds"]),
+                             "plain_min": min(x["plain_img_s"] for x in r["rounds"]),
+                             "plain_max": max(x["plain_img_s"] for x in r["rounds"]),
+                             "engine_median": statistics.median(engine), "engine_min": min(engine),
                              "ratio_median": r["ratio_median"], "ratio_min": min(ratios), "ratio_max": max(ratios),
                              "ratio_of_bests": r["ratio_of_bests"], "rounds": len(ratios), "images": r["images"],
-                             "steps": r["steps_timed"], "exact_s_per_image": r["exact_s_per_image"]})
-    return _frame(rows, ["device", "threads", "model", "best_plain", "plain_img_s", "engine_evals_s",
-                         "ratio_median", "ratio_min", "ratio_max", "ratio_of_bests", "rounds", "images",
-                         "steps", "exact_s_per_image"])
+                             "steps": r["steps_timed"], "exact_s_per_image": r["exact_s_per_image"],
+                             "exact_s_fastest": evals / max(engine), "exact_s_slowest": evals / min(engine)})
+    return _frame(rows, ["device", "threads", "model", "arch", "shape", "width", "folded", "best_plain",
+                         "plain_img_s", "engine_evals_s", "plain_median", "plain_min", "plain_max", "engine_median",
+                         "engine_min", "ratio_median", "ratio_min", "ratio_max", "ratio_of_bests", "rounds", "images",
+                         "steps", "exact_s_per_image", "exact_s_fastest", "exact_s_slowest"])
+
+
+def fusion(results: dict) -> pd.DataFrame:
+    """Batch norms folded into the convolutions against the model as trained (section ``fusion``): per
+    trained model (``model_key``) and method, the speedup of the folded engine per round (the two timed
+    alternately) as median, min and max, and the benchmark's ``speedup_of_bests``."""
+    rows = []
+    for label, file, sec in _sections(results, "fusion"):
+        with _parsing(file, "fusion"):
+            for r in sec:
+                method, set_, param = setting(r)
+                per = r["speedups_per_round"]
+                rows.append({"device": label, "arch": r["arch"], "model_key": r.get("model_key"), "method": method,
+                             "setting": set_, "images": r["images"], "rounds": len(per),
+                             "speedup_median": statistics.median(per), "speedup_min": min(per),
+                             "speedup_max": max(per), "speedup_of_bests": r["speedup_of_bests"]})
+    return _frame(rows, ["device", "arch", "model_key", "method", "setting", "images", "rounds", "speedup_median",
+                         "speedup_min", "speedup_max", "speedup_of_bests"])
+
+
+def exact_check(results: dict) -> pd.DataFrame:
+    """The fidelity section's measured exact run against what the efficiency section predicts for it:
+    per device and efficiency thread count, the efficiency rows of the fidelity model's architecture and
+    input shape give the seconds of a full exact run of the fidelity section's images (F(F+1)/2
+    forwards, F features) at the fastest and the slowest engine round (``s_fast``, ``s_slow``); those
+    seconds scaled by the multiply-adds of the fidelity model over the efficiency model's (their initial
+    filters differ: ``eff_width``, ``fid_width`` from the fidelity model's profile) (``scaled_*``); and,
+    where the fidelity engine folded batch norms and the efficiency engine did not
+    (:data:`FOLDED_WHEN_UNRECORDED`), divided by the median per-round speedup of folding measured on the
+    fidelity model with ``pruned`` (like exact, mostly forward passes; :func:`fusion`) (``folded_*``;
+    NaN where the file has no such measurement). ``measured``: exact's seconds per image in the
+    fidelity section, at ``fid_threads``; ``plain_median``, ``plain_slow``, ``plain_fast``: the
+    efficiency row's median, slowest and fastest plain rate over its rounds."""
+    rows = []
+    eff, fus = efficiency(results), fusion(results)
+    for label, file, sec in _sections(results, "fidelity"):
+        with _parsing(file, "fidelity"):
+            src, info = sec["source"], results[label]["info"]
+            block = sec.get("block", 1)
+            features = math.ceil(sec["shape"][1] / block) * math.ceil(sec["shape"][2] / block)
+            fid_width = initial_filters(src["arch"], get_profile(src["profile"]).width(src["arch"]))
+            fid_macs = macs(src["arch"], tuple(sec["shape"]), fid_width)
+            fid_folded = bool(sec.get("fuse", FOLDED_WHEN_UNRECORDED["fidelity"]))
+            measured = next(r for r in sec["runs"] if r["method"] == "exact")["s_per_image"]
+            f = fus[(fus["device"] == label) & (fus["arch"] == src["arch"]) & (fus["method"] == "pruned")]
+            if src.get("key") is not None and f["model_key"].notna().any():
+                f = f[f["model_key"] == src["key"]]
+            same = eff[(eff["device"] == label) & (eff["arch"] == src["arch"]) &
+                       eff["shape"].map(lambda shape: shape == tuple(sec["shape"])).astype(bool)]
+            for _, e in same.iterrows():
+                eff_macs = macs(e["arch"], e["shape"], e["width"])
+                fold = 1.0 if fid_folded == e["folded"] else math.nan if f.empty else \
+                    float(f["speedup_median"].iloc[0]) ** (1 if fid_folded else -1)
+                s_fast = _full_exact(features) / e["engine_evals_s"]
+                s_slow = _full_exact(features) / e["engine_min"]
+                ratio = fid_macs / eff_macs
+                rows.append({"device": label, "threads": e["threads"], "arch": src["arch"],
+                             "shape": tuple(sec["shape"]),
+                             "eff_width": e["width"], "fid_width": fid_width, "eff_macs": eff_macs,
+                             "fid_macs": fid_macs, "macs_ratio": ratio, "eff_folded": e["folded"],
+                             "fid_folded": fid_folded, "fold_speedup": fold,
+                             "fold_rounds": math.nan if f.empty else float(f["rounds"].iloc[0]),
+                             "fold_setting": "" if f.empty else f["setting"].iloc[0],
+                             "engine_fast": e["engine_evals_s"], "engine_slow": e["engine_min"],
+                             "plain_median": e["plain_median"], "plain_slow": e["plain_min"],
+                             "plain_fast": e["plain_max"],
+                             "s_fast": s_fast, "s_slow": s_slow,
+                             "scaled_fast": s_fast * ratio, "scaled_slow": s_slow * ratio,
+                             "folded_fast": s_fast * ratio / fold, "folded_slow": s_slow * ratio / fold,
+                             "measured": measured, "evals": _full_exact(features),
+                             "fid_threads": info.get("threads_fidelity_projections", info.get("threads")),
+                             "fid_images": sec["images"]})
+    return _frame(rows, ["device", "threads", "arch", "shape", "eff_width", "fid_width", "eff_macs", "fid_macs",
+                         "macs_ratio", "eff_folded", "fid_folded", "fold_speedup", "fold_rounds", "fold_setting",
+                         "engine_fast", "engine_slow", "plain_median", "plain_slow", "plain_fast", "s_fast", "s_slow",
+                         "scaled_fast", "scaled_slow", "folded_fast", "folded_slow", "measured", "evals",
+                         "fid_threads", "fid_images"])
 
 
 def fidelity_context(results: dict) -> pd.DataFrame:
@@ -359,7 +521,7 @@ def s5(results: dict) -> pd.DataFrame:
     p = PAPER_S5
     paper_steps = math.ceil(p["pixels"] / p["k"])
     rows = [{"who": "paper", "device": None, "model": p["model"], "data": p["data"], "features": p["pixels"], "k": p["k"],
-             "steps": paper_steps, "images": p["images"], "how": f"quoted (S5), hardware {p['hardware']}",
+             "steps": paper_steps, "images": p["images"], "how": f"quoted ({p['section']})",
              "measured": True, "minutes_32": math.nan, "minutes_32_low": p["minutes"][0],
              "minutes_32_high": p["minutes"][1]}]
 
@@ -373,20 +535,20 @@ def s5(results: dict) -> pd.DataFrame:
         if "inception_v3_gradient_sis" in d:
             with _parsing(d["file"], "inception_v3_gradient_sis"):
                 r = d["inception_v3_gradient_sis"]
-                ours(label, "Inception-v3 (torchvision, random weights)", f"random inputs, {r['size']}×{r['size']}",
+                ours(label, "Inception-v3 (random weights)", f"random inputs, {r['size']}×{r['size']}",
                      r["size"] ** 2, r["k"], r["images"], r["s_per_image"],
-                     f"measured, {r['images']} images in one batch (BackSelect; FindSIS untimed)", True)
+                     f"measured, {r['images']} images, BackSelect only", True)
         if "fidelity" in d:
             with _parsing(d["file"], "fidelity"):
                 sec, src = d["fidelity"], d["fidelity"]["source"]
                 h, w = sec["shape"][1:]
                 block = sec.get("block", 1)
                 features = math.ceil(h / block) * math.ceil(w / block)
-                model = f"{ARCH_NAMES.get(src['arch'], src['arch'])} (trained, {src['profile']} profile)"
+                model = f"{ARCH_NAMES.get(src['arch'], src['arch'])} (trained, {src['profile']})"
                 for r in sec["runs"]:
                     if r["method"] == "gradient":
-                        ours(label, model, f"{src['dataset']} test images, {h}×{w}", features, r["k"],
-                             sec["images"], r["s_per_image"], f"measured, {sec['images']} images in one batch", True)
+                        ours(label, model, f"{src['dataset']} test, {h}×{w}", features, r["k"],
+                             sec["images"], r["s_per_image"], f"measured, {sec['images']} images", True)
         if "projections" in d:
             with _parsing(d["file"], "projections"):
                 for wl in d["projections"]:
@@ -394,8 +556,8 @@ def s5(results: dict) -> pd.DataFrame:
                     for r in wl["runs"]:
                         if r["method"] == "gradient":
                             ours(label, f"{ARCH_NAMES.get(wl['arch'], wl['arch'])} (random weights)",
-                                 f"{wl['dataset']}-sized random inputs, {h}×{w}", h * w, r["k"], wl["batch"],
-                                 r["s_per_image"], f"projected from timed steps of a batch of {wl['batch']}", False)
+                                 f"random inputs, {h}×{w}", h * w, r["k"], wl["batch"],
+                                 r["s_per_image"], f"projected, batch of {wl['batch']}", False)
     df = pd.DataFrame(rows)
     dist = (df["steps"] / paper_steps).map(lambda x: abs(math.log(x)))
     df["closest"] = False

@@ -10,7 +10,9 @@ Every model takes ``in_channels`` and ``num_classes`` and works on 28x28 and 32x
 inputs (global average pooling before the classifier). ``width`` scales the number
 of filters (the paper's value is the default) so CPU profiles can shrink a model.
 ``Ensemble`` averages member logits (paper 3.2). ``fuse_conv_bn`` folds each
-eval-mode batch norm into the convolution before it, for the backward-selection engine.
+eval-mode batch norm into the convolution before it, for the backward-selection engine;
+``count_macs`` counts the multiply-adds of one forward pass (the chapter "How fast is
+backward selection?" compares timings of models of different widths by it).
 """
 from __future__ import annotations
 
@@ -21,12 +23,28 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx.experimental.optimization import fuse
 
-__all__ = ["ARCHS", "build_model", "Ensemble", "count_params", "fuse_conv_bn",
+__all__ = ["ARCHS", "build_model", "Ensemble", "count_params", "count_macs", "fuse_conv_bn",
            "ResNet20", "PreActResNet18", "VGG16", "WideResNet", "SmallCNN"]
 
 
 def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
+
+
+def count_macs(model: nn.Module, shape: tuple) -> int:
+    """Multiply-adds of one forward pass of ``model`` on one input of ``shape`` (C, H, W): those of
+    its convolutions and matrix products, as torch's ``FlopCounterMode`` counts them (2 FLOPs per
+    multiply-add); batch norms, activations and pooling are not counted, so folding batch norms into
+    the convolutions does not change the count. Runs the model once on zeros in eval mode, without
+    gradients, and restores its mode."""
+    from torch.utils.flop_counter import FlopCounterMode
+    was_training, device = model.training, next(model.parameters()).device
+    try:
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            model.eval()(torch.zeros(1, *shape, device=device))
+    finally:
+        model.train(was_training)
+    return counter.get_total_flops() // 2
 
 
 def fuse_conv_bn(model: nn.Module) -> nn.Module:

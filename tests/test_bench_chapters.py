@@ -1,0 +1,97 @@
+"""benchmarks/bench_chapters.py: which chapters each chapter needs, read from a hand-made store access
+log, the upper bound built from them, and the JSON the instructors' page reads."""
+import importlib.util
+import json
+from pathlib import Path
+
+from overinterp.pages import instructors as I
+
+ROOT = Path(__file__).resolve().parent.parent
+spec = importlib.util.spec_from_file_location("bench_chapters", ROOT / "benchmarks" / "bench_chapters.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def _e(event, chapter, key, name="result.pt"):
+    return {"event": event, "kind": key.split("/")[0], "key": key, "name": name, "chapter": chapter, "time": 0.0}
+
+
+# 02 trains the models; 03 and 04 load them; 04 backselects, 05 loads 04's selections and its own model
+# twice; 06 loads 05's retrained model only (so needs 05, 04 and 02); 07 computes everything itself.
+LOG = [_e("miss", "02", "model/a"), _e("save", "02", "model/a"), _e("save", "02", "model/b"),
+       _e("load", "03", "model/a"),
+       _e("load", "04", "model/b"), _e("miss", "04", "backselect/x"),
+       _e("save", "04", "backselect/x", "shard-00000.pt"), _e("save", "04", "backselect/x"),
+       _e("load", "05", "backselect/x"), _e("save", "05", "retrained/r"), _e("load", "05", "retrained/r"),
+       _e("load", "06", "retrained/r"), _e("load", "06", "model/z"),        # model/z: saved outside the log
+       _e("save", "07", "vae/v"), _e("load", "07", "vae/v"), _e("load", None, "model/a")]
+SECONDS = {"02": 100.0, "03": 5.0, "04": 40.0, "05": 30.0, "06": 7.0, "07": 3.0}
+
+
+def test_a_chapter_depends_on_the_chapter_that_first_saved_what_it_loads():
+    deps, unlogged = bench.loads_from(LOG)
+    assert deps == {"02": set(), "03": {"02"}, "04": {"02"}, "05": {"04"}, "06": {"05"}, "07": set()}
+    assert unlogged == {"06": 1}          # loaded, but saved by nothing in the log: counted, not guessed
+
+
+def test_needs_is_the_transitive_closure_and_the_bound_adds_their_seconds():
+    deps, _ = bench.loads_from(LOG)
+    assert bench.needs(deps, "06") == {"05", "04", "02"}
+    assert bench.needs(deps, "07") == set() and bench.needs(deps, "02") == set()
+    assert bench.upper_bound(SECONDS, deps, "06") == 7 + 30 + 40 + 100
+    assert bench.upper_bound(SECONDS, deps, "03") == 105 and bench.upper_bound(SECONDS, deps, "07") == 3
+
+
+def test_a_cycle_in_the_log_ends():
+    deps = {"a": {"b"}, "b": {"a"}}
+    assert bench.needs(deps, "a") == {"b"}
+
+
+def test_the_json_holds_each_chapter_and_the_page_reads_it(tmp_path):
+    with_store = {c: s / 10 for c, s in SECONDS.items()}
+    rows = bench.chapter_rows(SECONDS, with_store, LOG, {"05": 1})
+    assert rows["06"]["needs"] == ["02", "04", "05"] and rows["06"]["loads_from"] == ["05"]
+    assert rows["06"]["alone_from_empty_upper_bound"] == 177 and rows["06"]["with_store"] == 0.7
+    assert rows["05"]["saved_when_alone"] == 1 and rows["04"]["saved_when_alone"] == 0
+    pack = {"bytes": 3 * 2**20, "files": 12, "unpack_seconds": 1.5, "chapter": "04_pixel_subsets",
+            "chapter_seconds_after_unpack": 4.0}
+    params = {"dataset": "fashion-mnist", "profile": "quick", "device": "cpu", "seed": 0}
+    out = bench.result(params, "CPU (Toy, 2 threads)", rows, pack, None, "python benchmarks/bench_chapters.py")
+    assert out["schema"] == I.SCHEMA and out["full_build_seconds"] == sum(SECONDS.values())
+    assert "upper bound" in out["notes"][0] and out["profile"] == "quick"
+    (tmp_path / "c.json").write_text(json.dumps(out))
+    read = I.load(tmp_path, "c.json")
+    assert read == json.loads(json.dumps(out))
+    words = I.values(read)
+    assert "CPU (Toy, 2 threads)" in words["times_measured"] and "`quick` profile" in words["times_measured"]
+    assert words["pack_measured"].startswith("3.0 MiB (12 files)") and "chapter 04 then ran alone in 4 s" in words["pack_measured"]
+    assert words["validated"].startswith("No chapter")
+    checked = {**out, "validate": {"chapter": "04_pixel_subsets", "seconds_from_empty": 150.0, "upper_bound": 145.0}}
+    assert "chapter 04 alone from an empty store took 2.5 min, against its upper bound of 2.4 min" in I.values(checked)["validated"]
+
+
+def test_the_page_says_not_measured_without_the_file_and_refuses_another_schema(tmp_path):
+    assert I.load(tmp_path, "chapters-quick-cpu.json") is None
+    assert "not measured" in I.table(None) and "Not measured yet" in I.values(None)["times_measured"]
+    (tmp_path / "old.json").write_text(json.dumps({"schema": 0}))
+    try:
+        I.load(tmp_path, "old.json")
+    except ValueError as e:
+        assert "old.json has schema 0" in str(e)
+    else:
+        raise AssertionError("a file of another schema was read")
+
+
+def test_every_chapter_says_what_it_teaches_and_names_only_parameters_it_has():
+    from overinterp.config.chapters import CHAPTERS
+    assert list(I.TEACHING) == list(CHAPTERS)
+    for stem in CHAPTERS:
+        assert I.TEACHING[stem][0]
+        assert [n for n, _ in I.worth_changing(stem)] == list(I.TEACHING[stem][1])   # KeyError on an unknown one
+    assert "- {doc}`04_pixel_subsets`: `frac`, fraction of pixels kept" in I.parameter_list()
+
+
+def test_without_the_file_the_table_comes_after_a_note_naming_it(tmp_path):
+    text = I.times_table(None, ROOT / "benchmarks" / "results", "chapters-quick-cpu.json")
+    assert text.startswith(":::{note}\nNo run-time file `chapters-quick-cpu.json` in `benchmarks/results`")
+    assert text.endswith(I.table(None)) and "{doc}`17_instructors`" in text
