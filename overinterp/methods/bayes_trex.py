@@ -429,7 +429,7 @@ def nearest_start(z: torch.Tensor, init: torch.Tensor) -> torch.Tensor:
     return torch.cdist(z.double().mean(1), init.double()).argmin(1)
 
 
-def near_black(images: torch.Tensor, level: float = 0.05) -> torch.Tensor:
+def near_black(images: torch.Tensor, level: float) -> torch.Tensor:
     """(B,) bool: images (B, C, H, W) in [0, 1] whose mean pixel intensity is below ``level``."""
     return images.flatten(1).mean(1) < level
 
