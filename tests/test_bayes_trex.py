@@ -382,3 +382,39 @@ def test_diagnostics_values_count_unmixed_targets_whose_chains_sit_apart_by_thei
     assert v["apart_names"] == "apart" and v["sep_max_name"] == "apart" and v["mix_ess"] == "20"
     del chains["apart"].info["init"]                                              # no start points kept: not counted
     assert XB.diagnostics_values(table, chains, n_show=8)["n_apart"] == 0
+
+
+def _toy_figures():
+    from types import SimpleNamespace
+    from overinterp.pages import related_plots as RP
+    g = torch.Generator().manual_seed(0)
+    torch.manual_seed(0)
+    vae = B.VAE((1, 4, 4), hidden=8, latent=2)
+    targets = {"p(A) = 1": B.high(0), "p(A) = p(B) = 0.5": B.ambiguous(0, 1)}
+    chains = {k: B.Chains(t, torch.randn(2, 6, 2, generator=g), [0.8] * 2, [0, 0], 1.0,
+                          {"init": torch.zeros(2, 2)}) for k, t in targets.items()}
+    logits = {k: torch.randn(12, 3, generator=g) for k in targets}
+    images, labels = torch.rand(6, 1, 4, 4, generator=g), torch.tensor([0, 1, 2, 0, 1, 2])
+    comparison = {"images": torch.zeros(6, 1, 4, 4), "classes": [0, 0, 0, 2, 2, 2],
+                  "sis": SimpleNamespace(found=[True] * 6, mask=torch.ones(6, 4, 4, dtype=torch.bool))}
+    split = SimpleNamespace(mean=(0.0,), std=(1.0,), classes=["A", "B", "C"])
+    return {"vae": RP.vae_figure({"all": vae, "held out": vae}, images, labels, ["A", "B", "C"], 2, n=3),
+            "samples": RP.samples_figure({k: vae for k in targets}, chains, logits, targets, ["A", "B", "C"], 4),
+            "trace": RP.trace_figure(chains), "sis": RP.sis_figure(comparison, split, 0.99, 4)}
+
+
+def test_chapter_16_figures_fit_the_page_with_text_of_at_least_9_pt():
+    import matplotlib.pyplot as plt
+    from overinterp.pages.audit import text_sizes
+    for name, fig in _toy_figures().items():
+        assert fig.get_size_inches()[0] <= 7.5, name                 # shown at its own size on a 750 px page
+        assert min(text_sizes(fig)) >= 9, name
+        plt.close(fig)
+
+
+def test_sis_figure_shows_the_targets_classes_in_turn():
+    import matplotlib.pyplot as plt
+    fig = _toy_figures()["sis"]
+    first_row = fig.subfigs[0].axes
+    assert [ax.get_title() for ax in first_row] == ["A", "C", "A", "C"]       # not the first target's four
+    plt.close("all")

@@ -19,10 +19,10 @@ from overinterp.experiments.input_reduction import MODELS
 from overinterp.experiments.shared_interest import ranked
 from overinterp.methods.bayes_trex import VAE, Chains, Target, spread_samples
 from overinterp.methods.shared_interest import CASES, EC, GTC, IOU
-from overinterp.pages.plots import gallery as subset_gallery, text_pt
+from overinterp.pages.plots import gallery as subset_gallery, show_masked, text_pt, to_pixels
 
 __all__ = ["size_figure", "confidence_figure", "examples_figure", "regions_figure", "gallery", "case_galleries",
-           "vae_figure", "samples_figure", "sis_figure"]
+           "vae_figure", "samples_figure", "trace_figure", "sis_figure"]
 
 
 # ----------------------------------------------------------------------------- input reduction (chapter 15)
@@ -139,63 +139,131 @@ def case_galleries(images: torch.Tensor, G: torch.Tensor, regions: dict, table: 
 
 
 # ----------------------------------------------------------------------------- Bayes-TrEx (chapter 16)
+# The page shows figures about 750 px wide at 100 dpi: 7.5 inches, so a font of 9 pt or more reads at
+# 9 pt or more. Rows of images are subfigures titled above, not y-labels (long labels do not fit beside
+# a 28x28 image at that size).
+WIDTH = 7.5      # inches, the page's content width at 100 dpi
+FONT = 9         # pt, the smallest text of a figure
+TITLE = 10       # pt, row titles
+
+
+def _short(name: str) -> str:
+    """A class name broken onto two lines at its first space or slash (column titles)."""
+    for sep in (" ", "/"):
+        if sep in name:
+            a, b = name.split(sep, 1)
+            return f"{a}{sep if sep == '/' else ''}\n{b}"
+    return name
+
+
+def _image_rows(rows: dict[str, list], titles: dict[str, list] | None = None, cols: int = 8,
+                height: float = 1.05):
+    """A figure WIDTH wide: one subfigure per entry of ``rows`` {row title: images (H, W) or (H, W, 3)},
+    ``cols`` images a row, each titled by ``titles[row][j]`` (FONT pt) when given."""
+    titles = titles or {}
+    heights = [height + 0.3 + (0.2 + 0.16 * max(str(t).count("\n") + 1 for t in titles[k]) if titles.get(k) else 0.0)
+               for k in rows]                                              # image + row title + column titles
+    fig = plt.figure(figsize=(WIDTH, sum(heights)), layout="constrained")
+    subs = np.atleast_1d(fig.subfigures(len(rows), 1, height_ratios=heights))
+    for sub, (label, imgs) in zip(subs, rows.items()):
+        sub.suptitle(label, fontsize=TITLE, x=0.01, ha="left")
+        axes = sub.subplots(1, cols)
+        for j, ax in enumerate(np.atleast_1d(axes)):
+            ax.set_xticks([]), ax.set_yticks([])
+            for sp in ax.spines.values():
+                sp.set_visible(False)
+            if j < len(imgs):
+                im = imgs[j]
+                ax.imshow(im, cmap="gray", vmin=0, vmax=1, interpolation="nearest")
+                if j < len(titles.get(label, [])):
+                    ax.set_title(titles[label][j], fontsize=FONT)
+            else:
+                ax.axis("off")
+    return fig
+
+
 @torch.no_grad()
 def vae_figure(vaes: dict[str, VAE], images: torch.Tensor, labels: torch.Tensor, classes: Sequence[str],
                held_out: int, n: int = 10, seed: int = 0):
     """Rows: the first test image of each class, its reconstruction by the VAE of all classes, ``n``
-    prior samples of each VAE (seeded)."""
+    prior samples of each VAE (seeded, the same z for both)."""
     first = torch.stack([(labels == c).nonzero()[0, 0] for c in range(len(classes))])
     dev = next(vaes["all"].parameters()).device
     x = images[first].to(dev)
     gen = torch.Generator().manual_seed(seed)
     z = torch.randn(n, vaes["all"].mu.out_features, generator=gen).to(dev)
-    rows = {"test image": x, "reconstruction": vaes["all"].reconstruct(x), "sample (all classes)": vaes["all"].decode(z),
-            f"sample (no {classes[held_out]})": vaes["held out"].decode(z)}
-    cols = max(len(x), n)
-    fig, axes = plt.subplots(len(rows), cols, figsize=(1.0 * cols, 1.05 * len(rows) + 0.3), squeeze=False)
-    for r, (label, imgs) in enumerate(rows.items()):
-        for c in range(cols):
-            ax = axes[r, c]
-            ax.set_xticks([]), ax.set_yticks([])
-            if c < len(imgs):
-                ax.imshow(imgs[c, 0].cpu(), cmap="gray", vmin=0, vmax=1, interpolation="nearest")
-            if c == 0:
-                ax.set_ylabel(label, fontsize=7)
-            if r == 0:
-                ax.set_title(classes[c], fontsize=7)
-    fig.tight_layout()
-    return fig
+    rows = {"test images, one per class": x, "their reconstructions g(μ(x)) by the VAE of all classes": None,
+            "samples g(z), z ~ N(0, I), of the VAE of all classes": vaes["all"].decode(z),
+            f"the same z decoded by the VAE without {classes[held_out]}": vaes["held out"].decode(z)}
+    rows["their reconstructions g(μ(x)) by the VAE of all classes"] = vaes["all"].reconstruct(x)
+    rows = {k: [im[0].cpu().numpy() for im in v] for k, v in rows.items()}
+    first_row = next(iter(rows))
+    return _image_rows(rows, {first_row: [_short(c) for c in classes]}, cols=max(len(x), n), height=0.75)
 
 
 @torch.no_grad()
 def samples_figure(vaes: dict[str, VAE], chains: dict[str, Chains], logits: dict[str, torch.Tensor],
                    targets: dict[str, Target], classes: Sequence[str], n: int = 8):
-    """One row per target: ``n`` decoded samples spread over its chains, titled with the classifier's
-    confidence in the target class(es)."""
+    """One row per target (its name above): ``n`` decoded samples spread over its chains, titled with
+    the classifier's confidence in the target class(es)."""
     cols = max(1, min(n, min(c.z.shape[0] * c.z.shape[1] for c in chains.values())))
-    fig, axes = plt.subplots(len(chains), cols, figsize=(1.05 * cols, 1.25 * len(chains) + 0.2), squeeze=False)
-    for r, (name, ch) in enumerate(chains.items()):
+    rows, titles = {}, {}
+    for name, ch in chains.items():
         idx = spread_samples(ch.z.shape[0] * ch.z.shape[1], cols)
         vae = vaes[name]
         imgs = vae.decode(ch.flat()[idx].to(next(vae.parameters()).device)).cpu()
         p = torch.softmax(logits[name][idx].double(), 1)[:, list(targets[name].classes)]
-        for c in range(cols):
-            ax = axes[r, c]
-            ax.set_xticks([]), ax.set_yticks([])
-            if c < len(imgs):
-                ax.imshow(imgs[c, 0], cmap="gray", vmin=0, vmax=1, interpolation="nearest")
-                ax.set_title(" / ".join(f"{v:.2f}" for v in p[c].tolist()), fontsize=6)
-            if c == 0:
-                ax.set_ylabel(name.replace(" (", "\n("), fontsize=6)
-    fig.tight_layout()
+        rows[name] = [im[0].numpy() for im in imgs]
+        titles[name] = ["/".join(f"{v:.2f}" for v in p[c].tolist()) for c in range(len(imgs))]
+    return _image_rows(rows, titles, cols=max(cols, 8))
+
+
+def trace_figure(chains: dict[str, Chains]):
+    """One panel per target: the kept samples of its latent dimension with the largest R̂, one line
+    per chain, and each chain's start point (dashed, same colour; the code it started from) when kept;
+    the legend below the panels."""
+    names = list(chains)
+    ncol = min(2, len(names))
+    nrow = (len(names) + ncol - 1) // ncol
+    fig, axes = plt.subplots(nrow, ncol, figsize=(WIDTH, 2.1 * nrow + 0.5), squeeze=False, layout="constrained")
+    for ax, name in zip(axes.flat, names):
+        ch = chains[name]
+        r = ch.r_hat
+        d = int(torch.nan_to_num(r, nan=0.0).argmax())
+        for c in range(ch.z.shape[0]):
+            line, = ax.plot(ch.z[c, :, d].numpy(), lw=1, color=f"C{c}")
+            if "init" in ch.info:
+                ax.axhline(float(ch.info["init"][c, d]), color=line.get_color(), ls="--", lw=0.8)
+        rh = r[d].item()
+        ax.set_title(f"{name}\nz{d + 1}, R̂ = {rh:.2f}" if rh == rh else f"{name}\nz{d + 1}", fontsize=FONT)
+        ax.tick_params(labelsize=FONT)
+        ax.set_xlabel("kept sample", fontsize=FONT)
+    for ax in axes.flat[len(names):]:
+        ax.axis("off")
+    n = max(ch.z.shape[0] for ch in chains.values())
+    handles = [plt.Line2D([], [], color=f"C{c}", lw=1) for c in range(n)]
+    labels = [f"chain {c + 1}" for c in range(n)]
+    if any("init" in ch.info for ch in chains.values()):
+        handles.append(plt.Line2D([], [], color="grey", ls="--", lw=0.8))
+        labels.append("its start (a training image's code)")
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(handles), fontsize=FONT, frameon=False)
     return fig
 
 
 def sis_figure(comparison: dict, split, tau: float, n: int):
-    """Sampled high-confidence images that have an SIS at ``tau`` (top; the target above each) and
-    their SIS (:func:`overinterp.pages.plots.gallery`); ``comparison`` from
-    :func:`overinterp.experiments.bayes_trex.sis_comparison`."""
-    Xs, sis, which = comparison["images"], comparison["sis"], comparison["which"]
-    show = [i for i in range(len(Xs)) if sis.found[i]][:n]
-    return subset_gallery(Xs[show], {f"SIS at τ = {tau:g}": sis.mask[show]}, split.mean, split.std,
-                          col_titles=[which[i] for i in show], original="sampled")
+    """Up to ``n`` sampled high-confidence images that have an SIS at ``tau``, the targets' classes
+    in turn (top; the class above each), and their SIS, the other pixels drawn in :data:`overinterp.pages.plots.MASK_RGB`; ``comparison``
+    from :func:`overinterp.experiments.bayes_trex.sis_comparison`."""
+    Xs, sis = comparison["images"], comparison["sis"]
+    by_class: dict = {}
+    for i in range(len(Xs)):
+        if sis.found[i]:
+            by_class.setdefault(comparison["classes"][i], []).append(i)
+    rounds = [g[r] for r in range(max(map(len, by_class.values()), default=0)) for g in by_class.values() if r < len(g)]
+    show = rounds[:n]                                            # the targets in turn, not the first target's n
+    titles = [split.classes[comparison["classes"][i]] for i in show]
+    rows = {"sampled images (the target class above each)": list(to_pixels(Xs[show], split.mean, split.std)),
+            f"their SIS at τ = {tau:g} (other pixels masked)":
+                list(show_masked(Xs[show], sis.mask[show], split.mean, split.std))}
+    first = next(iter(rows))
+    return _image_rows(rows, {first: [_short(t) for t in titles]}, cols=max(n, 1))
