@@ -289,7 +289,16 @@ PROFILES = {p.name: p for p in [
         factors=FactorConfig(images=40, pruned_images=40, exact_images=0, epochs=(3, 12, 60), widths=(4, 8, 16),
                              width_epochs=12, train_size=1500),
         # Bayes-TrEx within ~200 s of the 2-core CPU: 2 VAEs of 12000 images x 8 epochs, 4 targets x
-        # 2 chains x (30 warmup + 30 samples) NUTS steps of at most 2**5 leapfrog steps, 16 backselected samples
+        # 2 chains x (30 warmup + 30 samples) NUTS steps of at most 2**5 leapfrog steps, 16 backselected samples.
+        # Chain sizes measured for issue 21 (CPU s of sampling on one thread; per target T-shirt, Coat,
+        # T-shirt|Dress, Bag: largest R-hat, smallest ESS; mixed = methods.bayes_trex.MIXING):
+        #   4 targets, 30+30, depth 5     86 s   R-hat 1.57 4.05 9.66 2.54   ESS 2.0 1.1 1.0 1.2   none mixed
+        #   4 targets, 100+100, depth 5  331 s   R-hat 1.34 1.21 6.04 1.27   ESS 7.4 8.4 1.1 10    none mixed
+        #   no Coat, 50+50, depth 5      134 s   R-hat 1.59 -    13.6 1.44   ESS 5.3 -   1.0 4.3   none mixed
+        #   no Coat, 30+30, depth 6      103 s   R-hat 2.68 -    3.19 3.25   ESS 1.2 -   1.1 1.1   none mixed
+        # None mixes within 4x the budget, so the cheapest stays. The T-shirt|Dress chains sit 4.4-13.5
+        # within-chain sds apart at every size, each by the training image's code it started from; the
+        # high-confidence chains overlap once longer (<= 1.1 sds at 100+100) but still move slowly.
         bayes_trex=BayesTrExConfig(vae_epochs=8, vae_train_size=12000, high_classes=(0, 4), chains=2,
                                    warmup=30, samples=30, max_tree_depth=5, init_pool=500, sis_images=16),
         # input reduction: ~80 CPU-s on one thread from an empty store (measured: 64 negatives and 40 steps of
