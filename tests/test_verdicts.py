@@ -265,3 +265,8 @@ def test_retrain_near_full_notes_subsets_that_beat_the_control():
     assert "**Note.**" in better._repr_markdown_()
     near = V.retrain_near_full(bs={"m": _reps(255)}, full={"m": _reps(258)}, chance=10.0)
     assert near.holds is True and near.note == ""
+
+
+def test_the_scope_reads_one_replicate_in_the_singular():
+    v = V.subsets_accurate(full={"m": [_hits(N)]}, bs={"m": [_hits(N)]})
+    assert v.scope() == f"m (1 replicate, {N} images)"

@@ -126,7 +126,8 @@ class Verdict:
         parts = []
         for name, row in self.numbers.iterrows():
             name = " / ".join(map(str, name)) if isinstance(name, tuple) else str(name)
-            counts = [f"{int(row[k])} {k}" for k in ("replicates", "images") if k in row and pd.notna(row[k])]
+            counts = [f"{int(row[k])} {k if int(row[k]) != 1 else k[:-1]}" for k in ("replicates", "images")
+                      if k in row and pd.notna(row[k])]
             parts.append(name + (f" ({', '.join(counts)})" if counts else ""))
         return "; ".join(parts)
 
