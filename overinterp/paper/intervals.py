@@ -13,6 +13,7 @@ machine. :func:`bootstrap` is the plain one-level version for statistics of whol
 from __future__ import annotations
 
 from dataclasses import dataclass
+import warnings
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -52,7 +53,9 @@ def bootstrap(samples: tuple, statistic: Callable, n_resamples: int = 2000, conf
 
 def _quantiles(stat: np.ndarray, confidence_level: float) -> tuple[float, float]:
     a = (1 - confidence_level) / 2
-    low, high = np.quantile(stat, [a, 1 - a], method="inverted_cdf")
+    if np.isnan(stat).all():
+        return float("nan"), float("nan")
+    low, high = np.nanquantile(stat, [a, 1 - a], method="inverted_cdf")   # an undefined resample is left out
     return float(low), float(high)
 
 
@@ -75,7 +78,9 @@ def nested_bootstrap(groups: Mapping[str, Sequence], statistic: Callable[[dict],
     condition's mean. ``paired_images``: one image draw per resample for every array (all must
     have the same length); else each replicate draws its own. ``paired_replicates``: one
     replicate draw for every condition (same number of replicates); else each draws its own.
-    NaN values (e.g. an image without an SIS) are left out of their replicate's mean."""
+    NaN values (e.g. an image without an SIS) are left out of their replicate's mean; a resample that
+    draws only NaN values of a replicate leaves that replicate out of its average, and a resample
+    with no value at all is left out of the quantiles."""
     if statistic is None:
         if len(groups) != 1:
             raise ValueError("nested_bootstrap: give a statistic for more than one condition")
@@ -99,10 +104,14 @@ def nested_bootstrap(groups: Mapping[str, Sequence], statistic: Callable[[dict],
         per_rep = []
         for r in rs:
             idx = shared_img if paired_images else rng.integers(0, len(r), (n_resamples, len(r)))
-            per_rep.append(np.nanmean(r[idx], axis=1))                       # (n_resamples,)
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)                 # a draw of only NaN images: NaN
+                per_rep.append(np.nanmean(r[idx], axis=1))                      # (n_resamples,)
         per_rep = np.stack(per_rep)                                             # (R, n_resamples)
         ridx = shared_rep if paired_replicates else rng.integers(0, len(rs), (n_resamples, len(rs)))
-        means[name] = per_rep[ridx, np.arange(n_resamples)[:, None]].mean(axis=1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)                     # every drawn replicate NaN: NaN
+            means[name] = np.nanmean(per_rep[ridx, np.arange(n_resamples)[:, None]], axis=1)
         estimate[name] = np.float64(np.mean([np.nanmean(r) for r in rs]))
     low, high = _quantiles(np.asarray(statistic(means), dtype=np.float64), confidence_level)
     return Interval(float(statistic(estimate)), low, high)
