@@ -183,3 +183,18 @@ def test_score_stats_average_each_replicate_then_give_mean_and_std_over_replicat
     assert per_rep[SI.IOU].tolist() == pytest.approx([0.3, 0.5])
     assert per_rep["|E| (% of pixels)"].tolist() == pytest.approx([20.0, 40.0])
     assert stats.loc[("m", "a"), (SI.IOU, "mean")] == pytest.approx(0.4)
+
+
+def test_case_counts_shown_long_keep_every_value_and_the_order_of_models_cases_and_methods():
+    from overinterp.pages import plots
+    counts = XSI.case_counts(_table())
+    wide = plots.mean_std(counts, digits=1).rename_axis(columns="case")
+    long = plots.long_by(wide, "method")
+    assert list(long.columns) == list(dict.fromkeys(wide.index.get_level_values("method")))
+    assert long.index.names == ["model", "case"]
+    assert list(dict.fromkeys(long.index.get_level_values("case"))) == list(wide.columns)
+    assert list(dict.fromkeys(long.index.get_level_values("model"))) == list(
+        dict.fromkeys(wide.index.get_level_values("model")))
+    for (model, method), row in wide.iterrows():
+        for case, value in row.items():
+            assert long.loc[(model, case), method] == value

@@ -178,6 +178,20 @@ def mean_std(table, digits: int = 2):
     return pd.DataFrame(out, index=table.index)
 
 
+def long_by(shown: pd.DataFrame, level: str) -> pd.DataFrame:
+    """``shown`` (index levels including ``level``, one column per item) turned so that ``level``'s
+    values become the columns and the items a level of the rows: a wide table made long enough
+    to fit the page. The order of the rows, items and columns is kept."""
+    cols = list(dict.fromkeys(shown.index.get_level_values(level)))
+    rest = [n for n in shown.index.names if n != level]
+    long = shown.stack(future_stack=True).unstack(level)[cols]
+    order = pd.MultiIndex.from_tuples([(*(k if isinstance(k, tuple) else (k,)), c)
+                                       for k in dict.fromkeys(shown.index.droplevel(level)) for c in shown.columns],
+                                      names=[*rest, shown.columns.name or "item"])
+    long.columns.name = level
+    return long.reindex(order)
+
+
 def zoo_stats(stats: pd.DataFrame, threshold: float = paper.SIS_THRESHOLD) -> pd.DataFrame:
     """:func:`overinterp.experiments.runs.zoo_table` (computed at ``threshold``) for display:
     'mean ± std' without the epochs, the share of confident test images named by its threshold,
