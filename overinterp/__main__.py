@@ -32,8 +32,10 @@ from overinterp.experiments.prepare import plan, prepare, worker
 from overinterp.pages import build as book
 from overinterp import store as artifact_store
 from overinterp.store import ArtifactMismatch, CorruptArtifact, PackError, Store
+from overinterp.zoo import data as D
 from overinterp.zoo.data import DataUnavailable
 from overinterp.zoo.models import ARCHS
+from overinterp.zoo.train import accuracy
 
 
 def choices(name: str, valid):
@@ -90,9 +92,9 @@ def _run(args, local_rank: int | None = None):
 def cmd_train(args) -> int:
     run = _run(args)
     model = A.trained_model(run.dataset, args.arch, run.profile.name, run.seed, device=run.device)
-    info = model.info
+    info, test = model.info, D.load(run.dataset, "test")
     print(json.dumps({"dataset": run.dataset, "arch": args.arch, "profile": run.profile.name, "seed": run.seed,
-                      "test_acc": info["test_acc"], "train_seconds": info["seconds"], "device": info["device"],
+                      "test_acc": accuracy(model, test.images, test.labels, device=run.device), "train_seconds": info["seconds"], "device": info["device"],
                       "seconds_per_epoch": [round(h["seconds"], 2) for h in info["history"]]}, indent=2))
     return 0
 

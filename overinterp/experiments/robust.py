@@ -174,9 +174,9 @@ def robust_config(run, seed: int) -> dict:
 def robust_models(run, replicates: int | None = None, progress: bool = True) -> list[nn.Module]:
     """Adversarially trained replicates (seeds run.seed, run.seed + 1, ...) of the profile's
     robust architecture: the zoo's recipe on PGD examples (:func:`training_attack`), from the
-    artifact store or trained now (then saved). ``model.info['test_acc']``: clean test accuracy."""
+    artifact store or trained now (then saved); the chapter measures their clean accuracy on its own images."""
     cfg = run.profile.robust
-    train, test = D.load(run.dataset, "train"), D.load(run.dataset, "test")
+    train = D.load(run.dataset, "train")
     out = []
     for r in range(replicates or cfg.replicates or run.profile.replicates):
         seed = run.seed + r
@@ -185,7 +185,7 @@ def robust_models(run, replicates: int | None = None, progress: bool = True) -> 
         model = make_model(mcfg, train.images.shape[1], len(train.classes))
         X, Y = D.take(train, mcfg["train_size"], seed=0)
         out.append(cached_fit("model", mcfg, model, X, Y, mcfg["train"], seed, run.device, progress=progress,
-                              desc=f"robust {cfg.arch} seed {seed}", eval_data=(test.images, test.labels),
+                              desc=f"robust {cfg.arch} seed {seed}",
                               perturb=training_attack(run)))
     return out
 

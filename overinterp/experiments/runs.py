@@ -65,15 +65,17 @@ def trained_model(dataset: str, arch: str, profile: str = "quick", seed: int = 0
                   store: Store | None = None, progress: bool = True, width: int | None = None,
                   train_size: int | None = None, **train_changes) -> nn.Module:
     """The model of the zoo trained with this config on full images (paper 3.2), from the
-    artifact store or trained now (then saved). ``model.info['test_acc']``: test accuracy.
+    artifact store or trained now (then saved). The chapters measure accuracy on their own image
+    selections, so training does not evaluate the whole test set (``model.info['test_acc']`` is None;
+    ``python -m overinterp train`` prints it).
     ``width``, ``train_size`` and ``train_changes`` vary one factor of the profile's model."""
     cfg = model_config(dataset, arch, profile, seed, width, train_size, **train_changes)
-    train_split, test_split = D.load(dataset, "train"), D.load(dataset, "test")
+    train_split = D.load(dataset, "train")
     torch.manual_seed(seed)  # the replicate seed fixes the initialisation too
     model = make_model(cfg, train_split.images.shape[1], len(train_split.classes))
     X, Y = D.take(train_split, cfg["train_size"], seed=0)
     return cached_fit("model", cfg, model, X, Y, cfg["train"], seed, device, store, progress,
-                      desc=f"{arch} seed {seed}", eval_data=(test_split.images, test_split.labels))
+                      desc=f"{arch} seed {seed}")
 
 
 def zoo(run, archs=None, replicates: int | None = None) -> dict[str, list[nn.Module]]:
