@@ -297,6 +297,15 @@ def test_backselect_panels_draw_one_titled_panel_per_result():
     plt.close(fig)
 
 
+def test_backselect_panels_of_three_models_keep_their_text_readable_at_page_width():
+    from overinterp.pages.audit import text_sizes
+    res = SimpleNamespace(values=torch.rand(6, 16), confidence=torch.ones(6))
+    fig = plots.backselect_panels({"A": res, "B": res, "C": res}, 4, threshold=0.5)
+    shrink = min(1.0, plots.PAGE_PX / (fig.get_size_inches()[0] * fig.dpi))   # drawn at most PAGE_PX wide
+    assert min(text_sizes(fig)) * fig.dpi / 72 * shrink >= 8.9
+    plt.close(fig)
+
+
 def test_sis_sizes_box_and_retrain_bars_draw_on_fresh_axes():
     plt.close("all")
     ax = plots.sis_sizes_box({"A": [0.01, 0.02], "B": [0.03]})

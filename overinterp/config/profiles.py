@@ -286,9 +286,9 @@ PROFILES = {p.name: p for p in [
         # profile runs it in the sweep
         # the epoch sweep ends at the zoo's model (60 epochs on its 1500 images: shared, not retrained);
         # widths at the sweep's 12 epochs (a width-16 model costs ~4x a width-8 one); pruned backward selection
-        # (m = 16) on the first 28 of the 40 images: ~2.6 s per image here (103 s for 40 in the fresh build of
-        # 2026-11-25, which then ran 45.8 min on this 2-core AMD EPYC; 28 images and no whole-test-set
-        # evaluation after training bring it back within the 45 minutes)
+        # (m = 16) on the first 28 of the 40 images: ~2.6 s per image on the 2-core AMD EPYC (103 s for 40 in a
+        # fresh build of 2026-11-25 that took 45.8 min there; the next, with 28 images and no whole-test-set
+        # evaluation after training, took 48.1 min on the same machine: its models trained 10-25% slower)
         factors=FactorConfig(images=40, pruned_images=28, exact_images=0, epochs=(3, 12, 60), widths=(4, 8, 16),
                              width_epochs=12, train_size=1500),
         # Bayes-TrEx within ~200 s of the 2-core CPU: 2 VAEs of 12000 images x 8 epochs, 4 targets x

@@ -83,8 +83,9 @@ def gallery(images: torch.Tensor, masks: dict, mean, std, col_titles=None, origi
 
 
 def backselect_curves(values: torch.Tensor, confidence: torch.Tensor, labels=None, threshold: float | None = None,
-                      ax=None):
-    """Confidence f vs fraction of features remaining, one line per image (values (N, P))."""
+                      ax=None, fontsize: float | None = None):
+    """Confidence f vs fraction of features remaining, one line per image (values (N, P)); ``fontsize``
+    (pt) of the labels, ticks and legend (None: matplotlib's, legend 7 pt)."""
     ax = ax or plt.subplots(figsize=(5, 3.2))[1]
     v = torch.cat([confidence[:, None], values], 1).detach().cpu().float()  # (N, P+1): 0..P removed
     P = values.shape[1]
@@ -96,20 +97,24 @@ def backselect_curves(values: torch.Tensor, confidence: torch.Tensor, labels=Non
         ax.axhline(threshold, color="k", ls=":", lw=1, label=f"τ = {threshold}")
     ax.set_xscale("log")
     ax.invert_xaxis()
-    ax.set_xlabel("fraction of pixels remaining (log scale)")
-    ax.set_ylabel("confidence f (predicted class)")
+    ax.set_xlabel("fraction of pixels remaining (log scale)", fontsize=fontsize)
+    ax.set_ylabel("confidence f (predicted class)", fontsize=fontsize)
+    if fontsize is not None:
+        ax.tick_params(labelsize=fontsize)
     if labels is not None or threshold is not None:
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=fontsize or 7)
     return ax
 
 
 def backselect_panels(results: dict, n: int, threshold: float | None = None, size: tuple = (4.2, 3.2)):
     """:func:`backselect_curves` of the first ``n`` images of each backward-selection result of
     ``results`` ({panel title: result}), side by side."""
-    fig, axes = plt.subplots(1, len(results), figsize=(size[0] * len(results), size[1]), squeeze=False)
+    width = size[0] * len(results)
+    fig, axes = plt.subplots(1, len(results), figsize=(width, size[1]), squeeze=False)
+    pt = text_pt(width)   # text of at least 9 px once the figure is shrunk to the page
     for ax, (title, r) in zip(axes[0], results.items()):
-        backselect_curves(r.values[:n], r.confidence[:n], threshold=threshold, ax=ax)
-        ax.set_title(title, fontsize=9)
+        backselect_curves(r.values[:n], r.confidence[:n], threshold=threshold, ax=ax, fontsize=pt)
+        ax.set_title(title, fontsize=pt)
     fig.tight_layout()
     return fig
 
