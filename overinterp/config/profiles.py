@@ -6,8 +6,8 @@ run. A notebook's papermill parameters ``dataset`` / ``profile`` pick one.
 
 * ``tiny``  -- seconds; what the tests run. Numbers are meaningless.
 * ``quick`` -- the book's default: Fashion-MNIST on a 2-core laptop CPU, the whole
-  book within 45 minutes (benchmarks/results/book-quick-cpu.json). Models are narrowed (8 initial
-  filters), 3 replicates, trained to the plateau of their training loss: 60 epochs on 1500 images without
+  book aimed at 45 minutes (48 min measured on the slower AMD EPYC machine:
+  benchmarks/results/book-quick-cpu.json). Models are narrowed (8 initial filters), 3 replicates, trained to the plateau of their training loss: 60 epochs on 1500 images without
   augmentation (25% more SGD steps than 12 epochs on 6000, which did not plateau); one engine (gradient
   k=8) for test and training images; retraining uses 300 training images, 30 epochs, short of the plateau
   (benchmarks/bench_retrain.py).
@@ -249,7 +249,7 @@ PROFILES = {p.name: p for p in [
                                 backselect=BackSelectConfig("gradient", block=32, k=8), timing_images=1,
                                 timing_steps=1)),
     Profile(
-        name="quick", doc="book default: Fashion-MNIST on a 2-core CPU, the whole book in ~40 min",
+        name="quick", doc="book default: Fashion-MNIST on a 2-core CPU, the whole book in about 45 min",
         dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
         widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
         replicates=3, train_size=1500, test_size=300,
