@@ -8,8 +8,9 @@ run. A notebook's papermill parameters ``dataset`` / ``profile`` pick one.
 * ``quick`` -- the book's default: Fashion-MNIST on a 2-core laptop CPU, the whole
   book aimed at 45 minutes (48 min measured on the slower AMD EPYC machine:
   benchmarks/results/book-quick-cpu.json). Models are narrowed (8 initial filters), 3 replicates,
-  trained to the plateau of their training loss: 60 epochs on 1500 images without augmentation (25% more SGD steps than 12 epochs on 6000, which did not plateau); one engine (gradient
-  k=8) for test and training images; retraining uses 300 training images, 30 epochs, short of the plateau
+  trained to the plateau of their training loss: 60 epochs on 1500 images without augmentation
+  (25% more SGD steps than 12 epochs on 6000, which did not plateau); one engine (gradient k=8)
+  for test and training images; retraining uses 300 training images, 30 epochs, short of the plateau
   (benchmarks/bench_retrain.py).
 * ``gpu``   -- Fashion-MNIST at the paper's widths and recipe, scaled to about 25
   minutes of one H100 (the paper-scale edition of the book, issue 11): exact
