@@ -16,6 +16,7 @@ import torch
 
 from overinterp.engine.backselect import apply_keep
 from overinterp.experiments.input_reduction import MODELS
+from overinterp.experiments.runs import by_class_turns
 from overinterp.experiments.shared_interest import ranked
 from overinterp.methods.bayes_trex import VAE, Chains, Target, spread_samples
 from overinterp.methods.shared_interest import CASES, EC, GTC, IOU
@@ -192,10 +193,10 @@ def vae_figure(vaes: dict[str, VAE], images: torch.Tensor, labels: torch.Tensor,
     x = images[first].to(dev)
     gen = torch.Generator().manual_seed(seed)
     z = torch.randn(n, vaes["all"].mu.out_features, generator=gen).to(dev)
-    rows = {"test images, one per class": x, "their reconstructions g(μ(x)) by the VAE of all classes": None,
+    rows = {"test images, one per class": x,
+            "their reconstructions g(μ(x)) by the VAE of all classes": vaes["all"].reconstruct(x),
             "samples g(z), z ~ N(0, I), of the VAE of all classes": vaes["all"].decode(z),
             f"the same z decoded by the VAE without {classes[held_out]}": vaes["held out"].decode(z)}
-    rows["their reconstructions g(μ(x)) by the VAE of all classes"] = vaes["all"].reconstruct(x)
     rows = {k: [im[0].cpu().numpy() for im in v] for k, v in rows.items()}
     first_row = next(iter(rows))
     return _image_rows(rows, {first_row: [_short(c) for c in classes]}, cols=max(len(x), n), height=0.75)
@@ -252,15 +253,12 @@ def trace_figure(chains: dict[str, Chains]):
 
 def sis_figure(comparison: dict, split, tau: float, n: int):
     """Up to ``n`` sampled high-confidence images that have an SIS at ``tau``, the targets' classes
-    in turn (top; the class above each), and their SIS, the other pixels drawn in :data:`overinterp.pages.plots.MASK_RGB`; ``comparison``
-    from :func:`overinterp.experiments.bayes_trex.sis_comparison`."""
+    in turn (:func:`overinterp.experiments.runs.by_class_turns`; top, the class above each), and their
+    SIS, the other pixels drawn in :data:`overinterp.pages.plots.MASK_RGB`; ``comparison`` from
+    :func:`overinterp.experiments.bayes_trex.sis_comparison`."""
     Xs, sis = comparison["images"], comparison["sis"]
-    by_class: dict = {}
-    for i in range(len(Xs)):
-        if sis.found[i]:
-            by_class.setdefault(comparison["classes"][i], []).append(i)
-    rounds = [g[r] for r in range(max(map(len, by_class.values()), default=0)) for g in by_class.values() if r < len(g)]
-    show = rounds[:n]                                            # the targets in turn, not the first target's n
+    found = torch.tensor([i for i in range(len(Xs)) if sis.found[i]], dtype=torch.long)
+    show = by_class_turns(found, torch.as_tensor(comparison["classes"]))[:n].tolist() if len(found) else []
     titles = [split.classes[comparison["classes"][i]] for i in show]
     rows = {"sampled images (the target class above each)": list(to_pixels(Xs[show], split.mean, split.std)),
             f"their SIS at τ = {tau:g} (other pixels masked)":
