@@ -1,55 +1,35 @@
-"""Verdicts that survive a rerun: execute the Part I chapters at two seeds and compare their verdicts.
+"""Verdicts that survive a rerun: every claim's verdict at two seeds, and whether one flips.
 
-Issue 20: a verdict must not depend on the seed that ran it. This executes the chapters of Part I
-(``_toc.yml``) with papermill at each seed (default 0 and 1, the quick profile), reads the per-model
-records every verdict glues (``res_<claim>_json``: estimate, 95% interval, margin, outcome; see
-:func:`overinterp.pages.chapter.record`), and writes ``benchmarks/results/verdicts-<profile>-<device>.json``:
-per claim and architecture, each seed's estimate, interval and outcome, and whether the two outcomes
-*flip* (one "holds", the other "does not hold"; "inconclusive at this scale" beside either is not a
-flip). Exit code 1 on a flip.
+A verdict must not depend on the seed that ran it. For each seed this computes every claim of the
+registry (:data:`overinterp.paper.claims.CLAIMS`) with :func:`overinterp.experiments.claims.verdicts`,
+from the artifact store (computing and storing what it lacks; no notebook is executed), or reads a
+seed's rows from the JSON that ``python -m overinterp verdicts --json`` wrote (``--reuse``). It writes
+``benchmarks/results/verdicts-<profile>-<device>.json``: per claim and model, each seed's estimate,
+interval and outcome, and whether the two outcomes *flip* (one "holds", the other "does not hold";
+"inconclusive at this scale" beside either is not a flip). Exit code 1 on a flip.
 
-    python benchmarks/bench_verdicts.py                       # seeds 0 and 1, quick, CPU
-    python benchmarks/bench_verdicts.py --reuse 0=_build/stage # seed 0 from an executed book's stage
+    python benchmarks/bench_verdicts.py --profile quick --seeds 0 3                # replicates 0-2 and 3-5
+    python benchmarks/bench_verdicts.py --profile standard --seeds 0 5 --artifacts ~/.cache/overinterp/artifacts
+    python benchmarks/bench_verdicts.py --reuse 0=v0.json 5=v5.json --profile standard
 
-Every seed changes the model replicates (seed, seed + 1, ...), the training order and the
-bootstrap's generator; the test selection and the random subsets are fixed by the profile.
+Seeds whose replicates overlap (seed, seed + 1, ... for each) are not independent checks: choose
+seeds at least the profile's replicates apart (the script warns otherwise).
 """
 from __future__ import annotations
 
 import argparse
-import ast
 import json
-import os
+import sys
 import time
 from pathlib import Path
 
-from overinterp.pages import build
+from overinterp.config.context import make_run
+from overinterp.experiments import claims
+from overinterp.store import Store
 from overinterp.zoo.train import device_name
 
 ROOT = Path(__file__).resolve().parents[1]
 FLIP = {"holds", "does not hold"}
-
-
-def part_one(root: Path = ROOT) -> list[str]:
-    """The stems of the Part I chapters of ``_toc.yml``, in reading order."""
-    import yaml
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    part = next(p for p in toc["parts"] if p["caption"].startswith("Part I:"))
-    return [Path(c["file"]).name for c in part["chapters"]]
-
-
-def records(stage: Path) -> list[dict]:
-    """Every ``res_<claim>_json`` record glued in the executed notebooks under ``stage``."""
-    out = []
-    for nb in sorted((stage / "book").glob("*.ipynb")):   # glue records: papermill's mime prefix, or none
-        for cell in json.loads(nb.read_text())["cells"]:
-            for o in cell.get("outputs", []):
-                name = o.get("metadata", {}).get("scrapbook", {}).get("name", "")
-                if name.startswith("res_") and name.endswith("_json"):
-                    data = {k.replace("application/papermill.record/", ""): v for k, v in o["data"].items()}
-                    text = "".join(data["text/plain"]) if isinstance(data["text/plain"], list) else data["text/plain"]
-                    out += [{**r, "chapter": nb.stem} for r in json.loads(ast.literal_eval(text))]
-    return out
 
 
 def compare(by_seed: dict[int, list[dict]]) -> list[dict]:
@@ -64,44 +44,55 @@ def compare(by_seed: dict[int, list[dict]]) -> list[dict]:
     return rows
 
 
-def main():
+def overlapping(seeds: list[int], replicates: int) -> list[tuple[int, int]]:
+    """Pairs of seeds whose replicates (seed, ..., seed + replicates - 1) overlap."""
+    return [(a, b) for i, a in enumerate(seeds) for b in seeds[i + 1:] if abs(a - b) < replicates]
+
+
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 3])
     p.add_argument("--profile", default="quick")
     p.add_argument("--dataset", default="fashion-mnist")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--stage", default="_build/verdicts", help="folder for the executed chapters, one per seed")
-    p.add_argument("--reuse", nargs="*", default=[], metavar="SEED=STAGE",
-                   help="read a seed's chapters from an executed stage (e.g. 0=_build/stage) instead of executing")
+    p.add_argument("--only", nargs="*", default=None, help="only these claims (default all)")
+    p.add_argument("--artifacts", default=None, help="artifact store (default $OVERINTERP_ARTIFACTS or ./artifacts)")
+    p.add_argument("--reuse", nargs="*", default=[], metavar="SEED=JSON",
+                   help="read a seed's rows from the JSON of `python -m overinterp verdicts --json` instead")
     p.add_argument("--out", default=None)
-    a = p.parse_args()
+    a = p.parse_args(argv)
     reuse = {int(k): Path(v) for k, v in (r.split("=", 1) for r in a.reuse)}
-    chapters, by_seed, seconds = part_one(), {}, {}
-    for seed in a.seeds:
-        stage = reuse.get(seed, Path(a.stage) / f"seed{seed}")
-        if seed not in reuse:
+    seeds = sorted(set(a.seeds) | set(reuse))
+    run0 = make_run(a.dataset, a.profile, a.device, seeds[0])
+    for s, t in overlapping(seeds, run0.profile.replicates):
+        print(f"warning: seeds {s} and {t} share replicates: not independent checks", file=sys.stderr)
+    by_seed, seconds = {}, {}
+    with Store.using(a.artifacts):
+        for seed in seeds:
+            if seed in reuse:
+                by_seed[seed] = json.loads(reuse[seed].read_text())["rows"]
+                continue
             t0 = time.perf_counter()
-            build.execute({"dataset": a.dataset, "profile": a.profile, "device": a.device, "seed": seed}, stage,
-                          only=chapters)
-            seconds[str(seed)] = round(time.perf_counter() - t0, 1)
-        by_seed[seed] = records(stage)
-        if not by_seed[seed]:
-            raise SystemExit(f"no verdict records in {stage}/book: were chapters {', '.join(chapters)} executed?")
+            vs = claims.verdicts(make_run(a.dataset, a.profile, a.device, seed), a.only)
+            by_seed[seed] = claims.table(vs)
+            seconds[str(seed)] = {"total": round(time.perf_counter() - t0, 1), **vs.seconds}
     rows = compare(by_seed)
     flips = [r for r in rows if r["flip"]]
     out = Path(a.out or ROOT / "benchmarks" / "results" / f"verdicts-{a.profile}-{a.device}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({
-        "what": "Part I verdicts at two seeds: per claim and model, estimate, 95% interval, margin and outcome",
-        "command": "python benchmarks/bench_verdicts.py " + " ".join(os.sys.argv[1:]),
-        "schema": 2, "device": device_name(a.device), "date": time.strftime("%Y-%m-%d"), "profile": a.profile,
-        "dataset": a.dataset, "seeds": a.seeds, "chapters": chapters, "seconds": seconds,
-        "flips": len(flips), "rows": rows}, indent=1) + "\n")
+        "what": "every claim's verdict at two seeds: per claim and model, estimate, 95% interval, margin and outcome",
+        "command": "python benchmarks/bench_verdicts.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "schema": 3, "device": device_name(a.device), "date": time.strftime("%Y-%m-%d"), "profile": a.profile,
+        "dataset": a.dataset, "seeds": seeds, "replicates": run0.profile.replicates,
+        "overlapping_seeds": overlapping(seeds, run0.profile.replicates), "seconds": seconds,
+        "flips": len(flips), "rows": rows}, indent=1, ensure_ascii=False) + "\n")
     for r in rows:
         outs = " | ".join(f"seed {s}: {v['outcome'] if v else '—'}" for s, v in r["seeds"].items())
-        print(f"{r['claim']:>9} {r['model']:<10} {outs}{'   FLIP' if r['flip'] else ''}")
+        print(f"{r['claim']:>17} {r['model']:<28} {outs}{'   FLIP' if r['flip'] else ''}")
     print(f"wrote {out}; {len(flips)} flip(s)")
-    raise SystemExit(1 if flips else 0)
+    return 1 if flips else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

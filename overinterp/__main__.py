@@ -1,4 +1,4 @@
-"""Command line: ``python -m overinterp {train,backselect,prepare,book} --help``.
+"""Command line: ``python -m overinterp {train,backselect,prepare,verdicts,book} --help``.
 
 Every command builds its images and artifact keys with the library functions the
 chapters call (:mod:`overinterp.experiments.runs`), so what it computes -- here or on
@@ -25,17 +25,20 @@ import torch
 
 from overinterp.config.chapters import CHAPTERS, RunConfig, add_arguments, from_arguments
 from overinterp.config.context import make_run
+from overinterp.paper.claims import CLAIMS
 from overinterp.engine.backselect import BackSelectConfig
 from overinterp.engine.runner import n_shards
 from overinterp.experiments import runs as A
+from overinterp.experiments import claims
 from overinterp.experiments.prepare import plan, prepare, worker
+from overinterp.pages import report
 from overinterp.pages import build as book
 from overinterp import store as artifact_store
 from overinterp.store import ArtifactMismatch, CorruptArtifact, PackError, Store
 from overinterp.zoo import data as D
 from overinterp.zoo.data import DataUnavailable
 from overinterp.zoo.models import ARCHS
-from overinterp.zoo.train import accuracy
+from overinterp.zoo.train import accuracy, device_name
 
 
 def choices(name: str, valid):
@@ -134,6 +137,17 @@ def cmd_prepare(args) -> int:
                       "units": f"{units.start}:{min(n, units.stop or n)} of {n}", "process": f"{rank} of {world}",
                       "seconds": seconds,
                       "total_seconds": round(time.perf_counter() - t0, 1)}, indent=2))
+    return 0
+
+
+def cmd_verdicts(args) -> int:
+    run = _run(args)
+    vs = claims.verdicts(run, args.only)
+    rows = claims.table(vs)
+    print(report.text(rows))
+    if args.json:
+        report.write(args.json, report.document(run, rows, vs.seconds, device_name(run.device)))
+        print(f"wrote {args.json}")
     return 0
 
 
@@ -253,6 +267,15 @@ def build_parser() -> argparse.ArgumentParser:
                  "(SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT) each process takes every N-th unit of the range.")
     p.add_argument("--shards", type=parse_shards, default=None, help="unit range, e.g. 0:10 (default all)")
     p.add_argument("--list", action="store_true", help="print the units and exit")
+
+    v = _command(sub, "verdicts", cmd_verdicts, "every claim's verdict from the artifact store, without a notebook",
+                 "Compute the verdict of every claim the book tests (overinterp.paper.claims) for PROFILE and SEED "
+                 "with the chapters' own functions and default parameters, reading models, backward selections and "
+                 "retrained models from the artifact store and computing (and storing) what it lacks, so a run "
+                 "resumes where the last stopped. Prints one line per claim and model; --json writes them.")
+    v.add_argument("--only", nargs="*", default=None, metavar="CLAIM",
+                   help="only these claims (default all): " + ", ".join(CLAIMS))
+    v.add_argument("--json", default=None, metavar="FILE", help="also write the verdicts as JSON to FILE")
 
     k = _command(sub, "book", cmd_book, "execute every chapter with papermill and render the book (make book)",
                  "Execute the chapters of _toc.yml in order with papermill (the same parameters as each chapter's "

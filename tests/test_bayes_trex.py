@@ -332,7 +332,7 @@ def test_sparse_pixels_verdict_compares_the_mean_sis_with_the_papers_bound():
 
 
 def test_class_log_odds_agrees_with_the_engines_log_odds_to_rounding_but_is_kept_for_its_exact_bits():
-    # engine.backselect.log_odds sums over all K logits with -inf at c; class_log_odds over the K - 1
+    # engine.backselect.log_odds sums over all K logits with -inf at c; target_log_odds over the K - 1
     # others. Same value up to the last bits (NUTS would amplify those), so chapter 16 keeps its own.
     from overinterp.engine.backselect import log_odds
     gen = torch.Generator().manual_seed(0)
@@ -340,7 +340,7 @@ def test_class_log_odds_agrees_with_the_engines_log_odds_to_rounding_but_is_kept
         z = (torch.randn(64, 10, generator=gen) * scale).float()
         z[::7, 3] += 80.0                                                  # extreme margins too
         for c in range(10):
-            ours = B.class_log_odds(z, c)
+            ours = B.target_log_odds(z, c)
             engine = log_odds(z, torch.full((64,), c, dtype=torch.long))
             assert ours.dtype == torch.float64 and torch.allclose(ours, engine, rtol=1e-12, atol=1e-12)
 

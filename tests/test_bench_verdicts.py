@@ -1,9 +1,8 @@
-"""benchmarks/bench_verdicts.py: the records it reads from executed chapters and what counts as a flip."""
+"""benchmarks/bench_verdicts.py: what counts as a flip, overlapping seeds, and seeds read from verdicts JSON."""
 import importlib.util
 import json
 from pathlib import Path
 
-import nbformat
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("bench_verdicts", ROOT / "benchmarks" / "bench_verdicts.py")
@@ -25,21 +24,13 @@ def test_a_flip_is_holds_at_one_seed_and_does_not_hold_at_the_other():
     assert rows[0]["seeds"]["1"]["outcome"] == "does not hold"
 
 
-def test_records_read_the_glued_json_of_executed_notebooks(tmp_path):
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell("")
-    recs = [_rec("accurate", "ResNet20", "does not hold")]
-    cell.outputs = [nbformat.v4.new_output("display_data", data={
-        "application/papermill.record/text/plain": repr(json.dumps(recs))},
-        metadata={"scrapbook": {"name": "res_accurate_json"}}),
-        nbformat.v4.new_output("display_data", data={"text/plain": "'holds'"},
-                               metadata={"scrapbook": {"name": "res_accurate_verdict"}})]
-    nb.cells.append(cell)
-    (tmp_path / "book").mkdir()
-    nbformat.write(nb, tmp_path / "book" / "04_pixel_subsets.ipynb")
-    assert bench.records(tmp_path) == [{**recs[0], "chapter": "04_pixel_subsets"}]
-
-
-def test_part_one_is_the_toc_part_of_the_papers_claims():
-    stems = bench.part_one()
-    assert stems[0] == "02_model_zoo" and "05_retraining" in stems and "08_sis_accuracy" not in stems
+def test_overlapping_seeds_are_named_and_reused_json_rows_are_compared(tmp_path, capsys):
+    assert bench.overlapping([0, 1, 5], 3) == [(0, 1)] and bench.overlapping([0, 5], 5) == []
+    for seed, outcome in ((0, "holds"), (5, "does not hold")):
+        (tmp_path / f"v{seed}.json").write_text(json.dumps({"rows": [_rec("sis", "ResNet20", outcome)]}))
+    out = tmp_path / "out.json"
+    code = bench.main(["--profile", "tiny", "--seeds", "0", "5", "--reuse", f"0={tmp_path / 'v0.json'}",
+                       f"5={tmp_path / 'v5.json'}", "--out", str(out)])
+    doc = json.loads(out.read_text())
+    assert code == 1 and doc["flips"] == 1 and doc["seeds"] == [0, 5] and doc["overlapping_seeds"] == []
+    assert doc["rows"][0]["seeds"]["5"]["outcome"] == "does not hold" and "FLIP" in capsys.readouterr().out

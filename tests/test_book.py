@@ -74,6 +74,40 @@ def test_every_chapter_executes_and_renders_with_its_figures_and_tables(built):
     assert (out / "html" / "index.html").exists()
 
 
+def _glued_records(stage) -> dict:
+    """(claim, model) -> the record each executed chapter glued as ``res_<claim>_json`` (pages.chapter.record)."""
+    import ast
+    out = {}
+    for nb in sorted((stage / "book").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text())["cells"]:
+            for o in cell.get("outputs", []):
+                name = o.get("metadata", {}).get("scrapbook", {}).get("name", "")
+                if name.startswith("res_") and name.endswith("_json"):
+                    data = {k.replace("application/papermill.record/", ""): v for k, v in o["data"].items()}
+                    text = "".join(data["text/plain"]) if isinstance(data["text/plain"], list) else data["text/plain"]
+                    out.update({(r["claim"], r["model"]): r for r in json.loads(ast.literal_eval(text))})
+    return out
+
+
+def test_the_verdicts_command_gives_the_outcomes_the_chapters_show(built, capsys):
+    """Issue 26: ``python -m overinterp verdicts`` computes, from the store the chapters filled, the very
+    estimates, intervals and outcomes the chapters glued, without executing a notebook."""
+    from overinterp.__main__ import main
+    out, _ = built
+    glued = _glued_records(out / "stage")
+    claims = sorted({c for c, _ in glued})
+    assert claims == sorted(["sis", "accurate", "kept", "transfer", "beats", "near"])
+    assert main(["verdicts", "--profile", "tiny", "--device", "cpu", "--only", *claims,
+                 "--json", str(out / "verdicts.json")]) == 0
+    rows = json.loads((out / "verdicts.json").read_text())["rows"]
+    assert {(r["claim"], r["model"]) for r in rows} == set(glued)
+    for r in rows:
+        g = glued[r["claim"], r["model"]]
+        assert (r["outcome"], r["estimate"], r["low"], r["high"]) == (g["outcome"], g["estimate"], g["low"],
+                                                                      g["high"]), (r, g)
+    assert "Part I" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("params, bad", [({"profile": "huge"}, "profile"), ({"dataset": "mnist"}, "dataset"),
                                          ({"frac": 1.5}, "frac")])
 def test_bad_parameters_fail_in_the_first_cell_naming_the_parameter(tmp_path, params, bad):

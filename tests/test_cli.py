@@ -63,8 +63,9 @@ def exit_code(argv) -> int:
     (["backselect", "--k", "two"], "--k expects int, got 'two'"),
     (["backselect", "--method", "fast"], "valid choices: exact, gradient, pruned"),
     (["train", "--dataset", "cifar10-c"], "parameter dataset='cifar10-c' is not valid; valid values: "),
-    (["prepare", "--profile", "huge"], "parameter profile='huge' is not valid; valid values: tiny, quick, gpu, paper"),
+    (["prepare", "--profile", "huge"], "parameter profile='huge' is not valid; valid values: tiny, quick, standard, gpu, paper"),
     (["book", "--device", "tpu"], "parameter device='tpu' is not valid"),
+    (["verdicts", "--only", "sis", "everything"], "unknown claim 'everything'; valid claims: sis, accurate,"),
 ])
 def test_bad_arguments_end_with_one_line_and_exit_code_2(capsys, argv, says):
     code = exit_code(argv)

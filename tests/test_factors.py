@@ -108,15 +108,18 @@ def test_retrain_controls_report_every_control_per_replicate(run, sweeps):
         assert df["share surviving"].isna().all()
 
 
-def test_summary_has_one_row_per_claim_with_a_verdict(run, sweeps):
-    s = F.summary(run, *sweeps)
-    assert s.index.tolist() == ["C1", "C2", "C3", "C4"]
-    assert s.columns.tolist() == ["verdict at the tiny profile", "which factor moves it",
-                                  "what we expect at paper scale"]
-    assert set(s.iloc[:3, 0]) <= set(verdicts.OUTCOMES)
-    assert s.map(lambda v: isinstance(v, str) and len(v) > 0).all().all()
-    html = F.sentences(s).to_html()                          # shown whole, not cut at 50 characters
-    assert all(v.replace("'", "&#x27;") in html or v in html for v in s["what we expect at paper scale"])
+def test_closing_values_give_every_claims_outcome_words_and_numbers(run, sweeps):
+    v = F.closing_values(run, *sweeps)
+    assert {v[f"close_{c}_verdict"] for c in ("C1", "C2", "C3")} <= set(verdicts.OUTCOMES)
+    assert {v[f"close_{c}_expect"] for c in ("C1", "C2", "C3")} <= {"lower", "higher", "unchanged", "split", "—"}
+    assert {v["close_C4_beats"], v["close_C4_near"]} <= set(verdicts.OUTCOMES)
+    assert v["close_C4_rests"] in {"positions", "values", "—"}
+    for c in ("C1", "C2", "C3"):
+        assert v[f"close_{c}_lower"] + v[f"close_{c}_higher"] <= v[f"close_{c}_differ"]
+    assert all(isinstance(x, (str, int)) and x != "" and "nan" not in str(x).lower() for x in v.values())
+    e = F.effects(run, sweeps[0])
+    assert e.columns.tolist() == F.EFFECT_COLUMNS and set(e.direction) <= {"lower", "higher", "unchanged"}
+    assert set(e["read as"]) <= set(F.READ_AS.values()) and (e["range"] >= 0).all()
 
 
 def _sweep(factor, settings, values, sis, baseline, paper=None, size=None):
@@ -127,19 +130,46 @@ def _sweep(factor, settings, values, sis, baseline, paper=None, size=None):
                           "C2": verdicts.HOLDS, "C3": verdicts.UNTESTABLE} for s, v, x in zip(settings, values, sis)])
 
 
-def test_summary_reads_each_factor_toward_the_papers_setting(run, sweeps):
+def test_effects_read_each_factor_toward_the_papers_setting(run):
     sw = {"method": _sweep("method", ["gradient k=64", "gradient k=8", "pruned m=16"], [-64, -8, 0], [30, 20, 8],
                            "gradient k=8"),                        # no exact: the trend toward it, lower
           "mask": _sweep("mask", ["mean pixel", "black"], [0, 1], [20, 60], "mean pixel", paper="mean pixel"),
           "epochs": _sweep("epochs", [1, 3, 10], [1, 3, 10], [70, 50, 45], 10)}   # ours at the end: 3 -> 10
-    s = F.summary(run, sw, sweeps[1])
-    moves, expect = s.loc["C1", "which factor moves it"], s.loc["C1", "what we expect at paper scale"]
-    assert s.loc["C1", "verdict at the tiny profile"] == verdicts.FAILS   # the baseline's outcome string, as is
-    assert moves.startswith("mask value") and "20.00 (mean pixel) to 60.00 (black)" in moves   # the largest range
-    assert expect.startswith("expect a lower mean SIS size at paper scale, toward the claim")
-    assert "8.00 at pruned m=16 against 20.00 at ours, toward the paper's exact" in expect
-    assert "45.00 at ours against 50.00 at 3 epochs" in expect and "mask value" not in expect  # the paper's mask
-    assert s.loc["C3", "which factor moves it"] == "no factor could be read"              # untestable everywhere
+    e = F.effects(run, sw)
+    assert e.claim.tolist() == ["C1"] * 3 + ["C2"] * 3                # C3 cannot be tested anywhere
+    assert (e.loc[e.claim == "C2", "range"] == 0).all()               # every drop 0: read, but flat
+    e = e[e.claim == "C1"].set_index("factor")
+    assert e.index.tolist() == ["mask value", "training length (epochs)", "backward-selection method"]  # by range
+    assert e.loc["mask value", ["lowest", "lowest at", "highest", "highest at", "range"]].tolist() == [
+        20, "mean pixel", 60, "black", 40]
+    assert e.loc["backward-selection method", ["ours at", "ours", "compared with", "its value", "read as",
+                                               "change toward the paper's", "direction"]].tolist() == [
+        "gradient k=8", 20, "pruned m=16", 8, "toward the paper's", -12, "lower"]
+    assert e.loc["training length (epochs)", ["ours at", "ours", "compared with", "its value", "read as",
+                                              "change toward the paper's", "direction"]].tolist() == [
+        "10 epochs", 45, "3 epochs", 50, "the step up to ours", -5, "lower"]
+    assert e.loc["mask value", ["read as", "direction"]].tolist() == ["ours is the paper's", "unchanged"]
+
+
+def test_closing_values_give_the_widest_factor_and_the_prediction_at_paper_scale(run):
+    sw = {"method": _sweep("method", ["gradient k=64", "gradient k=8", "pruned m=16"], [-64, -8, 0], [30, 20, 8],
+                           "gradient k=8"),
+          "mask": _sweep("mask", ["mean pixel", "black"], [0, 1], [20, 60], "mean pixel", paper="mean pixel"),
+          "epochs": _sweep("epochs", [1, 3, 10], [1, 3, 10], [70, 50, 45], 10)}
+    v = F.closing_values(run, sw, _shared(_controls(keep=50, bs=100)))
+    assert v["close_C1_verdict"] == verdicts.FAILS                    # the baseline's outcome string, as is
+    assert [v[f"close_C1_{k}"] for k in ("factor", "lo", "lo_at", "hi", "hi_at")] == [
+        "mask value", "20.00", "mean pixel", "60.00", "black"]            # the largest range
+    assert [v[f"close_C1_{k}"] for k in ("differ", "lower", "higher", "expect")] == [2, 2, 0, "lower"]  # not the mask
+    assert [v[f"close_C3_{k}"] for k in ("factor", "lo", "hi_at", "differ", "expect")] == [
+        "none", "—", "—", 0, "—"]                                          # C3 untestable everywhere
+    sw["epochs"] = _sweep("epochs", [1, 3, 10], [1, 3, 10], [70, 40, 45], 10)  # 3 -> 10 now rises: they disagree
+    v = F.closing_values(run, sw, _shared(_controls(keep=50, bs=100)))
+    assert [v[f"close_C1_{k}"] for k in ("differ", "lower", "higher", "expect")] == [2, 1, 1, "split"]
+    sw["epochs"] = _sweep("epochs", [1, 3, 10], [1, 3, 10], [70, 20, 20], 10)
+    sw["method"] = _sweep("method", ["gradient k=64", "gradient k=8"], [-64, -8], [30, 20], "gradient k=8")
+    v = F.closing_values(run, sw, _shared(_controls(keep=50, bs=100)))   # k=8 is the sweep's end: the step to it
+    assert [v[f"close_C1_{k}"] for k in ("differ", "lower", "higher", "expect")] == [2, 1, 0, "lower"]  # 1 unchanged
 
 
 def test_a_second_call_recomputes_nothing(run, sweeps, monkeypatch):
@@ -238,6 +268,9 @@ def test_prose_values_describe_the_execution(run, sweeps):
     assert v["n_others"] == len(F.other_models(run)) and v["epochs"] == ", ".join(map(str, f.epochs))
     assert v["black"] == f"{F.black_value(run.dataset):.2f}" and v["mean_pixel"] == "0.29"   # one channel
     assert v["n_test"] == run.profile.test_size and v["n_train"] == run.profile.retrain_images
+    assert v["n_exact"] == min(f.exact_images, f.images) and v["n_pruned"] == min(f.pruned_images or f.images, f.images)
+    assert v["n_common"] == min(n for n in (v["n_images"], v["n_pruned"], v["n_exact"]) if n)
+    assert all(isinstance(x, (int, str)) and ". " not in str(x) for x in v.values())    # numbers and words
 
 
 def test_table_shows_the_sweeps_outcome_strings():
@@ -300,21 +333,29 @@ def test_imputation_values_and_verdict_read_the_imputed_controls(run):
     assert closed.holds is False
 
 
-def test_the_closing_tables_c4_row_leaves_out_the_imputed_random_control(run):
-    df = _controls(keep=50, bs=100, imputed=(55, 30))
-    df["share surviving"] = (df["test accuracy (%)"] - 10) / (100 - 10)      # as retrain_controls adds it
-    row = F._c4_row(run, df)
-    assert "BS subsets, imputed (ROAD) 50%" in row["which factor moves it"]
-    assert "random subsets, imputed" not in row["which factor moves it"]
+def _shared(df):
+    """``df`` with the share surviving, as retrain_controls adds it (fashion-mnist: chance 10%)."""
+    lift = df.loc[df.control == "BS subsets", "test accuracy (%)"].mean() - 10
+    return df.assign(**{"share surviving": (df["test accuracy (%)"] - 10) / lift if lift > 0 else math.nan})
 
 
-def test_method_samples_say_one_sample_or_name_each_methods():
-    same = F.method_samples(40, 40, 0)
-    assert same["method_samples"] == "Every method runs on the same 40 images." and "first" not in same[
-        "method_samples_caption"]
-    differ = F.method_samples(40, 20, 8)
-    assert "gradient on all 40; pruned on the first 20; exact on the first 8" in differ["method_samples"]
-    assert "the same first 8 images" in differ["method_samples"] and "the first 8)" in differ["method_samples_caption"]
+def test_closing_values_of_c4_leave_out_the_imputed_random_control(run):
+    v = F.closing_values(run, {"method": _sweep("method", ["gradient k=8"], [-8], [20], "gradient k=8")},
+                         _shared(_controls(keep=50, bs=100, imputed=(55, 30))))
+    assert v["close_C4_beats"] == verdicts.HOLDS and v["close_C4_near"] == verdicts.HOLDS
+    # keep-mask alone (50 - 10) / 90 = 44% is the least: not the imputed random subsets' 22%
+    assert [v[f"close_C4_{k}"] for k in ("least", "least_share", "keep", "rests")] == [
+        "keep-mask alone", "44%", "44%", "values"]
+
+
+def test_closing_values_of_c4_say_what_retraining_rests_on(run):
+    method = {"method": _sweep("method", ["gradient k=8"], [-8], [20], "gradient k=8")}
+    v = F.closing_values(run, method, _shared(_controls(keep=70, bs=100, imputed=(40, 10))))
+    assert [v[f"close_C4_{k}"] for k in ("least", "least_share", "keep", "rests")] == [
+        F.IMPUTED["bs"], "33%", "67%", "positions"]
+    v = F.closing_values(run, method, _shared(_controls(keep=50, bs=10)))    # BS at chance: nothing to share
+    assert [v[f"close_C4_{k}"] for k in ("least", "least_share", "keep", "rests")] == ["—"] * 4
+    assert v["close_C4_beats"] == verdicts.FAILS
 
 
 def test_the_width_sweeps_baseline_says_it_is_not_the_zoos_model():

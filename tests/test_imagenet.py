@@ -221,8 +221,9 @@ def test_deviations_name_exactly_the_one_departure_of_a_config(model, source, ch
 
 
 def test_thresholds_add_the_papers_tau_sorted_once():
-    assert C.thresholds(0.9, (0.7, 0.5, 0.9)) == (0.5, 0.7, 0.9)
-    assert C.thresholds(1, [0.5]) == (0.5, 1.0) and all(isinstance(t, float) for t in C.thresholds(1, [0.5]))
+    from overinterp.config.chapters import thresholds
+    assert thresholds((0.7, 0.5, 0.9), 0.9) == (0.5, 0.7, 0.9)
+    assert thresholds([0.5], 1) == (0.5, 1.0) and all(isinstance(t, float) for t in thresholds([0.5], 1))
 
 
 def test_table_values_and_verdict_read_the_rows_at_tau():

@@ -134,9 +134,14 @@ def _images(before, after, measure="reduced size", replicates=2):
 
 def test_verdict_holds_fails_or_cannot_be_tested():
     grow = XIR.increases(_images([5, 6, 7, 8] * 3, [9, 9, 11, 12] * 3), "reduced size", "claim", min_images=10)
-    assert grow.holds is True and grow.numbers["mean increase"].tolist() == pytest.approx([3.75, 3.75])
+    assert grow.holds is True and grow.numbers["mean increase"].tolist() == pytest.approx([3.75, 3.75, 3.75])
+    assert grow.numbers.loc["all replicates", "replicates"] == 2 and grow.numbers.loc["all replicates", "images"] == 24
     mixed = XIR.increases(_images([5, 6, 7, 8] * 3, [9, 2, 11, 3] * 3), "reduced size", "claim", min_images=10)
-    assert mixed.holds is False and "above 0" in mixed.criterion
+    assert mixed.holds is False and "above 0" in mixed.criterion      # -0.25 in both replicates: wholly below 0
+    # replicates that disagree in sign: the interval over replicates contains 0, inconclusive (not "does not hold")
+    split = pd.concat([_images([5, 6, 7, 8] * 3, [9, 9, 11, 12] * 3, replicates=1),
+                       _images([5, 6, 7, 8] * 3, [1, 2, 3, 4] * 3, replicates=1).assign(replicate=1)])
+    assert XIR.increases(split, "reduced size", "claim", min_images=10).word == "inconclusive at this scale"
     # no SIS (-1) under either model leaves the image out: too few images remain
     few = XIR.increases(_images([-1] * 8 + [3] * 4, [5] * 12, "SIS size"), "SIS size", "claim", min_images=10)
     assert few.holds is None and few.numbers["images"].tolist() == [4, 4]
@@ -184,7 +189,8 @@ def test_tiny_profile_end_to_end_reductions_keep_the_prediction_and_the_finetune
     assert set(acc["model"]) == {"original", "fine-tuned"} and acc["test accuracy (%)"].between(0, 100).all()
     t2 = XIR.table2(imgs, acc)
     assert list(t2.index) == list(range(run.profile.replicates))
-    assert XIR.increases(imgs, "SIS size", "claim", min_images=1).numbers.index.tolist() == [0, 1]
+    assert XIR.increases(imgs, "SIS size", "claim", min_images=1).numbers.index.tolist()[:2] == ["replicate 0",
+                                                                                                 "replicate 1"]
 
 
 def _two_models(orig_sizes, tuned_sizes):

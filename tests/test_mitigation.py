@@ -51,7 +51,8 @@ def test_paired_increase_uses_only_images_where_every_model_has_an_sis():
     assert r["images"] == 2
     assert r["treated mean SIS (%)"] == pytest.approx(5.0) and r["control mean SIS (%)"] == pytest.approx(2.5)
     assert r["increase (points)"] == pytest.approx(2.5)
-    assert 1.0 <= r["low"] < 2.5 < r["high"] <= 4.0    # the controls b and c resampled as replicates
+    # a t interval over the two controls as replicates (3.5 and 1.5 below a): 1 degree of freedom, wide
+    assert r["low"] == pytest.approx(2.5 - 12.706 * 1.0, abs=0.01) and r["high"] == pytest.approx(2.5 + 12.706, abs=0.01)
     assert M.paired_increase(table, ["a"], ["b"], 0.5)["images"] == 0   # no row at that tau
 
 
@@ -91,7 +92,8 @@ def test_paired_increase_resamples_the_models_as_replicates():
                     "c2": {i: 8.0 for i in range(30)}})
     r = M.paired_increase(table, ["t"], ["c1", "c2"], 0.9)
     assert r["increase (points)"] == pytest.approx(1.0) and r["control models"] == 2 and r["images"] == 30
-    assert r["low"] == pytest.approx(-3.0) and r["high"] == pytest.approx(5.0)
+    # per control: 5 and -3; their mean 1 +- t(0.975, 1) * 8 / (sqrt(2) * sqrt(2))
+    assert r["low"] == pytest.approx(1 - 12.706 * 4, abs=0.01) and r["high"] == pytest.approx(1 + 12.706 * 4, abs=0.01)
     assert M.counted(pd.DataFrame([r])) == "30 images × (1 + 2 models)"
 
 
@@ -113,7 +115,12 @@ def test_sis_table_has_every_model_and_caches_the_ensembles_backward_selection(m
     run = make_run(profile="tiny", device="cpu")
     table = M.sis_table(run, (0.1, run.profile.sis_threshold), dropout=True, progress=False)
     kinds = table.groupby("kind")["model"].nunique().to_dict()
-    assert kinds == {"single": 4, "ensemble": 3, "input dropout": 2}
+    assert kinds == {"single": 4, "ensemble": 3, "input dropout": 2, "input dropout, no masks": 2,
+                     "standard through masks": 2}
+    # the like-for-like comparisons pair each input-dropout model with the standard replicate of its seed
+    inc = M.dropout_increase(table, (run.profile.sis_threshold,))
+    assert [i.split(", ")[-1] for i in inc.index.get_level_values("models")] == list(M.DROPOUT_COMPARISONS)
+    assert (inc["treated models"] == 2).all() and (inc["control models"] == 2).all()
     assert table[SIZE].between(0, 100).all()
     # an ensemble's SIS is sufficient for the ensemble itself (forward pass of the masked images)
     spec = M.members(run)["ensemble of all 4"]
@@ -134,8 +141,9 @@ def test_sis_table_has_every_model_and_caches_the_ensembles_backward_selection(m
 # ----------------------------------------------------------------------------- the chapters' tables and prose
 
 def test_thresholds_add_the_verdicts_tau_once_in_increasing_order():
-    assert M.thresholds((0.9, 0.5), 0.99) == (0.5, 0.9, 0.99)
-    assert M.thresholds((0.9, 0.5, 0.9), 0.9) == (0.5, 0.9) and M.thresholds([1], 0.5) == (0.5, 1.0)
+    from overinterp.config.chapters import thresholds
+    assert thresholds((0.9, 0.5), 0.99) == (0.5, 0.9, 0.99)
+    assert thresholds((0.9, 0.5, 0.9), 0.9) == (0.5, 0.9) and thresholds([1], 0.5) == (0.5, 1.0)
 
 
 def test_accuracy_pct_and_the_dropout_accuracy_table_of_standard_dropout_and_ensemble():
@@ -172,10 +180,13 @@ def test_increase_table_and_values_of_the_ensembles():
     assert M.increase_values(v) == {"sis_verdict": "inconclusive at this scale", "inc_min": "+2.0",
                                     "inc_max": "+3.0", "inc_above": 1, "inc_n": 2,
                                     "inc_counted": "20 images; 20 images"}
-    d = M.dropout_increases_sis(_rows([2.04, 3], [0.5, 1.0], [20, 20]).iloc[:1])
-    d.numbers["treated models"], d.numbers["control models"] = 2, 3
-    assert M.dropout_verdict_values(d) == {"verdict": "holds", "inc": "+2.0", "inc_low": "+0.5", "inc_high": "+3.0",
-                                           "inc_images": 20, "counted": "20 images × (2 + 3 models)"}
+    d = M.dropout_increases_sis(_rows([2.04, 3], [0.5, 1.0], [20, 20]))   # both comparisons above 0
+    d.numbers["treated models"], d.numbers["control models"] = 2, 2
+    assert M.dropout_verdict_values(d) == {
+        "verdict": "holds", "counted": "20 images × (2 + 2 models); 20 images × (2 + 2 models)",
+        "inc_masks": "+2.0", "inc_masks_low": "+0.5", "inc_masks_high": "+3.0", "inc_masks_images": 20,
+        "outcome_masks": "holds", "inc_plain": "+3.0", "inc_plain_low": "+1.0", "inc_plain_high": "+4.0",
+        "inc_plain_images": 20, "outcome_plain": "holds"}
 
 
 def test_ensemble_gains_average_the_members_logits():

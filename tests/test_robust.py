@@ -9,6 +9,7 @@ import torch
 import torch.nn as nn
 
 from overinterp.experiments import robust as R
+from overinterp.pages import sis_size_plots as SP
 from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import sis_size_pct
 from overinterp.zoo.train import TrainConfig
@@ -177,8 +178,9 @@ def test_sparse_verdict_resamples_replicates_and_counts_images_per_replicate():
     two = R.robust_sis_sparse({"robust A": [[1.0] * 20, [9.0] * 20 + [np.nan]]}, 0.99)
     row = two.numbers.loc["robust A"]
     assert row["replicates"] == 2 and row["images with an SIS"] == 40 and row["per replicate"] == "20 + 20"
-    assert row["mean SIS size (%)"] == pytest.approx(5.0) and row["95% low"] == pytest.approx(1.0)
-    assert row["95% high"] == pytest.approx(9.0) and two.word == "inconclusive at this scale"
+    # a t interval over the 2 replicates (1 and 9): 5 +- t(0.975, 1) * 8 / 2
+    assert row["mean SIS size (%)"] == pytest.approx(5.0) and row["95% low"] == pytest.approx(5 - 12.706 * 4, abs=0.01)
+    assert row["95% high"] == pytest.approx(5 + 12.706 * 4, abs=0.01) and two.word == "inconclusive at this scale"
     assert "section 4.5" in two.claim and "as confidently as the models in Section 4.1" in two.claim
     t = pd.DataFrame({"model": ["r"] * 3 + ["s"], "replicate": [1, 0, 1, 0], "SIS size (%)": [3.0, 1.0, 4.0, 9.0]})
     assert [r.tolist() for r in R.per_replicate(t, "r")] == [[1.0], [3.0, 4.0]]
@@ -190,7 +192,9 @@ def test_size_difference_is_ours_with_a_nested_interval_and_no_verdict():
     d = R.size_difference({"x": pairs}).loc["x"]
     assert d["replicates"] == 2 and d["images per replicate"] == "5 + 4"
     assert d["difference (points)"] == pytest.approx((3.5 + 1.0) / 2)         # replicates weigh equally
-    assert 1.0 <= d["95% low"] < d["difference (points)"] < d["95% high"] <= 4.0
+    # a t interval over the 2 replicates' differences (3.5 and 1.0): 2.25 +- t(0.975, 1) * 1.25
+    assert d["95% low"] == pytest.approx(2.25 - 12.706 * 1.25, abs=0.01)
+    assert d["95% high"] == pytest.approx(2.25 + 12.706 * 1.25, abs=0.01)
     assert "outcome" not in d.index and not hasattr(R, "robust_sis_larger")
     assert np.isnan(R.size_difference({"x": pairs.iloc[:1]}).loc["x", "difference (points)"])
 
@@ -287,7 +291,7 @@ def test_the_sizes_figure_is_the_same_on_every_call_and_leaves_numpys_generator_
 
     def png():
         plt.figure()
-        ax = R.sizes_figure(sizes)
+        ax = SP.sizes_figure(sizes)
         buf = io.BytesIO()
         ax.figure.savefig(buf, format="png")
         plt.close(ax.figure)

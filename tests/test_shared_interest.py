@@ -156,9 +156,10 @@ def test_verdict_holds_only_when_sis_lie_on_the_garment_less_than_random_pixels(
         n = len(ec)
         return pd.DataFrame({"model": "m", "replicate": [i % 2 for i in range(n)], "method": "SIS", "has": True,
                              "correct": True, "|E|": 5, "|G|": g_pixels, SI.EC: ec})
-    below = XSI.sis_on_background(table([0.2, 0.3] * 10, 392), "SIS", 0.99, pixels=784)   # random: 0.5
-    above = XSI.sis_on_background(table([0.8, 0.9] * 10, 392), "SIS", 0.99, pixels=784)
-    mixed = XSI.sis_on_background(table([0.1, 0.9] * 3, 392), "SIS", 0.99, pixels=784)
+    # replicate = image index % 2: both replicates see 0.2 and 0.3 (they agree); random pixels: 0.5
+    below = XSI.sis_on_background(table([0.2, 0.2, 0.3, 0.3] * 5, 392), "SIS", 0.99, pixels=784)
+    above = XSI.sis_on_background(table([0.8, 0.8, 0.9, 0.9] * 5, 392), "SIS", 0.99, pixels=784)
+    mixed = XSI.sis_on_background(table([0.1, 0.9] * 3, 392), "SIS", 0.99, pixels=784)     # replicates disagree
     assert below.holds is True and above.holds is False and mixed.word == "inconclusive at this scale"
     row = below.numbers.loc["m"]
     assert row["random pixels (|G| / HW)"] == pytest.approx(0.5) and row["EC − random"] == pytest.approx(-0.25)

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from overinterp.experiments import sis_accuracy as S
+from overinterp.pages import sis_size_plots as SP
 from overinterp.paper import verdicts as V
 from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import find_sis
@@ -95,7 +96,7 @@ def _old_bootstrap_interval(c, i, n_resamples=2000, confidence_level=0.95, seed=
 
 
 def _interval(c, i, n_resamples=2000, confidence_level=0.95, seed=0):
-    """The interval percentage_increase computes."""
+    """The one-level bootstrap of the increase over two groups of images."""
     return bootstrap((c, i), S._increase, n_resamples, confidence_level, seed, undefined=np.inf)
 
 
@@ -123,6 +124,19 @@ def test_bootstrap_interval_matches_the_normal_interval_of_a_mean_when_the_incor
     se = c.std(ddof=1) / math.sqrt(len(c))
     assert low == pytest.approx(20 * (c.mean() - 1.96 * se) - 100, abs=0.1 * 20 * 1.96 * se)
     assert high == pytest.approx(20 * (c.mean() + 1.96 * se) - 100, abs=0.1 * 20 * 1.96 * se)
+
+
+def test_percentage_increase_is_the_mean_over_replicates_with_an_interval_over_them():
+    # replicate 0: 14 vs 7 (+100%); replicate 1: 9 vs 6 (+50%): the mean of the two, a t interval over them
+    images = pd.concat([_images([12, 16] * 5, [6, 8] * 5, replicate=0), _images([8, 10] * 5, [5, 7] * 5, replicate=1)])
+    (row,) = S.percentage_increase(images, n_resamples=200).to_dict("records")
+    assert row["replicates"] == 2 and row["correct images"] == 20 and row["increase (%)"] == pytest.approx(75)
+    assert row["low"] == pytest.approx(75 - 12.706 * 25, abs=0.05) and row["high"] == pytest.approx(75 + 12.706 * 25,
+                                                                                                   abs=0.05)
+    # a replicate without 2 incorrect images does not count; the other gives a bootstrap over its images
+    one = S.percentage_increase(pd.concat([_images([12, 16] * 5, [6, 8] * 5, replicate=0),
+                                           _images([8, 10] * 5, [5], replicate=1)]), n_resamples=200).iloc[0]
+    assert one["replicates"] == 1 and one["increase (%)"] == pytest.approx(100) and one["low"] < 100 < one["high"]
 
 
 def test_percentage_increase_is_undefined_without_enough_images_or_with_empty_incorrect_sis():
@@ -194,14 +208,15 @@ def test_tiny_profile_end_to_end_from_the_cached_backward_selections():
     ok = inc["low"].notna()
     assert (inc.loc[ok, "low"] <= inc.loc[ok, "high"]).all()
     assert V.sis_predicts_accuracy(inc).numbers.index.tolist() == [("small CNN", s) for s in A.eval_selections(run)]
-    for fig in (S.increase_figure(inc), S.confidence_figure(images)):
+    for fig in (SP.increase_figure(inc), SP.confidence_figure(images)):
         assert len([ax for ax in fig.axes if ax.has_data()]) == 2
 
 
 # ----------------------------------------------------------------------------- the chapter's tables and prose
 
 def test_thresholds_are_floats_in_increasing_order_and_prose_numbers_show_undefined_as_a_dash():
-    assert S.thresholds([0.9, 0.5, 1]) == (0.5, 0.9, 1.0) and all(type(t) is float for t in S.thresholds([1, 0]))
+    from overinterp.config.chapters import thresholds
+    assert thresholds([0.9, 0.5, 1]) == (0.5, 0.9, 1.0) and all(type(t) is float for t in thresholds([1, 0]))
     assert S.prose_number(float("nan")) == "—" and S.prose_number(12.345) == "12.3" and S.prose_number(-4.6, 0) == "-5"
 
 

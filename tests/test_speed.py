@@ -1,5 +1,6 @@
-"""The benchmark results chapter's reader (overinterp.pages.speed) and prose (overinterp.pages.speed_prose):
-small files that the tests write in the structure bench_backselect.py writes (schema 2)."""
+"""The benchmark results chapter's reader (overinterp.pages.speed) and what it shows (overinterp.pages.speed_display:
+glue values, display tables, the figure): small files that the tests write in the structure bench_backselect.py
+writes (schema 2)."""
 import json
 import math
 import os
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from overinterp.pages import speed as S
-from overinterp.pages import speed_prose as SP
+from overinterp.pages import speed_display as SP
+from overinterp.paper.formatting import MISSING
 
 
 def _note(text, sections=(), shared_cpu=False):
@@ -79,13 +81,14 @@ def test_each_file_is_labelled_by_its_device_and_smoke_runs_are_skipped(tmp_path
     assert results["NVIDIA H100 80GB HBM3"]["file"] == "backselect-cuda.json"
     assert set(S.exact_vs_reference(results)["device"]) == set(results)
     assert list(S.files(results)["wall_h"]) == [2.0, 2.0]
+    assert list(S.files(results)["missing"]) == ["inception_v3_gradient_sis", MISSING]   # CUDA: all sections
 
 
 def test_smoke_runs_are_read_and_labelled_when_no_other_file_exists(tmp_path):
     _write(tmp_path, "backselect-cpu-smoke.json", _result(smoke=True))
     (label,) = S.load_results(tmp_path)
     assert label == "CPU (Test CPU, 2 threads) [smoke run]"
-    assert "smoke run" in S.caveats(S.load_results(tmp_path))[label][0]
+    assert S.files(S.load_results(tmp_path))["smoke"].tolist() == [True]
 
 
 def test_two_files_of_the_same_device_keep_both_labels_apart(tmp_path):
@@ -102,7 +105,7 @@ def test_tables_are_tidy_numbers_from_the_json(tmp_path):
     assert ref["same_order"] and ref["speedup"] == 2.0 and ref["threads"] == 2
     eff = S.efficiency(r)
     assert list(eff["threads"]) == [2, 1] and eff["ratio_min"].iloc[0] == 0.8 and eff["ratio_max"].iloc[0] == 1.0
-    assert eff["plain_img_s"].iloc[0] == 110.0 and eff["engine_evals_s"].iloc[0] == 110.0
+    assert eff["plain_max"].iloc[0] == 110.0 and eff["engine_evals_s"].iloc[0] == 110.0
     fid = S.fidelity(r).set_index("setting")
     assert list(fid["method"]) == ["exact", "pruned", "gradient"] and fid.loc["m=16", "param"] == 16
     assert fid.loc["m=16", "speedup_vs_exact"] == 50.0 and fid.loc["k=1", "size_ratio_tau0.9"] == 1.5
@@ -133,9 +136,9 @@ def test_missing_sections_are_skipped_with_a_message(tmp_path):
     r = S.load_results(tmp_path)
     assert S.fidelity(r).empty and S.projections(r).empty and "size_ratio_tau0.9" not in S.fidelity(r)
     assert S.projections(r)["hours"].dtype == float                          # empty, yet sortable
-    (msg,) = S.missing(r, "fidelity")
-    assert "backselect-cpu.json" in msg and "no `fidelity` section" in msg
-    assert "CUDA only" in S.missing(r, "inception_v3_gradient_sis")[0]
+    assert S.files(r)["missing"].tolist() == ["fidelity, projections, inception_v3_gradient_sis"]
+    assert SP.files_table(S.files(r)).loc["sections missing"].tolist() == [
+        "fidelity, projections, inception_v3_gradient_sis"]
     assert len(S.s5(r)) == 1                                                  # the paper's row alone
     SP.plot_fidelity(S.fidelity(r))                                            # an empty panel, not an error
 
@@ -169,16 +172,14 @@ def test_no_result_file_is_a_clear_error(tmp_path):
         S.load_results(tmp_path)
 
 
-def test_notes_flagged_shared_cpu_and_high_load_become_caveats(tmp_path):
-    notes = [_note("efficiency: timed 4 steps, shared nothing", ["efficiency"]),    # wording does not count
-             _note("the machine was busy", shared_cpu=True)]
+def test_a_note_flagged_shared_cpu_or_a_load_above_the_threads_marks_the_cpu_shared(tmp_path):
+    notes = [_note("efficiency: timed 4 steps, shared nothing", ["efficiency"])]   # wording does not count
     _write(tmp_path, "backselect-cpu.json", _result(notes=notes))
-    assert S.caveats(S.load_results(tmp_path)) == {"CPU (Test CPU, 2 threads)": ["the machine was busy"]}
-    _write(tmp_path, "backselect-cpu.json", _result(load=(0.5, 3.5)))
-    (note,) = S.caveats(S.load_results(tmp_path))["CPU (Test CPU, 2 threads)"]
-    assert "load average up to 3.5" in note
-    _write(tmp_path, "backselect-cpu.json", _result())
-    assert S.caveats(S.load_results(tmp_path)) == {}
+    assert S.files(S.load_results(tmp_path))["shared_cpu"].tolist() == [False]
+    _write(tmp_path, "backselect-cpu.json", _result(notes=notes + [_note("the machine was busy", shared_cpu=True)]))
+    assert S.files(S.load_results(tmp_path))["shared_cpu"].tolist() == [True]
+    _write(tmp_path, "backselect-cpu.json", _result(load=(0.5, 3.5)))                 # 2 threads
+    assert S.files(S.load_results(tmp_path))["shared_cpu"].tolist() == [True]
 
 
 def test_the_fidelity_plot_has_one_panel_per_tau_and_one_marker_per_setting(tmp_path):
@@ -195,8 +196,13 @@ def test_every_committed_result_file_has_the_current_schema_and_every_table_read
     r = S.load_results(tmp_path)
     for table in (S.exact_vs_reference, S.efficiency, S.fidelity, S.fidelity_context, S.projections, S.s5):
         assert len(table(r)) > 0, table.__name__
-    for name_, (measure, values, shown) in SP.SECTIONS.items():               # what the chapter glues and shows
+    for measure, values, shown in ((S.exact_vs_reference, SP.reference_values, SP.reference_table),
+                                   (S.efficiency, SP.efficiency_values, SP.efficiency_table),
+                                   (S.exact_check, SP.check_values, SP.check_table),
+                                   (S.projections, SP.projection_values, SP.projection_table),
+                                   (S.s5, SP.s5_values, SP.s5_table)):    # what the chapter glues and shows
         assert all(isinstance(x, str) for x in values(measure(r)).values()) and shown(measure(r)) is not None
+    assert all(isinstance(x, str) for x in SP.fidelity_values(S.fidelity(r), S.fidelity_context(r)).values())
 
 
 def test_the_speedup_over_exact_is_exacts_seconds_over_the_methods(tmp_path):
@@ -237,7 +243,7 @@ def test_exact_claim_measures_are_percent_of_the_pixels_and_missing_facts_are_da
     assert facts["exact_sis"] == "2.6" and facts["bound"] == "above" and facts["coarse"] == "gradient k=1"
     assert S.exact_facts(r, 0.99, bound=5.0)["bound"] == "below"
     assert (facts["dataset"], facts["arch"], facts["profile"]) == ("fashion-mnist", "small CNN", "quick")
-    assert {S.exact_facts(r, 0.5)[k] for k in ("exact_sis", "coarse_sis", "bound")} == {"—"}  # no tau 0.5 in the file
+    assert {S.exact_facts(r, 0.5)[k] for k in ("exact_sis", "coarse_sis", "bound")} == {MISSING}  # no tau 0.5
     assert facts["relation"].startswith("not this chapter's")                 # the file names no model key
     keyed = _result()
     sample = {"dataset": "fashion-mnist", "set": "test", "n": 300, "seed": 0, "index": list(range(40))}
@@ -251,7 +257,7 @@ def test_exact_claim_measures_are_percent_of_the_pixels_and_missing_facts_are_da
     assert other.endswith("on other images than its sample")
     assert S.exact_facts(r, source_key="fedcba9876543210", sample=sample)["relation"].startswith("not this chapter's")
     _write(tmp_path, "backselect-cpu.json", _result(drop=("fidelity",)))
-    assert set(S.exact_facts(S.load_results(tmp_path)).values()) == {"—"}
+    assert set(S.exact_facts(S.load_results(tmp_path)).values()) == {MISSING}
 
 
 def test_the_benchmark_reruns_one_section_into_the_existing_file(tmp_path):
@@ -285,17 +291,21 @@ def test_the_benchmark_reruns_one_section_into_the_existing_file(tmp_path):
     assert all(r["s_per_image_plain"] > 0 and r["s_per_image_fused"] > 0 for r in new["fusion"])
 
 
-# ----------------------------------------------------------------------------- what the chapter says (speed_prose)
+# ----------------------------------------------------------------------------- what the chapter glues (speed_display)
 
-def test_span_and_listed_write_ranges_and_distinct_values():
+def test_numbers_ranges_lists_and_places_in_a_range_write_missing_the_same_way():
     assert SP.span([2.0, 1.0, float("nan")]) == "1.00–2.00" and SP.span([1.001, 0.999]) == "1.00"
-    assert SP.span([], "{:.0f}") == "—" and SP.listed(["a", "b", "a"]) == "a, b" and SP.listed([]) == "—"
+    assert SP.span([], 0) == MISSING and SP.listed(["a", "b", "a"]) == "a, b" and SP.listed([]) == MISSING
+    assert SP.span([1539.2, 3077.2], 0) == "1,539–3,077" and SP.span([82.078, 0.1014], "sig3") == "0.101–82.1"
+    assert (SP.fmt(46132.4, "sig3"), SP.fmt(None), SP.fmt(float("inf"), 0)) == ("46,132", MISSING, MISSING)
+    assert [SP.where(x, 1, 2) for x in (0.5, 1, 2, 3, float("nan"))] == ["below", "within", "within", "above",
+                                                                           MISSING]
 
 
 def test_paper_values_quote_s5_and_count_the_files(tmp_path):
     _write(tmp_path, "backselect-cpu.json", _result())
     v = SP.paper_values(S.load_results(tmp_path))
-    assert v["n_files"] == "1 file" and (v["paper_lo"], v["paper_hi"], v["paper_images"]) == ("1", "2", "32")
+    assert v["n_files"] == "1" and (v["paper_lo"], v["paper_hi"], v["paper_images"]) == ("1", "2", "32")
     assert v["paper_steps"] == "895" and v["paper_pixels"] == "89,401" and v["paper_size"] == "299×299"
     assert all(isinstance(x, str) for x in v.values())
 
@@ -304,11 +314,17 @@ def test_fidelity_values_take_pruned_at_the_chosen_m_and_the_rule_field(tmp_path
     _write(tmp_path, "backselect-cpu.json", _result())
     r = S.load_results(tmp_path)
     v = SP.fidelity_values(S.fidelity(r), S.fidelity_context(r))
-    assert (v["fid_m"], v["fid_rule"], v["fid_arch"], v["fid_taus"]) == ("16", "rule, why", "small CNN", "0.9 and 0.99")
+    assert (v["fid_m"], v["fid_rule"], v["fid_reason"]) == ("16", "rule", "why")
+    assert (v["fid_arch"], v["fid_taus"]) == ("small CNN", "0.9 and 0.99")
     assert v["fid_pruned_s"] == "2" and v["fid_exact_s"] == "100"
     assert v["fid_pruned_speedup"] == "50" and v["fid_pruned_ratio"] == "1.05"
     assert v["fid_grad_speedup"] == "200" and v["fid_grad_ratio"] == "1.50–1.60"
-    assert v["fid_acc_random"] == "10.0" and v["fid_verified"].startswith("Every SIS")
+    assert v["fid_acc_random"] == "10.0" and (v["fid_verified"], v["fid_runs"]) == ("3", "3")
+    data = _result()
+    data["fidelity"]["runs"][2]["sis"][1]["all_verified_f_ge_tau"] = False    # gradient, tau 0.99
+    _write(tmp_path, "backselect-cpu.json", data)
+    r = S.load_results(tmp_path)
+    assert SP.fidelity_values(S.fidelity(r), S.fidelity_context(r))["fid_verified"] == "2"
 
 
 def test_projection_values_name_the_fastest_approximation_per_dataset(tmp_path):
@@ -317,40 +333,45 @@ def test_projection_values_name_the_fastest_approximation_per_dataset(tmp_path):
     assert (v["proj_fm_images"], v["proj_fm_exact_h"], v["proj_fm_exact_days"]) == ("72,000", "2,000", "83")
     assert (v["proj_fm_fast"], v["proj_fm_fast_h"], v["proj_fm_fast_device"]) == \
         ("gradient k=1", "10", "CPU (Test CPU, 2 threads)")
-    assert v["proj_fm_fast_run"] == "gradient k=1" and v["proj_device"] == "CPU (Test CPU, 2 threads)"  # said once
+    assert v["proj_device"] == "CPU (Test CPU, 2 threads)"
     assert v["proj_c10_images"] == "—" and v["proj_batch"] == "64"            # no CIFAR-10 workload in the file
     assert list(SP.projection_table(S.projections(S.load_results(tmp_path))).columns) == ["exact", "gradient k=1"]
 
 
-def test_s5_values_name_the_device_of_the_closest_row(tmp_path):
+def test_s5_values_take_an_inception_row_first_and_name_its_device(tmp_path):
     _write(tmp_path, "backselect-cuda.json", _result("cuda", gpu="GPU X", inception=True))
     v = SP.s5_values(S.s5(S.load_results(tmp_path)))
-    assert v["s5_ours"].startswith("Inception-v3 (random weights)") and "images, BackSelect only: 0.80 minutes" in \
-        v["s5_ours"] and v["s5_device"] == "GPU X"                          # one device: named by the caption
-    _write(tmp_path, "backselect-cpu.json", _result())
-    assert "BackSelect only, on GPU X: 0.80 minutes" in SP.s5_values(S.s5(S.load_results(tmp_path)))["s5_ours"]
+    assert (v["s5_model"], v["s5_k"], v["s5_steps"], v["s5_features"]) == ("Inception-v3 (random weights)", "100",
+                                                                           "895", "89,401")
+    assert (v["s5_how"], v["s5_minutes"]) == ("measured, 32 images, BackSelect only", "0.80")
+    assert v["s5_best_device"] == v["s5_device"] == "GPU X"
+    _write(tmp_path, "backselect-cpu.json", _result())                         # no Inception-v3: the trained CNN
+    v = SP.s5_values(S.s5(S.load_results(tmp_path)))
+    assert (v["s5_best_device"], v["s5_device"]) == ("GPU X", "CPU (Test CPU, 2 threads), GPU X")
+    (tmp_path / "backselect-cuda.json").unlink()
+    v = SP.s5_values(S.s5(S.load_results(tmp_path)))
+    assert (v["s5_model"], v["s5_data"], v["s5_features"]) == ("small CNN (trained, quick)", "fashion-mnist test, 28×28",
+                                                               "784")
     (tmp_path / "backselect-cpu.json").unlink()
-    assert v["s5_differs"].startswith("the same architecture")
+    _write(tmp_path, "backselect-cuda.json", _result("cuda", gpu="GPU X", inception=True))
     shown = SP.s5_table(S.s5(S.load_results(tmp_path)))
     assert shown.loc["paper", "minutes for 32 images"] == "1–2"
     assert "device" not in shown and set(shown.index) == {"paper", "ours"}     # the caption names GPU X
-    assert SP.s5_values(S.s5({})) == {"s5_ours": "no measurement of `gradient` was found in the files",
-                                      "s5_differs": "—", "s5_device": "—"}
+    assert set(SP.s5_values(S.s5({})).values()) == {MISSING}                  # no measurement of gradient
 
 
-def test_file_notes_say_device_dates_load_and_sharing_in_prose_without_the_lab_notes(tmp_path):
+def test_the_files_table_says_device_dates_load_and_sharing_without_the_lab_notes(tmp_path):
     notes = [_note("efficiency: timed", ["efficiency"]), _note("busy machine", shared_cpu=True)]
     _write(tmp_path, "backselect-cpu.json", _result(notes=notes))
-    (text,) = SP.file_notes(S.load_results(tmp_path))
-    assert text.startswith("**CPU (Test CPU, 2 threads)**, `backselect-cpu.json` (torch 2.0): 2.0 hours")
-    assert "used 2 threads" in text and "0.5 at its start and 0.6 at its end" in text
-    assert "Other jobs shared the CPU" in text and "efficiency: timed" not in text and "busy machine" not in text
-    assert "committed" not in text                                            # tmp_path is no git repository
-    _write(tmp_path, "backselect-cpu.json", _result())
-    assert "shared" not in SP.file_notes(S.load_results(tmp_path))[0]
-    _write(tmp_path, "backselect-cpu-smoke.json", _result(smoke=True))
-    (tmp_path / "backselect-cpu.json").unlink()
-    assert "**smoke run**" in SP.file_notes(S.load_results(tmp_path))[0]
+    shown = SP.files_table(S.files(S.load_results(tmp_path)))
+    (col,) = shown.columns
+    assert col == "CPU (Test CPU, 2 threads)" and shown[col]["file"] == "backselect-cpu.json"
+    assert (shown[col]["torch"], shown[col]["threads"], shown[col]["hours of benchmarking"]) == ("2.0", "2", "2.0")
+    assert (shown[col]["1-min load average at start"], shown[col]["1-min load average at end"]) == ("0.5", "0.6")
+    assert (shown[col]["CPU shared"], shown[col]["smoke run"]) == ("yes", "no")
+    assert shown[col]["sections missing"] == "inception_v3_gradient_sis"      # a CPU file: no Inception-v3
+    assert shown[col]["first commit"] == shown[col]["last commit"] == MISSING  # tmp_path is no git repository
+    assert not shown[col].str.contains("timed|busy").any()                    # the files' own notes stay there
 
 
 def test_the_committed_file_is_dated_by_its_commits():
@@ -396,8 +417,8 @@ def test_efficiency_is_the_median_of_paired_rounds_and_exact_runs_span_the_round
     assert (eff["plain_median"], eff["engine_median"], eff["ratio_median"]) == (200.0, 150.0, 0.7)
     assert eff["exact_s_fastest"] == pytest.approx(307720 / 200) and eff["exact_s_slowest"] == pytest.approx(3077.2)
     v = SP.efficiency_values(S.efficiency(S.load_results(tmp_path)))
-    assert v["eff_median"] == "0.70" and v["eff_bests"] == "0.50" and v["eff_widths"] == "16 for the ResNet20"
-    assert v["eff_exact_s"] == "1,539–3,077" and v["eff_folded"] == "as separate layers"
+    assert v["eff_median"] == "0.70" and v["eff_bests"] == "0.50" and v["eff_rounds_span"] == "0.67–0.80"
+    assert v["eff_exact_s"] == "1,539–3,077" and (v["eff_folded"], v["eff_rows"]) == ("0", "2")
     shown = SP.efficiency_table(S.efficiency(S.load_results(tmp_path)))
     assert shown.index.names == ["model", "threads"] and "ratio of bests" not in shown  # one device: no column
     assert shown.iloc[0]["full exact run (s/image)"] == "1,539–3,077"
@@ -414,17 +435,19 @@ def test_exact_check_scales_the_efficiency_rounds_by_multiply_adds_and_folding(t
     assert chk.loc[2, "folded_fast"] == pytest.approx(307720 / 200 * ratio / 2)
     assert chk.loc[2, "folded_slow"] == pytest.approx(307720 / 100 * ratio / 2)   # 193–386 s
     v = SP.check_values(S.exact_check(S.load_results(tmp_path)))
-    assert v["chk_verdict"].startswith("48% below the range predicted from the rounds at 2 threads")
+    assert (v["chk_where"], v["chk_off"], v["chk_pred"], v["chk_pred_threads"]) == ("below", "48", "193–386", "2")
     assert (v["chk_measured"], v["chk_macs_x"], v["chk_fold"], v["chk_rate"]) == ("100", f"{1 / ratio:.2f}", "2.00",
                                                                                  "3,077")
     assert v["chk_rate_eq"] == f"{3077.2 * ratio / 2:,.0f}" and v["chk_rate_where"] == "above"   # 386 > 200
-    assert v["chk_reading"].startswith("Even so scaled") and v["chk_plain"] == "150–250"
+    assert v["chk_plain_where"] == "above" and v["chk_plain"] == "150–250"   # it outpaced every plain round
+    assert (v["chk_eff_folded"], v["chk_fid_folded"]) == ("no", "yes")
     _write(tmp_path, "backselect-cpu.json", _resnet_file(exact_s=300.0))
     v = SP.check_values(S.exact_check(S.load_results(tmp_path)))
-    assert v["chk_verdict"].startswith("inside the range") and v["chk_rate_where"] == "within"   # 129 evals/s
-    assert v["chk_reading"].startswith("The fidelity run did not outpace plain inference")
+    assert (v["chk_where"], v["chk_off"], v["chk_rate_where"]) == ("within", "0", "within")   # 129 evals/s
+    assert v["chk_plain_where"] == "below"
     _write(tmp_path, "backselect-cpu.json", _resnet_file(exact_s=300.0, threads=(1,)))   # no row at 2 threads
-    assert "at the thread counts measured" in SP.check_values(S.exact_check(S.load_results(tmp_path)))["chk_verdict"]
+    v = SP.check_values(S.exact_check(S.load_results(tmp_path)))
+    assert (v["chk_pred_threads"], v["chk_threads"]) == ("1", "2")            # predicted from the rows there are
 
 
 def test_exact_check_folds_only_where_one_side_folded_and_says_when_it_cannot(tmp_path):
@@ -433,10 +456,11 @@ def test_exact_check_folds_only_where_one_side_folded_and_says_when_it_cannot(tm
     _write(tmp_path, "backselect-cpu.json", _resnet_file(fusion=None))        # folding never measured
     r = S.load_results(tmp_path)
     assert S.exact_check(r)["folded_fast"].isna().all()
-    assert SP.check_values(S.exact_check(r))["chk_verdict"].startswith("not predicted")
-    assert list(SP.check_table(S.exact_check(r)).iloc[0]) == ["1,539–3,077", "386–772", "—"]
+    v = SP.check_values(S.exact_check(r))
+    assert v["chk_where"] == v["chk_off"] == v["chk_pred"] == v["chk_rate_where"] == MISSING   # not predicted
+    assert list(SP.check_table(S.exact_check(r)).iloc[0]) == ["1,539–3,077", "386–772", MISSING]
     _write(tmp_path, "backselect-cpu.json", _result())                        # no efficiency row of the model
-    assert set(SP.check_values(S.exact_check(S.load_results(tmp_path))).values()) <= {"—"} or \
+    assert set(SP.check_values(S.exact_check(S.load_results(tmp_path))).values()) <= {MISSING} or \
         S.exact_check(S.load_results(tmp_path))["eff_width"].eq(32).all()     # the CNN at its own width: ratio 1
 
 
@@ -451,7 +475,7 @@ def test_the_committed_exact_timings_agree_once_scaled():
     """Issue 21, item 5: the fidelity section's exact run (the quick, narrower ResNet20, batch norms
     folded) lies inside what the efficiency rounds predict for it at its thread count."""
     v = SP.check_values(S.exact_check(S.load_results()))
-    assert v["chk_verdict"].startswith("inside the range"), v["chk_verdict"]
+    assert v["chk_where"] == "within", (v["chk_measured"], v["chk_pred"])
 
 
 # ----------------------------------------------------------------------------- what a reader sees
@@ -461,7 +485,7 @@ def test_display_tables_write_dashes_for_missing_numbers_and_name_a_single_devic
     r = S.load_results(tmp_path)
     shown = SP.fidelity_table(S.fidelity(r))
     assert "device" not in shown.columns and shown.index.names == ["method"]
-    assert shown.loc["pruned m=16", "SIS size / exact's, τ = 0.99"] == "—"      # null in the JSON, not NaN
+    assert shown.loc["pruned m=16", "SIS size / exact's, τ = 0.99"] == MISSING  # null in the JSON, not NaN
     assert not shown.apply(lambda c: c.str.contains("nan", case=False)).any().any()
     assert shown.loc["exact", "s/image"] == "100" and shown.loc["gradient k=1", "s/image"] == "0.5"
     for table in (SP.reference_table(S.exact_vs_reference(r)), SP.efficiency_table(S.efficiency(r)),
@@ -475,8 +499,8 @@ def test_display_tables_write_dashes_for_missing_numbers_and_name_a_single_devic
         "model")) == ["cnn-28x28x1"]                                          # else its own name
     _write(tmp_path, "backselect-cuda.json", _result("cuda", gpu="GPU X"))
     two = SP.reference_table(S.exact_vs_reference(S.load_results(tmp_path)))
-    assert two.index.names[0] == "device" and SP.devices(S.exact_vs_reference(S.load_results(tmp_path))) == \
-        "each row's device"
+    assert two.index.names[0] == "device" and SP.reference_values(S.exact_vs_reference(S.load_results(tmp_path)))[
+        "ref_device"] == "CPU (Test CPU, 2 threads), GPU X"                   # the caption names both
 
 
 def test_the_fidelity_figure_fits_the_page_with_text_of_at_least_9_points(tmp_path):

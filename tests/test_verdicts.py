@@ -86,7 +86,8 @@ def test_subsets_accurate_three_outcomes_on_per_image_results():
     holds = V.subsets_accurate(full={"m": _reps(N)}, bs={"m": _reps(N - 1)})          # a drop of 0.33 points
     assert holds.word == "holds" and holds.holds is True
     row = holds.numbers.loc["m"]
-    assert row["drop (points)"] == pytest.approx(100 / N) and row["95% low"] >= 0 and row["95% high"] <= 5
+    # identical replicates: only the shared image error is left, symmetric about the estimate
+    assert row["drop (points)"] == pytest.approx(100 / N) and row["95% low"] > -1 and row["95% high"] <= 5
     assert row["full images"] == pytest.approx(100) and row["replicates"] == R and row["images"] == N
     fails = V.subsets_accurate(full={"m": _reps(N)}, bs={"m": _reps(180)})           # 40 points
     assert fails.holds is False and fails.numbers.loc["m", "drop (points)"] == pytest.approx(40.0)
@@ -141,17 +142,21 @@ def test_interval_row_scales_the_interval_before_deciding():
 
 
 def test_no_transfer_three_outcomes_and_untestable_without_lift():
-    own, rnd = [_hits(N)], [_hits(30)]                                 # 100% on own subsets, 10% on random
-    paperlike = V.no_transfer(own={"s": own}, others={"s": [_hits(60), _hits(60), _hits(66)]}, random={"s": rnd})
+    # every source replicate (here 2) is a source; per source, one array per other model
+    own, rnd = [_hits(N)] * 2, [_hits(30)] * 2                           # 100% on own subsets, 10% on random
+    paperlike = V.no_transfer(own={"s": own}, others={"s": [[_hits(60), _hits(60), _hits(66)]] * 2}, random={"s": rnd})
     assert paperlike.holds is True
     assert paperlike.numbers.loc["s", "share of lift transferred"] == pytest.approx((62 / 3 - 10) / 90, abs=1e-9)
-    assert paperlike.numbers.loc["s", "other models"] == 3
-    transfers = V.no_transfer(own={"s": own}, others={"s": [_hits(285), _hits(285)]}, random={"s": rnd})
+    assert paperlike.numbers.loc["s", "other models"] == 3 and paperlike.numbers.loc["s", "sources"] == 2
+    transfers = V.no_transfer(own={"s": own}, others={"s": [[_hits(285), _hits(285)]] * 2}, random={"s": rnd})
     assert transfers.holds is False
-    half = V.no_transfer(own={"s": own}, others={"s": [_hits(165), _hits(165)]}, random={"s": rnd})
+    half = V.no_transfer(own={"s": own}, others={"s": [[_hits(165), _hits(165)]] * 2}, random={"s": rnd})
     assert half.numbers.loc["s", "share of lift transferred"] == pytest.approx(0.5) and half.word == V.INCONCLUSIVE
+    # sources that disagree: the interval over the source replicates is wide
+    mixed = V.no_transfer(own={"s": own}, others={"s": [[_hits(60)], [_hits(250)]]}, random={"s": rnd})
+    assert mixed.word == V.INCONCLUSIVE and mixed.numbers.loc["s", "replicates to decide"].startswith(("about", "over"))
     # a source no better on its own subsets than on random ones cannot test the claim
-    flat = V.no_transfer(own={"s": [_hits(36)]}, others={"s": [_hits(33)]}, random={"s": rnd})
+    flat = V.no_transfer(own={"s": [_hits(36)]}, others={"s": [[_hits(33)]]}, random={"s": rnd[:1]})
     assert flat.holds is None and flat.word == "cannot be tested"
     assert "cannot be tested here" in flat._repr_markdown_()
 
@@ -172,26 +177,49 @@ def test_retraining_verdicts_three_outcomes_and_a_control_near_chance():
 
 
 def test_paper_numbers_and_result_records():
-    assert V.paper_number("sis") == "mean below 5%"
-    assert V.paper_number("accurate") == "drop at most 0.52 points"
-    assert V.paper_number("kept") == "mean drop −0.035 to −0.012"
-    assert V.paper_number("transfer") == "share 0.21" and V.paper_number("near") == "drop at most 1.06 points"
-    assert re.fullmatch(r"\d+\.\d–\d+\.\d points", V.paper_number("beats"))
+    from overinterp.paper import claims as CL
+    assert CL.paper_number("sis") == "mean below 5%"
+    assert CL.paper_number("accurate") == "drop at most 0.52 points (derived from Table 1)"
+    assert CL.paper_number("kept") == "mean drop −0.035 to −0.012"
+    assert CL.paper_number("transfer").startswith("share 0.21 (derived")
+    assert CL.paper_number("near") == "drop at most 1.06 points (derived from Table 1)"
+    assert re.fullmatch(r"\d+\.\d–\d+\.\d points \(derived from Table 1\)", CL.paper_number("beats"))
+    assert CL.paper_number("ensemble_accuracy").startswith("+0.87 points")
     with pytest.raises(KeyError):
-        V.paper_number("unknown")
+        CL.paper_number("unknown")
     v = V.subsets_accurate(full={"a": _reps(N), "b": _reps(N)}, bs={"a": _reps(N - 3), "b": _reps(150)})
-    recs = V.result_records(v, "accurate")
+    recs = CL.records(v, "accurate")
     assert [r["model"] for r in recs] == ["a", "b"] and [r["outcome"] for r in recs] == [V.HOLDS, V.FAILS]
-    assert set(recs[0]) == {"claim", "model", "estimate", "low", "high", "margin", "outcome"}
-    assert recs[0]["claim"] == "accurate" and recs[0]["estimate"] == pytest.approx(1.0)
+    assert set(recs[0]) == {"claim", "model", "estimate", "low", "high", "margin", "outcome", "replicates", "images",
+                            "to decide"}
+    assert recs[0]["claim"] == "accurate" and recs[0]["estimate"] == pytest.approx(1.0) and recs[0]["replicates"] == R
     assert all(isinstance(r[k], float) for r in recs for k in ("estimate", "low", "high"))
     assert json.loads(json.dumps(recs)) == recs
-    text = V.result_text(v, "accurate")
+    text = CL.result_text(v, "accurate")
     assert re.fullmatch(r"a 1\.0 \[-?\d+\.\d, \d+\.\d\]; b 50\.0 \[\d+\.\d, \d+\.\d\]", text), text
-    none = V.sis_size({"m": [np.full(3, np.nan)], "n": [np.full(40, 0.02)]}, 0.99)
-    assert V.result_records(none, "sis")[0]["estimate"] is None and V.result_records(none, "sis")[0]["low"] is None
-    assert V.result_text(none, "sis").startswith("m —; n 2.0 [2.0, 2.0]")
-    assert set(V.RESULT_CLAIMS) == {"sis", "accurate", "kept", "transfer", "beats", "near"}
+    none = V.sis_size({"m": [np.full(3, np.nan)], "n": [np.full(40, 0.02)] * 2}, 0.99)
+    assert CL.records(none, "sis")[0]["estimate"] is None and CL.records(none, "sis")[0]["low"] is None
+    assert CL.result_text(none, "sis").startswith("m —; n 2.0 [2.0, 2.0]")
+    # every claim of the book is registered once, under a chapter that exists
+    from overinterp.config.chapters import CHAPTERS
+    assert len(CL.CLAIMS) == len(set(CL.CLAIMS)) >= 17 and all(c.chapter in CHAPTERS for c in CL.CLAIMS.values())
+    assert {c.part for c in CL.CLAIMS.values()} == set(CL.PARTS)
+
+
+def test_an_inconclusive_row_says_how_many_replicates_would_decide_it():
+    rng = np.random.default_rng(3)
+    # drops of 10, 14 and 18 points: a t interval over 3 replicates reaches below the 5-point margin
+    reps = [_hits(N - k) for k in (30, 42, 54)]
+    v = V.subsets_accurate(full={"m": _reps(N)}, bs={"m": reps})
+    row = v.numbers.loc["m"]
+    assert v.word == V.INCONCLUSIVE and row["replicates to decide"].startswith("about ")
+    n = int(row["replicates to decide"].split()[1])
+    assert n > R and "replicates would decide it" in v.per_model()
+    # a decided row has no such column value
+    assert "replicates to decide" not in V.subsets_accurate(full={"m": _reps(N)}, bs={"m": _reps(150)}).numbers
+    # one model: no replicate spread to scale
+    one = V.Margin(high=5.0).to_decide(Interval(5.0, 3.0, 7.0, replicates=1))
+    assert one == "needs replicates (one model)" and rng is not None
 
 
 def test_accuracy_tables_are_numeric_and_formatted_only_for_display(always):
@@ -224,7 +252,11 @@ def test_plateau_criterion():
 
 
 def test_deviations_list_what_differs_from_the_paper():
-    assert get_profile("paper").deviations() == []
+    from overinterp.config.profiles import CODE_DEVIATIONS
+    # the paper's profile departs from the paper's protocol nowhere, only (as every profile) from its code's architectures
+    assert get_profile("paper").deviations() == [d for _, d in CODE_DEVIATIONS]
+    assert any("option A" in d for d in get_profile("quick").deviations("models"))
+    assert not any("pre-activation" in d for d in get_profile("tiny").deviations("models"))   # tiny has no ResNet18
     quick = get_profile("quick")
     models = " ".join(quick.deviations("models"))
     assert f"{quick.train.epochs} epochs" in models and "augmentation" in models and str(quick.train_size) in models
@@ -240,14 +272,14 @@ def test_claims_quote_the_papers_numbers_from_paper_numbers():
     one = [np.ones(4)]
     assert "Table 1: at most 0.52 points lower on CIFAR-10)." in V.subsets_accurate({"m": one}, {"m": one}).claim
     assert "mean drop of confidence −0.035 to −0.012 on CIFAR-10)." in V.confidence_kept({"m": [np.zeros(4)]}).claim
-    nt = V.no_transfer({"m": [_hits(90, 100)]}, {"m": [_hits(20, 100)]}, {"m": [_hits(10, 100)]})
+    nt = V.no_transfer({"m": [_hits(90, 100)]}, {"m": [[_hits(20, 100)]]}, {"m": [_hits(10, 100)]})
     assert "ResNet18's, 94.8% by itself, get 27.5–29.2% from a ResNet18 replicate" in nt.claim
-    assert "the paper: 0.21)" in nt.criterion
+    assert "the paper: 0.21, one source)" in nt.criterion
     assert V.paper_transfer_share() == pytest.approx(((27.6 + 29.2 + 27.5) / 3 - 10.01) / (94.8 - 10.01))
     beats = V.retrain_beats_random({"m": one}, {"m": one}).claim
     assert "Table 1: 92.5–95.0% against 50.1–53.8% on CIFAR-10)" in beats   # 50.05 -> 50.1, half up as printed
     assert "at τ = 0.99 is below 5% of the image" in V.sis_size({"m": [np.array([0.01])]}, 0.3).claim
-    assert V._decimal(50.05) == "50.1" and V._decimal(94.97) == "95.0" and V._decimal(-0.25, 2) == "-0.25"
+    assert V.paper_round(50.05) == "50.1" and V.paper_round(94.97) == "95.0" and V.paper_round(-0.25, 2) == "-0.25"
 
 
 def test_the_verdict_box_names_its_scope_and_marks_each_models_outcome():

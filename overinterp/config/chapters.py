@@ -38,7 +38,7 @@ def param(default: Any, help: str, inherit: str | None = None, check: Any = None
 class RunConfig:
     """What every chapter and every command takes (:class:`overinterp.config.context.Run`)."""
     dataset: str = param("fashion-mnist", "fashion-mnist (default) or cifar10 (the paper's)")
-    profile: str | None = param(None, "tiny | quick | gpu | paper; None: $OVERINTERP_PROFILE or quick")
+    profile: str | None = param(None, "tiny | quick | standard | gpu | paper; None: $OVERINTERP_PROFILE or quick")
     device: str = param("auto", "auto | cpu | cuda")
     seed: int = param(0, "first replicate's seed; replicate r uses seed + r")
 
@@ -184,6 +184,12 @@ CHAPTERS = {
     "13_speed": Speed, "14_shared_interest": SharedInterest, "15_input_reduction": InputReduction,
     "16_bayes_trex": BayesTrEx, "17_instructors": Instructors,
 }
+
+
+def thresholds(taus, tau: float | None = None) -> tuple[float, ...]:
+    """A chapter's SIS thresholds: ``taus`` and the verdict's ``tau`` (when given), as floats, each once,
+    increasing."""
+    return tuple(sorted({float(t) for t in taus} | ({float(tau)} if tau is not None else set())))
 
 
 def chapter_config(chapter: str) -> type:

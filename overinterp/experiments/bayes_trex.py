@@ -29,9 +29,10 @@ from overinterp.experiments import runs as A
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.methods.bayes_trex import (AMBIGUOUS, BAND, HIGH, HIGH_LEVEL, MISCLASSIFIED_LEVEL, MIXING, VAE,
                                            Chains, ChainsConfig, MixingCriteria, Target, VAEConfig, ambiguous,
-                                           ambiguous_any, chain_separation, class_log_odds, decoder, fit_vae, high,
+                                           ambiguous_any, chain_separation, target_log_odds, decoder, fit_vae, high,
                                            in_level_set, initial_points, near_black, nearest_start, negative_elbo,
                                            normalise, sample_chains, spread_samples, torch_threads)
+from overinterp.paper.formatting import MISSING
 from overinterp.paper import numbers as paper
 from overinterp.paper.numbers import BOOTH_TABLE2
 from overinterp.paper.verdicts import Verdict, sis_size
@@ -155,7 +156,7 @@ def confidence_table(logits: dict[str, torch.Tensor], targets: dict[str, Target]
             row[f"mean f (class {k + 1})"] = p[:, c].mean().item()
             row[f"std f (class {k + 1})"] = p[:, c].std().item() if len(p) > 1 else 0.0
         if t.kind == HIGH:
-            lo = class_log_odds(logits[name], t.classes[0])
+            lo = target_log_odds(logits[name], t.classes[0])
             row[HIGH_COL] = 100 * (lo >= logit(level)).double().mean().item()
             row[MIS_COL] = 100 * (lo >= logit(mis_level)).double().mean().item()
         else:
@@ -187,7 +188,7 @@ def test_set_counts(logits: torch.Tensor, labels: torch.Tensor, targets: dict[st
         n = [classes[c] if classes else str(c) for c in t.classes]
         if name in held_out:
             c = held_out[name]
-            hit = (class_log_odds(logits, c) >= logit(misclassified_level)) & (labels != c)
+            hit = (target_log_odds(logits, c) >= logit(misclassified_level)) & (labels != c)
             crit = f"f_{n[0]} ≥ {misclassified_level:g}, label ≠ {n[0]}"
         else:
             hit = in_level_set(logits, t, level, band)
@@ -287,7 +288,7 @@ def sample_backselect(run, vae: VAE, chains: dict[str, Chains], n: int, store: S
         for name, ch in chains.items():
             z = torch.unique(ch.flat(), dim=0)              # NUTS repeats a sample when it rejects a step
             x = decoder(vae, run.dataset)(z.to(run.device))
-            conf = class_log_odds(clf(x), ch.target.classes[0]).cpu()
+            conf = target_log_odds(clf(x), ch.target.classes[0]).cpu()
             idx = conf.topk(min(per, len(z))).indices
             images.append(x[idx].cpu())
             names += [name] * len(idx)
@@ -351,7 +352,7 @@ def table2(table: pd.DataFrame, targets: dict[str, Target], misclassification: s
                     + ", ".join(f"{r[f'std f (class {i + 1})']:.2f}" for i in range(k)))
         else:
             ours = "not mixed: not comparable" if theirs else "not mixed"
-        row = {("Booth et al.", "mean ± std"): theirs or "—", (ours_label, "mean ± std"): ours}
+        row = {("Booth et al.", "mean ± std"): theirs or MISSING, (ours_label, "mean ± std"): ours}
         for c in shares:
             row[(ours_label, f"{c} (%)")] = "" if pd.isna(r[c]) else f"{r[c]:.0f}"
         rows[name] = row
@@ -388,7 +389,7 @@ def near_black_counts(images: dict[str, torch.Tensor], logits: dict[str, torch.T
     for name, t in targets.items():
         if t.kind != HIGH:
             continue
-        conf = class_log_odds(logits[name], t.classes[0]) >= logit(confident)
+        conf = target_log_odds(logits[name], t.classes[0]) >= logit(confident)
         dark = near_black(images[name], level)
         shown = torch.zeros_like(conf)
         shown[spread_samples(len(conf), n_show)] = True

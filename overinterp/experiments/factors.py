@@ -19,13 +19,14 @@ columns "C1"-"C3" hold its outcome, one of :data:`overinterp.paper.verdicts.OUTC
 interval over this sample's images).
 Sweeps: :func:`method_sweep` (gradient k, pruned, exact), :func:`mask_sweep` (mean pixel or black),
 :func:`epochs_sweep` and :func:`width_sweep` (models trained for the sweep). Each returns a numeric
-DataFrame with one row per setting (and image sample); :func:`summary` builds the closing table.
+DataFrame with one row per setting (and image sample); :func:`effects` reads how each factor moves
+each claim, and :func:`closing_values` gives the words and numbers the chapter's closing argument glues.
 Every expensive step is an artifact (trained and retrained models, backward-selection runs), so a
 second call recomputes nothing:
 
     sweeps = {"method": method_sweep(run), "mask": mask_sweep(run), "epochs": epochs_sweep(run),
               "width": width_sweep(run)}
-    summary(run, sweeps, retrain_controls(run))
+    effects(run, sweeps), closing_values(run, sweeps, retrain_controls(run))
 """
 from __future__ import annotations
 
@@ -41,8 +42,9 @@ import torch.nn as nn
 from overinterp.experiments import runs as A
 from overinterp.experiments import subsets as S
 from overinterp.zoo import data as D
+from overinterp.paper.formatting import MISSING, number
 from overinterp.paper import verdicts
-from overinterp.paper.intervals import nested_bootstrap
+from overinterp.paper.intervals import replicate_interval
 from overinterp.engine.backselect import DEFAULT_M, BackSelectConfig, BackSelectResult, apply_keep
 from overinterp.zoo.data import Selection
 from overinterp.zoo.models import ARCHS
@@ -56,8 +58,8 @@ __all__ = ["FRAC", "CONTROL_SEED", "MEASURES", "sample", "source_model", "other_
            "position_values", "IMPUTED", "imputation_values", "imputed_verdict",
            "method_settings", "black_value", "method_sweep", "mask_sweep", "epochs_sweep", "width_sweep",
            "keep_mask_images", "other_class_partner", "fill_from_other_class", "random_other_class",
-           "random_target_subsets", "retrain_controls", "controls_table", "retrain_verdicts", "table", "summary",
-           "sentences", "prose_values", "method_samples"]
+           "random_target_subsets", "retrain_controls", "controls_table", "retrain_verdicts", "table", "READ_AS",
+           "effects", "closing_values", "prose_values"]
 
 FRAC = SUBSET_FRAC   # the paper's 5% subsets
 CONTROL_SEED = 0     # the other-class pairing and the random target classes of the retraining controls
@@ -65,7 +67,7 @@ ACC = "test accuracy (%)"
 #: the retraining controls whose removed pixels are filled by ROAD's noisy linear imputation (Rong et al. 2022)
 IMPUTED = {"bs": "BS subsets, imputed (ROAD)", "random": "random subsets, imputed (ROAD)"}
 ROAD_NOISE = 0.01   # ROAD's default noise, in normalised pixel units
-#: claim -> (the column that measures it, its name in sentences); lower favours every claim
+#: claim -> (the column that measures it, its name); lower favours every claim
 MEASURES = {"C1": ("SIS size (% of pixels)", "mean SIS size"),
             "C2": ("drop (points)", "accuracy drop on the own BS subsets"),
             "C3": ("share transferred", "share of the lift that transfers")}
@@ -97,13 +99,14 @@ def claim_measures(model: nn.Module, res: BackSelectResult, images: torch.Tensor
     """C1-C3 of one model on one image sample, with the verdict of each (module docstring)."""
     sizes = A.sis_fractions(find_sis(res, tau))
     x_bs, _ = pixel_subset(res, images, frac)
-    x_rnd, _ = random_subset(images, frac, seed=S.SUBSET_SEED, block=res.block, mask_value=res.mask_value)
+    x_rnd, _ = random_subset(images, frac, seed=S.SUBSET_SEED,  # the test images' (runs.subset_seed)
+                              block=res.block, mask_value=res.mask_value)
     full, own = A.correct(model, images, labels, device), A.correct(model, x_bs, labels, device)
     rnd = A.correct(model, x_rnd, labels, device)
     oth = [A.correct(m, x_bs, labels, device) for m in others]
     c1 = verdicts.sis_size({"": [sizes]}, tau) if sizes else None      # one model: an interval over images
     c2 = verdicts.subsets_accurate({"": [full]}, {"": [own]})
-    c3 = verdicts.no_transfer({"": [own]}, {"": oth}, {"": [rnd]}) if oth else None
+    c3 = verdicts.no_transfer({"": [own]}, {"": [oth]}, {"": [rnd]}) if oth else None   # one source, its others
     return {"images": len(images), "confident images": len(sizes),
             MEASURES["C1"][0]: c1.numbers["mean SIS size (%)"].iloc[0] if c1 else math.nan,
             "full images (%)": 100 * full.mean(), "own BS subsets (%)": 100 * own.mean(),
@@ -125,40 +128,23 @@ def _model_stats(model: nn.Module, run, tau: float) -> dict:
 
 def prose_values(run) -> dict:
     """What the chapter's prose says of this execution: the source model, tau and engine, the
-    samples of each method, the selections, the other models and the settings of each sweep."""
+    samples of each method (``n_images`` gradient, ``n_pruned``, ``n_exact``: 0 where exact does not
+    run; ``n_common``: the first images every method ran on), the selections, the other models and
+    the settings of each sweep."""
     f, tau = run.profile.factors, run.profile.sis_threshold
     split = D.load(run.dataset, "test")
     n_exact = min(f.exact_images, f.images)
     black = black_value(run.dataset)
     n_pruned = min(f.pruned_images or f.images, f.images)
-    return {**method_samples(f.images, n_pruned, n_exact),
-            "arch": ARCH_NAMES.get(f.arch, f.arch), "seed": run.seed, "tau": f"{tau:g}",
+    return {"arch": ARCH_NAMES.get(f.arch, f.arch), "seed": run.seed, "tau": f"{tau:g}",
             "engine": run.profile.backselect.describe(), "n_images": f.images, "n_exact": n_exact,
             "n_common": min(n for n in (f.images, f.pruned_images or f.images, n_exact) if n),
-            "exact_note": f"(here on the first {n_exact} images: it is the slowest)" if n_exact else
-            "(not at this profile: see the next section)",
             "n_pruned": n_pruned,
             "n_test": len(A.selection(run, "test").load()[1]), "n_train": len(A.selection(run, "train").load()[1]),
             "n_others": len(other_models(run)), "replicates": run.profile.replicates, "train_size": f.train_size,
             "epochs": ", ".join(map(str, f.epochs)), "widths": ", ".join(map(str, f.widths)),
-            "width_epochs": f.width_epochs, "mean_pixel": ", ".join(f"{m:.2f}" for m in split.mean),
-            "black": ", ".join(f"{b:.2f}" for b in black) if len(split.mean) > 1 else f"{black:.2f}"}
-
-
-def method_samples(n: int, n_pruned: int, n_exact: int) -> dict:
-    """The method sweep's samples in words: ``method_samples`` for the prose, ``method_samples_caption``
-    for the figure's caption (one sample, or the first images every method ran on)."""
-    sizes = {"gradient": n, "pruned": n_pruned, **({"exact": n_exact} if n_exact else {})}
-    if len(set(sizes.values())) == 1:
-        return {"method_samples": f"Every method runs on the same {n} images.",
-                "method_samples_caption": f"on the {n} test images"}
-    runs = "; ".join(f"{m} on {'all' if k == n else 'the first'} {k}" for m, k in sizes.items())
-    common = min(sizes.values())
-    return {"method_samples": f"The methods run on samples of different sizes ({runs}); each is also shown on the "
-                              f"smaller samples, so that all are compared on the same first {common} images "
-                              "(sample \"first\").",
-            "method_samples_caption": f"on each sample of test images a method ran on (\"all\": the {n} images, "
-                                      f"\"first\": the first {common})"}
+            "width_epochs": f.width_epochs, "mean_pixel": ", ".join(number(m, 2) for m in split.mean),
+            "black": ", ".join(number(b, 2) for b in black) if len(split.mean) > 1 else number(black, 2)}
 
 
 # ----------------------------------------------------------------------------- backward selection
@@ -393,7 +379,7 @@ def _lift_share(part: list, whole: list, chance: float, seed: int):
     def share(m):
         with np.errstate(divide="ignore", invalid="ignore"):
             return (100 * m["part"] - chance) / (100 * m["whole"] - chance)
-    return nested_bootstrap({"part": part, "whole": whole}, share, seed=seed)
+    return replicate_interval({"part": part, "whole": whole}, share, seed=seed)
 
 
 def _correct(controls: pd.DataFrame, control: str) -> list:
@@ -409,9 +395,10 @@ def position_values(run, controls: pd.DataFrame, seed: int | None = None) -> dic
     keep, bs = _correct(controls, "keep-mask alone"), _correct(controls, "BS subsets")
     seed = run.seed if seed is None else seed
     s = _lift_share(keep, bs, chance, seed)
-    return {"pos_keep_acc": nested_bootstrap({"k": keep}, seed=seed).scaled(100).format(1),
-            "pos_bs_acc": nested_bootstrap({"b": bs}, seed=seed).scaled(100).format(1), "pos_chance": f"{chance:g}",
-            "pos_share": f"{s.estimate:.0%}", "pos_share_interval": f"[{s.low:.0%}, {s.high:.0%}]",
+    return {"pos_keep_acc": replicate_interval({"k": keep}, seed=seed).scaled(100).format(1),
+            "pos_bs_acc": replicate_interval({"b": bs}, seed=seed).scaled(100).format(1), "pos_chance": f"{chance:g}",
+            "pos_share": number(100 * s.estimate, 0, suffix="%"),
+            "pos_share_interval": f"[{number(100 * s.low, 0, suffix='%')}, {number(100 * s.high, 0, suffix='%')}]",
             "pos_replicates": len(bs), "pos_images": len(bs[0])}
 
 
@@ -423,9 +410,10 @@ def imputation_values(run, controls: pd.DataFrame, seed: int | None = None) -> d
     seed = run.seed if seed is None else seed
     bs, imp, rnd = (_correct(controls, c) for c in ("BS subsets", IMPUTED["bs"], IMPUTED["random"]))
     s = _lift_share(imp, bs, chance, seed)
-    return {"road_bs_acc": nested_bootstrap({"i": imp}, seed=seed).scaled(100).format(1),
-            "road_random_acc": nested_bootstrap({"r": rnd}, seed=seed).scaled(100).format(1),
-            "road_share": f"{s.estimate:.0%}", "road_share_interval": f"[{s.low:.0%}, {s.high:.0%}]",
+    return {"road_bs_acc": replicate_interval({"i": imp}, seed=seed).scaled(100).format(1),
+            "road_random_acc": replicate_interval({"r": rnd}, seed=seed).scaled(100).format(1),
+            "road_share": number(100 * s.estimate, 0, suffix="%"),
+            "road_share_interval": f"[{number(100 * s.low, 0, suffix='%')}, {number(100 * s.high, 0, suffix='%')}]",
             "road_noise": f"{ROAD_NOISE:g}"}
 
 
@@ -438,7 +426,7 @@ def imputed_verdict(run, controls: pd.DataFrame) -> verdicts.Verdict:
                                          {name: _correct(controls, IMPUTED["random"])})
 
 
-# ----------------------------------------------------------------------------- display and the closing table
+# ----------------------------------------------------------------------------- display and what moves each claim
 
 def table(sweep: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
     """A sweep for display, one column per (setting, sample) and one row per measure, so that it
@@ -460,17 +448,10 @@ def table(sweep: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
         if isinstance(v, (bool, np.bool_)):
             return "yes" if v else "no"
         if isinstance(v, (float, np.floating)):
-            return "—" if math.isnan(v) else f"{v:.{digits}f}"
+            return number(v, digits)
         return v
 
     return out.map(show).T
-
-
-def sentences(table: pd.DataFrame):
-    """A table of sentences (:func:`summary`) for display: whole, left-aligned (pandas' own display
-    cuts a cell after 50 characters)."""
-    return table.style.set_properties(**{"text-align": "left", "vertical-align": "top"}).set_table_styles(
-        [{"selector": "td, th", "props": "border-bottom: 1px solid #ddd; padding: 4px 6px;"}])
 
 
 def _main_rows(factor: str, sweep: pd.DataFrame) -> pd.DataFrame:
@@ -481,52 +462,53 @@ def _main_rows(factor: str, sweep: pd.DataFrame) -> pd.DataFrame:
     return sweep
 
 
+#: how :func:`effects` chose the setting it compares ours with ("read as")
+READ_AS = {"same": "ours is the paper's", "paper": "the paper's", "toward": "toward the paper's",
+           "behind": "the step up to ours"}
+EFFECT_COLUMNS = ["claim", "factor", "lowest", "lowest at", "highest", "highest at", "range", "ours at", "ours",
+                  "compared with", "its value", "read as", "change toward the paper's", "direction"]
+
+
 def _effect(factor: str, sweep: pd.DataFrame, claim: str, run) -> dict | None:
     """How the claim's measure moves with one factor, over the settings where the claim can be
-    tested (a share of a lift under the verdict's minimum is noise): its range, and the direction
-    from the profile's setting to the paper's, or, where the sweep does not reach the paper's, the
-    trend toward it (from ours to the sweep's end, else from the setting next to ours)."""
+    tested (a share of a lift under the verdict's minimum is noise): its lowest and highest value,
+    and its change from the profile's setting toward the paper's -- the paper's setting where the
+    sweep has it, else from ours to the sweep's end toward the paper's, else the step from the
+    setting next to ours up to ours. None where fewer than two settings, or not ours, can be read."""
     col = MEASURES[claim][0]
     rows = _main_rows(factor, sweep).dropna(subset=[col])
     rows = rows[rows[claim] != verdicts.UNTESTABLE]
-    if len(rows) < 2:
-        return None
-    lo, hi = rows.loc[rows[col].idxmin()], rows.loc[rows[col].idxmax()]
     base = rows[rows.baseline]
-    if base.empty:
+    if len(rows) < 2 or base.empty:
         return None
-    base = base.iloc[0]
-    ours = base.get("ours", "ours") if isinstance(base.get("ours", "ours"), str) else "ours"
+    lo, hi, base = rows.loc[rows[col].idxmin()], rows.loc[rows[col].idxmax()], base.iloc[0]
     paper_value = {"epochs": get_profile("paper").train.epochs, "width": _paper_width(run.profile.factors.arch),
                    "method": 1}.get(factor)                    # the mask is categorical: the paper's or not
-    paper_name = {"method": "exact"}.get(factor, paper_value)
     if rows.paper.any():                             # the paper's setting is in the sweep
         ref = rows[rows.paper].iloc[0]
-        delta = ref[col] - base[col]
-        how = f"{ref[col]:.2f} at the paper's {_show(factor, ref.setting)} against {base[col]:.2f} at {ours}"
+        read, delta = "same" if base.paper else "paper", ref[col] - base[col]
     elif paper_value is not None:                    # not in the sweep: the trend toward it
         up = paper_value > base.value
         ahead, behind = rows[(rows.value > base.value) == up], rows[(rows.value < base.value) == up]
         ahead, behind = ahead[ahead.value != base.value], behind[behind.value != base.value]
         if not ahead.empty:                          # from ours to the sweep's end toward the paper's
             ref = ahead.loc[(ahead.value - base.value).abs().idxmax()]
-            delta = ref[col] - base[col]
-            how = (f"{ref[col]:.2f} at {_show(factor, ref.setting)} against {base[col]:.2f} at {ours}, "
-                   f"toward the paper's {paper_name}")
+            read, delta = "toward", ref[col] - base[col]
         elif not behind.empty:                       # ours is the sweep's end: the last step up to ours
             ref = behind.loc[(behind.value - base.value).abs().idxmin()]
-            delta = base[col] - ref[col]
-            how = (f"{base[col]:.2f} at {ours} against {ref[col]:.2f} at {_show(factor, ref.setting)}, "
-                   f"the trend toward the paper's {paper_name}")
+            read, delta = "behind", base[col] - ref[col]
         else:
             return None
     else:
         return None
-    return {"factor": factor, "range": hi[col] - lo[col], "lo": lo, "hi": hi, "delta": delta, "how": how,
-            "same": bool(base.paper)}
+    values = [claim, FACTOR_NAMES[factor], lo[col], _show(factor, lo.setting), hi[col], _show(factor, hi.setting),
+              hi[col] - lo[col], _show(factor, base.setting), base[col], _show(factor, ref.setting), ref[col],
+              READ_AS[read], delta, _direction(delta)]
+    return dict(zip(EFFECT_COLUMNS, values))
 
 
 def _show(factor: str, setting: str) -> str:
+    """A sweep's setting as a label: "3 epochs", "width 8", else as it is."""
     epochs = f"{setting} epoch{'' if setting == '1' else 's'}"
     return {"epochs": epochs, "width": f"width {setting}"}.get(factor, setting)
 
@@ -535,72 +517,62 @@ def _direction(delta: float) -> str:
     return "higher" if delta > 0 else "lower" if delta < 0 else "unchanged"
 
 
-def summary(run, sweeps: dict[str, pd.DataFrame], controls: pd.DataFrame) -> pd.DataFrame:
-    """The closing table: per claim, the verdict at the profile's settings (the source model, this
-    chapter's sample), the factor whose settings span the largest range of the claim's measure, and
-    what the factors whose setting differs from the paper's predict at paper scale (lower favours
-    C1-C3). All sentences are built from the sweeps' numbers."""
+def effects(run, sweeps: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """How each factor moves each claim's measure (C1-C3; lower favours every claim), one row per
+    (claim, factor) that can be read (:func:`_effect`), the widest range first within a claim:
+    the measure's lowest and highest value over the factor's settings and where; its value at ours
+    and at the setting it is compared with ("read as" :data:`READ_AS`); the change toward the
+    paper's setting and its direction ("lower", "higher" or "unchanged")."""
+    rows = [e for claim in MEASURES for factor, sw in sweeps.items() if (e := _effect(factor, sw, claim, run))]
+    return pd.DataFrame(rows, columns=EFFECT_COLUMNS).sort_values(["claim", "range"], ascending=[True, False],
+                                                                  ignore_index=True)
+
+
+def _prediction(rows: pd.DataFrame) -> str:
+    """What a claim's factors that differ from the paper's predict for its measure at paper scale:
+    "lower", "higher", "unchanged" (none moves it), "split" (they disagree), "—" (none to read)."""
+    differ = rows[rows["read as"] != READ_AS["same"]]
+    moving = set(differ.direction) - {"unchanged"}
+    return MISSING if differ.empty else "unchanged" if not moving else moving.pop() if len(moving) == 1 else "split"
+
+
+def closing_values(run, sweeps: dict[str, pd.DataFrame], controls: pd.DataFrame) -> dict:
+    """The closing argument's words and numbers, for glue. Per claim C1-C3 (``close_<claim>_...``):
+    ``verdict`` at the profile's settings (the method sweep's baseline); the ``factor`` whose settings
+    span the widest range of the measure ("none" where none can be read) with its ``lo``/``hi`` and
+    where (``lo_at``/``hi_at``); among the factors whose setting differs from the paper's, how many
+    (``differ``), how many point ``lower``/``higher`` at paper scale, and the prediction
+    (``expect``, :func:`_prediction`). C4: :func:`_c4_values`."""
     base = sweeps["method"]
     base = base[base.baseline].iloc[0]
-    rows = []
-    for claim, (col, what) in MEASURES.items():
-        effects = [e for factor, sw in sweeps.items() if (e := _effect(factor, sw, claim, run))]
-        if not effects:
-            rows.append({"claim": claim, "verdict": base[claim],
-                         "which factor moves it": "no factor could be read",
-                         "what we expect at paper scale": "nothing: no factor moved the measure"})
-            continue
-        top = max(effects, key=lambda e: e["range"])
-        moves = (f"{FACTOR_NAMES[top['factor']]}: {what} from {top['lo'][col]:.2f} "
-                 f"({_show(top['factor'], top['lo'].setting)}) to {top['hi'][col]:.2f} "
-                 f"({_show(top['factor'], top['hi'].setting)})")
-        differ = sorted([e for e in effects if not e["same"]], key=lambda e: -e["range"])
-        moving = [e for e in differ if e["delta"] != 0]
-        if not differ:
-            expect = "none of the factors separates our setting from the paper's"
-        elif not moving:
-            expect = f"no change of the {what}: the paper's settings give the same as ours"
-        else:
-            lead = _direction(moving[0]["delta"])
-            toward = {"lower": "toward the claim", "higher": "away from the claim"}[lead]
-            if len({_direction(e["delta"]) for e in moving}) == 1:
-                verdict = f"expect a {lead} {what} at paper scale, {toward}"
-            else:
-                verdict = (f"the factors where ours differs from the paper's disagree; of those, the one with the "
-                           f"largest range, {FACTOR_NAMES[moving[0]['factor']]}, points to a {lead} {what}, {toward}")
-            parts = "; ".join(f"{FACTOR_NAMES[e['factor']]}: {_direction(e['delta'])} ({e['how']})" for e in differ)
-            expect = f"{verdict} ({parts})"
-        rows.append({"claim": claim, "verdict": base[claim], "which factor moves it": moves,
-                     "what we expect at paper scale": expect})
-    rows.append(_c4_row(run, controls))
-    out = pd.DataFrame(rows).set_index("claim")
-    out.columns = [f"verdict at the {run.profile.name} profile" if c == "verdict" else c for c in out.columns]
-    return out
+    eff = effects(run, sweeps)
+    out = {}
+    for claim in MEASURES:
+        rows = eff[eff.claim == claim]
+        top = rows.iloc[0] if len(rows) else pd.Series(dtype=object)      # effects: the widest range first
+        differ = rows[rows["read as"] != READ_AS["same"]]
+        out.update({f"close_{claim}_{k}": v for k, v in {
+            "verdict": base[claim], "factor": top.get("factor", "none"),
+            "lo": number(top.get("lowest"), 2), "lo_at": top.get("lowest at", MISSING),
+            "hi": number(top.get("highest"), 2), "hi_at": top.get("highest at", MISSING),
+            "differ": len(differ), "lower": int((differ.direction == "lower").sum()),
+            "higher": int((differ.direction == "higher").sum()), "expect": _prediction(rows)}.items()})
+    return {**out, **_c4_values(run, controls)}
 
 
-def _c4_row(run, controls: pd.DataFrame) -> dict:
-    """C4's row: the verdicts of chapter 5 on these models, which control removes most of the BS
-    models' accuracy above chance, and what that predicts for the paper's retraining result."""
+def _c4_values(run, controls: pd.DataFrame) -> dict:
+    """C4's words and numbers (``close_C4_...``): chapter 5's two verdicts on these models (``beats``
+    random, ``near`` full), the control that keeps the least of the BS models' accuracy above chance
+    (``least``, ``least_share``; the imputed random subsets are a baseline, not a control of the BS
+    subsets), the share the keep-mask alone keeps (``keep``) and what the BS models' retraining
+    accuracy rests on mostly (``rests``): "positions" where the keep-mask alone keeps at least half,
+    else "values"; "—" where the BS models are no better than chance."""
     v = retrain_verdicts(run, controls)
-    verdict = f"{v['beats random'].word} (beats random); {v['near full'].word} (near full)"
-    t = controls_table(controls)
-    ctrl = t.drop(index=["BS subsets", "random subsets", "full images", IMPUTED["random"]],
-                  errors="ignore")["share surviving"]
-    if ctrl.isna().all():
-        return {"claim": "C4", "verdict": verdict, "which factor moves it": "cannot be read: the models retrained on "
-                "BS subsets are no better than chance", "what we expect at paper scale": "nothing from these controls"}
-    worst, keep = ctrl.idxmin(), ctrl.get("keep-mask alone", math.nan)
-    shares = ", ".join(f"{c} {s:.0%}" for c, s in ctrl.items())
-    moves = (f"share of the BS models' accuracy above chance that survives: {shares}; the least survives "
-             f"with {worst}")
-    here = f"on {run.dataset} at the {run.profile.name} profile"
-    if keep >= 0.5:
-        expect = (f"untested at paper scale: {here} the kept positions alone carry {keep:.0%} of the lift, so "
-                  "retraining on BS subsets succeeds without their pixel values; the paper ran no such control, so "
-                  "whether its CIFAR-10 retraining accuracy rests on positions too is open (the imputed-subset "
-                  "control is the test to run there)")
-    else:
-        expect = (f"untested at paper scale: {here} the kept positions alone carry only {keep:.0%} of the lift, so "
-                  "the values matter, as the paper's reading of its retraining result assumes; the paper ran no "
-                  "such control on CIFAR-10")
-    return {"claim": "C4", "verdict": verdict, "which factor moves it": moves, "what we expect at paper scale": expect}
+    share = controls_table(controls)["share surviving"].drop(
+        index=["BS subsets", "random subsets", "full images", IMPUTED["random"]], errors="ignore").dropna()
+    keep = share.get("keep-mask alone", math.nan)
+    return {"close_C4_beats": v["beats random"].word, "close_C4_near": v["near full"].word,
+            "close_C4_least": share.idxmin() if len(share) else MISSING,
+            "close_C4_least_share": number(100 * share.min() if len(share) else math.nan, 0, suffix="%"),
+            "close_C4_keep": number(100 * keep, 0, suffix="%"),
+            "close_C4_rests": MISSING if math.isnan(keep) else "positions" if keep >= 0.5 else "values"}

@@ -43,6 +43,7 @@ import torch
 
 from overinterp.engine.sis import pixel_subset
 from overinterp.experiments.runs import backselect_set, selection, trained_model
+from overinterp.paper.formatting import MISSING
 from overinterp.paper.numbers import (ARCH_NAMES, HUMANS_PER_CLASS, HUMANS_SPLIT, SIS_THRESHOLD,
                                       TABLE2)  # Table 2: {frac: (mean, std)} human accuracy (%), CIFAR-10
 from overinterp.zoo import data as D
@@ -206,7 +207,7 @@ def accuracy_table(bench: Benchmark) -> pd.DataFrame:
     rows = {}
     for lvl, f in enumerate(bench.fracs):
         paper = TABLE2.get(round(f, 4))
-        row = {"paper: humans, CIFAR-10 (%)": f"{paper[0]} ± {paper[1]}" if paper else "—",
+        row = {"paper: humans, CIFAR-10 (%)": f"{paper[0]} ± {paper[1]}" if paper else MISSING,
                ours: f"{bench.model_accuracy[f]:.1f}"}
         for a in bench.counts():
             m = torch.tensor([x == a for x in bench.arch])

@@ -22,7 +22,7 @@ Two classifiers and two sources of images:
   scikit-learn's sample images), each resized whole to the model's input size.
 
 Images are normalised with ImageNet's mean and std, so the engine's mask value 0 is ImageNet's
-mean pixel, the paper's masking (3.3).
+mean pixel, the paper's masking (3.3). Figures 3 and 4 are drawn by :mod:`overinterp.pages.imagenet_plots`.
 
     model, key = load_classifier("efficientnet_lite0")
     images, names = photo_batch(photographs(), MODELS["efficientnet_lite0"]["size"])
@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
@@ -45,13 +44,12 @@ import torch.nn as nn
 
 from overinterp.engine.backselect import backselect
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
-from overinterp.paper.intervals import nested_bootstrap
+from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.verdicts import UNTESTABLE, Margin, Verdict, interval_row
 
 __all__ = ["MEAN", "STD", "MODELS", "PHOTOS", "load_classifier", "map_weights", "class_names", "wnids",
            "photographs", "to_input", "photo_batch", "photo_sample", "sis_table", "deviations", "folder_files", "load_folder", "confident",
-           "border_band", "border_share", "frequency", "time_gradient_steps", "s5_projection", "borders_verdict",
-           "examples_figure", "heatmap_figure"]
+           "border_band", "border_share", "frequency", "time_gradient_steps", "s5_projection", "borders_verdict"]
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)   # ImageNet's, as torchvision's transforms
 MODELS = {  # input size and the standard evaluation resize (shorter side) before the centre crop
@@ -314,7 +312,7 @@ def borders_verdict(shares: Sequence[float], area: float, tau: float, min_images
         rows = {"SIS": {**extra, "mean share of SIS pixels in the band (%)": math.nan, "95% low": math.nan,
                         "95% high": math.nan, "margin": str(margin), "outcome": UNTESTABLE}}
     else:
-        iv = nested_bootstrap({"share": [s]}, paired_images=False, n_resamples=resamples, seed=seed)
+        iv = replicate_interval({"share": [s]}, paired_images=False, n_resamples=resamples, seed=seed)
         rows = {"SIS": interval_row(iv, margin, "mean share of SIS pixels in the band (%)", 100, **extra)}
     numbers = pd.DataFrame.from_dict(rows, orient="index")
     return Verdict(
@@ -355,46 +353,3 @@ def s5_projection(rows: dict[str, tuple[float, int, int]], images: int = 32) -> 
         out.append({"model": name, "s per image-step": sec, "features": features, "k": k, "steps": steps,
                     f"minutes for {images} images": sec * steps * images / 60})
     return pd.DataFrame(out)
-
-
-# ----------------------------------------------------------------------------- figures
-
-def _pixels(images: torch.Tensor) -> np.ndarray:
-    m, s = torch.tensor(MEAN).view(1, 3, 1, 1), torch.tensor(STD).view(1, 3, 1, 1)
-    return (images.cpu() * s + m).clamp(0, 1).permute(0, 2, 3, 1).numpy()
-
-
-def examples_figure(images: torch.Tensor, masks: torch.Tensor, titles: Sequence[str], size: float = 1.9):
-    """Figure 3: per image (columns) the image, its SIS location (red over the dimmed image) and
-    the image with every pixel outside the SIS masked (the mean pixel, drawn grey)."""
-    px = _pixels(images)
-    k = masks.cpu().numpy()[..., None]
-    red = np.where(k, np.array([1.0, 0.0, 0.0]), 0.35 * px + 0.65)
-    masked = np.where(k, px, 0.5)
-    n = len(px)
-    fig, axes = plt.subplots(3, n, figsize=(size * n, size * 3 + 0.4), squeeze=False)
-    for c in range(n):
-        for r, (label, img) in enumerate([("image", px), ("SIS location", red), ("SIS alone", masked)]):
-            ax = axes[r, c]
-            ax.imshow(img[c], interpolation="nearest")
-            ax.set_xticks([]), ax.set_yticks([])
-            if c == 0:
-                ax.set_ylabel(label, fontsize=8)
-        axes[0, c].set_title(titles[c], fontsize=7)
-    fig.tight_layout()
-    return fig
-
-
-def heatmap_figure(freqs: dict[str, torch.Tensor], band: torch.Tensor | None = None, size: float = 2.8):
-    """Figure 4: one heatmap per entry of ``freqs`` (title: the entry's name) of the fraction of
-    SIS containing each pixel; the inner edge of the border band dotted."""
-    fig, axes = plt.subplots(1, len(freqs), figsize=(size * len(freqs) + 0.6, size), squeeze=False,
-                             layout="constrained")
-    for ax, (name, f) in zip(axes[0], freqs.items()):
-        im = ax.imshow(f.cpu().numpy(), vmin=0, vmax=max(float(f.max()), 1e-9), cmap="viridis")
-        if band is not None:
-            ax.contour((~band).numpy().astype(float), levels=[0.5], colors="w", linewidths=0.8, linestyles=":")
-        ax.set_xticks([]), ax.set_yticks([])
-        ax.set_title(name, fontsize=8)
-        fig.colorbar(im, ax=ax, shrink=0.75, label="fraction of SIS")
-    return fig

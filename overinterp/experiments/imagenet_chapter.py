@@ -1,13 +1,13 @@
 """What the chapter "Overinterpretation on ImageNet" (``book/12_imagenet``; paper 4.1.1, S5, Figures 3
 and 4) runs, step by step, on top of :mod:`overinterp.experiments.imagenet`.
 
-* :func:`thresholds` -- the thresholds shown: the chapter's ``taus`` with its ``tau`` added, sorted;
 * :func:`deviations_note` and :func:`setup_values` -- what the chapter says of its setting;
 * :func:`sample` -- the images backselected (the shipped photographs or an ImageNet folder), their
   artifact key and what the prose says of them (:class:`Sample`);
 * :func:`select` -- Batched Gradient SIS of those images at every threshold, cached in the store,
-  with the per-image table (:class:`Selected`); :func:`examples` (Figure 3), :func:`heatmap`
-  (Figure 4), :func:`table_values` and :func:`verdict` read it;
+  with the per-image table (:class:`Selected`); :func:`example_panels` (Figure 3), :func:`heatmap_freqs`
+  (Figure 4; both drawn by :mod:`overinterp.pages.imagenet_plots`), :func:`table_values` and :func:`verdict`
+  read it;
 * :func:`cost` -- S5's timing: a few gradient steps of each model, projected to a full run of the
   paper's 32 images, beside the paper's figure (:data:`overinterp.paper.numbers.PAPER_S5`).
 """
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 import torch.nn as nn
@@ -23,18 +22,13 @@ import torch.nn as nn
 from overinterp.engine.sis import find_sis
 from overinterp.experiments import imagenet as I
 from overinterp.experiments import runs as A
+from overinterp.paper.formatting import MISSING
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
 from overinterp.config.profiles import deviations_box
 from overinterp.paper.verdicts import Verdict
 
-__all__ = ["thresholds", "deviations_note", "setup_values", "Sample", "sample", "photo_table", "Selected", "select",
-           "examples", "heatmap", "table_values", "verdict", "cost"]
-
-
-def thresholds(tau: float, taus) -> tuple[float, ...]:
-    """The thresholds the chapter shows: ``taus`` and ``tau`` (the paper's, always shown), as floats,
-    each once, sorted."""
-    return tuple(sorted({float(t) for t in taus} | {float(tau)}))
+__all__ = ["deviations_note", "setup_values", "Sample", "sample", "photo_table", "Selected", "select",
+           "example_panels", "heatmap_freqs", "table_values", "verdict", "cost"]
 
 
 def _source(imagenet_dir) -> str:
@@ -92,7 +86,7 @@ def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
     names = [f.stem for f in paths]
     data_key = {"set": "imagenet-folder", "root": str(imagenet_dir), "seed": seed,
                 "min_confidence": cfg.min_confidence, "size": size, "resize": resize}
-    values = dict.fromkeys(("chelsea_class", "chelsea_conf", "coffee_class", "coffee_conf", "n_photos", "n_090"), "—")
+    values = dict.fromkeys(("chelsea_class", "chelsea_conf", "coffee_class", "coffee_conf", "n_photos", "n_090"), MISSING)
     values["source_text"] = (f"a seeded random sample of the {len(files)} images of the folder `{imagenet_dir}`, "
                              f"resized (shorter side {resize}) and centre-cropped to {size}×{size}")
     values["n_sel"] = len(names)
@@ -125,15 +119,10 @@ def select(run, net: nn.Module, model_key: dict, s: Sample, cfg, taus, border: f
     return Selected(res, sis, masks, I.sis_table(masks, {t: x.size.cpu() for t, x in sis.items()}, s.names, border))
 
 
-def _empty(text: str):
-    fig, ax = plt.subplots(figsize=(4, 1))
-    ax.axis("off"), ax.text(0.5, 0.5, text, ha="center")
-    return fig
-
-
-def examples(s: Sample, sel: Selected):
-    """Figure 3: each image at the highest threshold where it has an SIS, titled with its predicted
-    class and confidence (a note-only figure where no image has one)."""
+def example_panels(s: Sample, sel: Selected) -> tuple[torch.Tensor, torch.Tensor, list[str]] | None:
+    """Figure 3's panels: (images, keep masks, titles) of each image at the highest threshold where it
+    has an SIS, titled with its predicted class and confidence; None where no image has one
+    (:func:`overinterp.pages.imagenet_plots.examples` draws them)."""
     res, table, names = sel.res, sel.table, s.names
     cn = I.class_names()
     conf = res.confidence.cpu().tolist() if res is not None else []
@@ -141,19 +130,20 @@ def examples(s: Sample, sel: Selected):
     best = table.sort_values("tau").groupby("image", sort=False).last() if len(table) else table
     shown = [n for n in names if n in best.index]
     if not shown:
-        return _empty("no image has an SIS at these thresholds")
+        return None
     idx = [names.index(n) for n in shown]
-    fig_masks = torch.stack([sel.masks[best.loc[n, "tau"]][i] for n, i in zip(shown, idx)])
+    masks = torch.stack([sel.masks[best.loc[n, "tau"]][i] for n, i in zip(shown, idx)])
     titles = [f"{n}: {pred[i]} ({conf[i]:.2f})\nSIS at τ = {best.loc[n, 'tau']:g}" for n, i in zip(shown, idx)]
-    return I.examples_figure(s.images[idx], fig_masks, titles)
+    return s.images[idx], masks, titles
 
 
-def heatmap(sel: Selected, taus, band: torch.Tensor):
-    """Figure 4: the frequency of SIS pixel locations, one panel per threshold with at least one SIS."""
+def heatmap_freqs(sel: Selected, taus) -> dict[str, torch.Tensor]:
+    """Figure 4's panels: per threshold of ``taus`` with at least one SIS, titled with the threshold and the
+    images, the frequency of each pixel location over those SIS (empty where there is none;
+    :func:`overinterp.pages.imagenet_plots.heatmap` draws them)."""
     sis, masks = sel.sis, sel.masks
-    freqs = {f"τ = {t:g} ({count(int((sis[t].size >= 0).sum()), 'image')})": I.frequency(masks[t][sis[t].size.cpu() >= 0])
-             for t in taus if len(sis) and int((sis[t].size >= 0).sum())}
-    return I.heatmap_figure(freqs, band) if freqs else _empty("no SIS at these thresholds")
+    return {f"τ = {t:g} ({count(int((sis[t].size >= 0).sum()), 'image')})": I.frequency(masks[t][sis[t].size.cpu() >= 0])
+            for t in taus if len(sis) and int((sis[t].size >= 0).sum())}
 
 
 def count(n: int, noun: str) -> str:

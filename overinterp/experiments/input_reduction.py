@@ -9,7 +9,6 @@ versions, the fine-tuned models themselves, their Table 2 on our data, and the v
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import asdict
 
@@ -25,7 +24,8 @@ from overinterp.experiments import runs as A
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.methods.input_reduction import Reduction, finetune, reduce_inputs
 from overinterp.paper.numbers import ARCH_NAMES, FENG_BEAM, FENG_MEAN_LENGTH, FENG_TABLE2
-from overinterp.paper.verdicts import Verdict, spread
+from overinterp.paper.intervals import replicate_interval
+from overinterp.paper.verdicts import ABOVE_ZERO, UNTESTABLE, Verdict, interval_row
 from overinterp.store import Store
 from overinterp.zoo import data as D
 from overinterp.zoo.data import Selection
@@ -164,40 +164,37 @@ def table2_summary(images: pd.DataFrame, acc: pd.DataFrame, arch: str) -> pd.Dat
     return A.mean_std(table2(images, acc)).to_frame().T.set_axis([ARCH_NAMES.get(arch, arch)])
 
 
-def _interval(d: np.ndarray) -> tuple[float, float, float]:
-    """Mean of paired differences ``d`` and its normal 95% interval (mean -+ 1.96 standard errors)."""
-    m = float(d.mean())
-    se = float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else math.nan
-    return m, m - 1.96 * se, m + 1.96 * se
-
-
-def increases(images: pd.DataFrame, measure: str, claim: str, min_images: int = 10) -> Verdict:
+def increases(images: pd.DataFrame, measure: str, claim: str, min_images: int = 10, seed: int = 0) -> Verdict:
     """Verdict on "entropy fine-tuning increases ``measure``" ("reduced size" or "SIS size").
 
-    Per replicate, the paired difference (fine-tuned - original) of ``measure`` over the images that
-    have it under both models (an SIS size of -1, no SIS at the threshold, leaves the image out):
-    its mean and normal 95% interval. Holds when every replicate's interval lies above 0; does not
-    hold when any lies at or below it (contains 0 or is negative); cannot be tested when a replicate
-    has fewer than ``min_images`` such images."""
+    Per replicate, the paired differences (fine-tuned - original) of ``measure`` over the images that
+    have it under both models (an SIS size of -1, no SIS at the threshold, leaves the image out); the
+    measure is their mean over the replicates, with the 95% interval of
+    :func:`overinterp.paper.intervals.replicate_interval` (replicates, each on its own images). Three
+    outcomes against :data:`overinterp.paper.verdicts.ABOVE_ZERO`: holds when the interval lies above 0,
+    does not hold when it lies wholly below, inconclusive when it contains 0; cannot be tested when a
+    replicate has fewer than ``min_images`` such images."""
     w = images.pivot_table(index=["replicate", "image"], columns="model", values=measure)
     w = w[(w >= 0).all(axis=1)]
-    rows = {}
+    rows, diffs = {}, []
     for r in sorted(images["replicate"].unique()):
         g = w.loc[r] if r in w.index.get_level_values(0) else w.iloc[:0]
         d = (g["fine-tuned"] - g["original"]).to_numpy(float)
-        m, lo, hi = _interval(d) if len(d) else (math.nan,) * 3
-        rows[r] = {"images": len(d), "original": g["original"].mean(), "fine-tuned": g["fine-tuned"].mean(),
-                   "mean increase": m, "low": lo, "high": hi,
-                   "images larger": int((d > 0).sum()), "images smaller": int((d < 0).sum())}
+        diffs.append(d)
+        rows[f"replicate {r}"] = {"replicates": 1, "images": len(d), "original": g["original"].mean(),
+                                  "fine-tuned": g["fine-tuned"].mean(), "mean increase": d.mean() if len(d) else None,
+                                  "images larger": int((d > 0).sum()), "images smaller": int((d < 0).sum())}
+    if diffs and all(len(d) >= min_images for d in diffs):
+        iv = replicate_interval({"d": diffs}, paired_images=False, seed=seed)
+        rows["all replicates"] = interval_row(iv, ABOVE_ZERO, "mean increase", replicates=len(diffs),
+                                              images=sum(map(len, diffs)))
     numbers = pd.DataFrame.from_dict(rows, orient="index").rename_axis("replicate")
-    testable = bool(len(numbers)) and (numbers["images"] >= min_images).all()
-    holds = None if not testable else bool((numbers["low"] > 0).all())
-    mean, std, n = spread(numbers["mean increase"].fillna(0)) if len(numbers) else (math.nan, math.nan, 0)
-    criterion = (f"for every replicate, the 95% interval (mean ± 1.96 standard errors) of the per-image increase of "
-                 f"the {measure} from the original to the fine-tuned model lies above 0, over the images that have "
-                 f"one under both models; cannot be tested with fewer than {min_images} such images "
-                 f"(mean increase over replicates here: {mean:+.1f} ± {std:.1f} pixels)")
-    return Verdict(claim, criterion, holds, numbers)
+    outcome = rows["all replicates"]["outcome"] if "all replicates" in rows else UNTESTABLE
+    criterion = (f"the 95% interval, over the replicates, of the mean per-image increase of the {measure} from the "
+                 "original to the fine-tuned model (over the images that have one under both models) lies above 0: "
+                 "holds if the whole interval is above 0, does not hold if it lies wholly below 0, inconclusive if "
+                 f"it contains 0; cannot be tested when a replicate has fewer than {min_images} such images.")
+    return Verdict(claim, criterion, outcome, numbers)
 
 
 def size_verdict(images: pd.DataFrame, min_images: int) -> Verdict:

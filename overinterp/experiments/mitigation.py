@@ -22,20 +22,19 @@ both cached through :func:`overinterp.experiments.runs.backselect_model`. Sizes 
     ensembles_increase_sis(inc)                         # the verdict
 
 The chapters' prose numbers, display tables and Figure S2 (``book/10_ensembles.ipynb``,
-``book/11_input_dropout.ipynb``) come from the functions after the verdicts (``*_values``: glue name -> value).
+``book/11_input_dropout.ipynb``) come from the functions after the verdicts (``*_values``: glue name -> value);
+:mod:`overinterp.pages.sis_size_plots` draws Figure 6 from :func:`mean_sizes`.
 
 Figure 6's bands are seeded percentile bootstraps over images (:func:`overinterp.paper.intervals.bootstrap`);
 every verdict's interval is a nested bootstrap over model replicates and images
-(:func:`overinterp.paper.intervals.nested_bootstrap`), compared with a :class:`~overinterp.paper.verdicts.Margin`.
+(:func:`overinterp.paper.intervals.replicate_interval`), compared with a :class:`~overinterp.paper.verdicts.Margin`.
 """
 from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 import torch
 import torch.nn as nn
 
@@ -43,20 +42,21 @@ from overinterp.engine.sis import find_sis, random_subset, sis_size_pct
 from overinterp.experiments import runs as A
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.experiments.sis_accuracy import SIZE, sis_rows
-from overinterp.paper.intervals import Interval, bootstrap, nested_bootstrap
+from overinterp.paper.formatting import MISSING, number
+from overinterp.paper.intervals import Interval, bootstrap, replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
-from overinterp.paper.verdicts import UNTESTABLE, Margin, Verdict, combine
+from overinterp.paper.verdicts import ABOVE_ZERO, UNTESTABLE, Verdict, combine
 from overinterp.zoo import data as D
 from overinterp.zoo.models import Ensemble
-from overinterp.zoo.train import plateaued
+from overinterp.zoo.train import InputDropout, plateaued
 
 __all__ = ["PAPER_ENSEMBLE", "model_name", "members", "ensemble_config", "ensemble", "dropout_config", "dropout_models",
            "sis_table", "mean_sizes", "paired_increase", "ensemble_increase",
-           "dropout_increase", "table1_rows", "logits", "accuracy_gain", "sis_figure", "ensembles_increase_sis",
-           "ensembles_increase_accuracy", "dropout_increases_sis", "thresholds", "accuracy_pct", "zoo_logits",
+           "dropout_increase", "table1_rows", "logits", "accuracy_gain", "ensembles_increase_sis",
+           "ensembles_increase_accuracy", "dropout_increases_sis", "accuracy_pct", "zoo_logits",
            "ensemble_gains", "ensembles_values", "accuracy_values", "means_table", "s2_gallery", "increase_table",
            "increase_values", "dropout_values", "dropout_logits", "dropout_accuracy", "dropout_accuracy_values", "dropout_legend",
-           "dropout_verdict_values"]
+           "dropout_verdict_values", "DROPOUT_COMPARISONS"]
 
 #: Table 1's ensemble rows (5 ResNet18s, CIFAR-10): (train on, evaluate on) -> (test, CIFAR-10.1, CIFAR-10-C).
 PAPER_ENSEMBLE = {k[1:]: v for k, v in TABLE1.items() if k[0] == "ensemble 5x resnet18"}
@@ -115,7 +115,8 @@ def sis_table(run, taus: Sequence[float], sel=None, dropout: bool = False, progr
     (:func:`overinterp.experiments.sis_accuracy.sis_rows`): every zoo model, every ensemble of :func:`members`
     and, with ``dropout``, every input-dropout model, on the images of ``sel`` (default: the SIS
     chapter's, :func:`overinterp.experiments.runs.confident_selection` at the profile's threshold).
-    Columns model, kind ("single" | "ensemble" | "input dropout"), arch (an ensemble's: its
+    Columns model, kind ("single" | "ensemble" | "input dropout" and, with ``dropout``, "input dropout, no
+    masks" and "standard through masks": :data:`DROPOUT_COMPARISONS`), arch (an ensemble's: its
     members' architecture or "all"), then image, tau, correct, confidence and :data:`SIZE`."""
     p = run.profile
     sel = sel or A.confident_selection(run, p.sis_threshold)
@@ -132,9 +133,21 @@ def sis_table(run, taus: Sequence[float], sel=None, dropout: bool = False, progr
                                                                 sel, progress=progress)))
     if dropout:
         c = p.mitigation
+        arch = ARCH_NAMES.get(c.dropout_arch, c.dropout_arch)
         for r, (name, m) in enumerate(dropout_models(run, progress).items()):
-            res = A.backselect_model(run, m, dropout_config(run, run.seed + r), sel, progress=progress)
-            runs.append((name, "input dropout", ARCH_NAMES.get(c.dropout_arch, c.dropout_arch), res))
+            cfg = dropout_config(run, run.seed + r)
+            runs.append((name, "input dropout", arch, A.backselect_model(run, m, cfg, sel, progress=progress)))
+            runs.append((f"{name}, no masks", "input dropout, no masks", arch, A.backselect_model(
+                run, m.model, {**cfg, "eval_average": "none: the network without masks"}, sel, progress=progress)))
+        for r in range(c.dropout_replicates or p.replicates):     # the standard replicates of the same seeds
+            seed = run.seed + r
+            std = trained_model(run.dataset, c.dropout_arch, p.name, seed=seed, device=run.device, progress=False)
+            runs.append((f"{model_name(c.dropout_arch, seed)} through masks", "standard through masks", arch,
+                         A.backselect_model(run, InputDropout(std, c.keep_prob, c.dropout_samples).eval(),
+                                            {**model_config(run.dataset, c.dropout_arch, p.name, seed),
+                                             "eval_average": f"logits over the input-dropout models' "
+                                                             f"{c.dropout_samples} fixed masks, keep {c.keep_prob:g}"},
+                                            sel, progress=progress)))
     frames = [sis_rows(res, labels, taus).assign(model=name, kind=kind, arch=arch) for name, kind, arch, res in runs]
     out = pd.concat(frames, ignore_index=True)
     first = ["model", "kind", "arch"]
@@ -167,7 +180,7 @@ def paired_increase(table: pd.DataFrame, treated: Sequence[str], control: Sequen
     """On the images where every model of ``treated`` and of ``control`` has an SIS at ``tau``:
     the mean SIS size (%) of the treated models minus that of the controls (each the mean over
     its models of the per-model mean over the images), and its nested bootstrap interval
-    (:func:`overinterp.paper.intervals.nested_bootstrap`: images resampled once for all models,
+    (:func:`overinterp.paper.intervals.replicate_interval`: images resampled once for all models,
     the models of each side resampled as replicates). Returns images (per model), treated and
     control models, the two means, the increase (points of % of the image), low, high; the
     increase is NaN without images."""
@@ -180,7 +193,7 @@ def paired_increase(table: pd.DataFrame, treated: Sequence[str], control: Sequen
         return {**out, "treated mean SIS (%)": nan, "control mean SIS (%)": nan, "increase (points)": nan,
                 "low": nan, "high": nan}
     groups = {"t": [t[m].to_numpy() for m in treated], "c": [t[m].to_numpy() for m in control]}
-    iv = nested_bootstrap(groups, lambda m: m["t"] - m["c"], paired_images=True, n_resamples=n_resamples,
+    iv = replicate_interval(groups, lambda m: m["t"] - m["c"], paired_images=True, n_resamples=n_resamples,
                           confidence_level=confidence_level, seed=seed)
     if len(t) < 2:
         iv = Interval(iv.estimate, nan, nan)
@@ -200,15 +213,25 @@ def ensemble_increase(table: pd.DataFrame, specs: Mapping[str, Sequence[tuple[st
     return pd.DataFrame(rows).set_index(["ensemble", "tau"])
 
 
+#: The two like-for-like comparisons of input dropout (treated kind, control kind of :func:`sis_table`): an
+#: input-dropout model evaluated as the mean of its fixed-mask views is in effect an ensemble (which 4.6
+#: shows enlarges SIS), so it is compared with standard models through the same masks, and without masks
+#: with standard models without masks.
+DROPOUT_COMPARISONS = {"both through the fixed masks": ("input dropout", "standard through masks"),
+                       "both without masks": ("input dropout, no masks", "single")}
+
+
 def dropout_increase(table: pd.DataFrame, taus: Sequence[float], **kw) -> pd.DataFrame:
     """:func:`paired_increase` of the input-dropout models (pooled) over the zoo's models of the
-    same architecture (pooled), per tau."""
-    drop = table.loc[table["kind"] == "input dropout"]
-    arch = drop["arch"].iloc[0]
-    treated = list(drop["model"].unique())
-    control = list(table.loc[(table["kind"] == "single") & (table["arch"] == arch), "model"].unique())
-    rows = [{"models": f"{arch} input dropout vs standard", **paired_increase(table, treated, control, t, **kw)}
-            for t in taus]
+    same architecture (pooled), evaluated the same way (:data:`DROPOUT_COMPARISONS`), per tau."""
+    arch = table.loc[table["kind"] == "input dropout", "arch"].iloc[0]
+    rows = []
+    for how, (treated, control) in DROPOUT_COMPARISONS.items():
+        t = list(table.loc[table["kind"] == treated, "model"].unique())
+        c = list(table.loc[(table["kind"] == control) & (table["arch"] == arch), "model"].unique())[:len(t)]
+        # ^ paired by seed: the standard replicate of each input-dropout model's seed
+        rows += [{"models": f"{arch} input dropout vs standard, {how}", **paired_increase(table, t, c, tau, **kw)}
+                 for tau in taus]
     return pd.DataFrame(rows).set_index(["models", "tau"])
 
 
@@ -218,7 +241,7 @@ def table1_rows(run, specs: Mapping[str, Sequence[tuple[str, int]]], frac: float
     evaluation set (:func:`overinterp.experiments.runs.eval_sets`); rows (ensemble, "full" | "random")."""
     p, rows = run.profile, {}
     for set_name, (X, Y) in A.eval_sets(run).items():
-        Xr = random_subset(X, frac, seed=A.SUBSET_SEED, block=p.backselect.block, mask_value=p.backselect.mask_value)[0]
+        Xr = random_subset(X, frac, seed=A.subset_seed(run.dataset, set_name), block=p.backselect.block, mask_value=p.backselect.mask_value)[0]
         out = {}  # (arch, seed) -> (logits on X, logits on Xr)
         for a, s in dict.fromkeys(m for spec in specs.values() for m in spec):
             model = trained_model(run.dataset, a, p.name, seed=s, device=run.device, progress=False)
@@ -245,43 +268,11 @@ def accuracy_gain(ensemble_logits: torch.Tensor, member_logits: Sequence[torch.T
     every member, the members resampled as replicates)."""
     ens = (ensemble_logits.argmax(1) == labels).double().numpy()
     mem = [(m.argmax(1) == labels).double().numpy() for m in member_logits]
-    iv = nested_bootstrap({"ens": [ens], "mem": mem}, lambda m: 100 * (m["ens"] - m["mem"]), paired_images=True,
+    iv = replicate_interval({"ens": [ens], "mem": mem}, lambda m: 100 * (m["ens"] - m["mem"]), paired_images=True,
                           n_resamples=n_resamples, confidence_level=confidence_level, seed=seed)
     return {"images": len(labels), "members": len(mem), "ensemble accuracy (%)": 100 * ens.mean(),
             "members' mean accuracy (%)": 100 * np.mean([m.mean() for m in mem]), "gain (points)": iv.estimate,
             "low": iv.low, "high": iv.high}
-
-
-_STYLE = {"single": dict(ls="--", lw=1.0, marker="o", ms=2), "ensemble": dict(ls="-", lw=2.2, marker="s", ms=3),
-          "input dropout": dict(ls=":", lw=1.8, marker="^", ms=3)}
-
-
-def sis_figure(means: pd.DataFrame, accuracy: Mapping[str, float] | None = None, ax=None):
-    """Fig. 6: mean SIS size (% of the pixels) against tau, one line per model with its 95%
-    interval shaded; colour by architecture (black: the ensemble of all), dashed single models,
-    thick ensembles, dotted input dropout; ``accuracy`` (model -> test accuracy, %) goes in the
-    legend. Thresholds at equal spacing (0.95 and 0.99 would crowd)."""
-    ax = ax or plt.subplots(figsize=(7.5, 4.2), layout="constrained")[1]
-    taus = sorted(means["tau"].unique())
-    pos = {t: k for k, t in enumerate(taus)}
-    archs = [a for a in means["arch"].unique() if a != "all"]
-    colors = {**dict(zip(archs, sns.color_palette())), "all": (0, 0, 0)}
-    for model, g in means.groupby("model", sort=False):
-        kind, arch = g["kind"].iloc[0], g["arch"].iloc[0]
-        x = g["tau"].map(pos)
-        label = model if accuracy is None or model not in accuracy else f"{model}: {accuracy[model]:.1f}%"
-        ax.plot(x, g["mean"], color=colors[arch], label=label, **_STYLE[kind])
-        ax.fill_between(x, g["low"], g["high"], color=colors[arch], alpha=0.12 if kind == "single" else 0.2, lw=0)
-    ax.set_xticks(range(len(taus)), [f"{t:g}" for t in taus])
-    ax.set_xlabel("SIS threshold τ")
-    ax.set_ylabel("mean SIS size (% of pixels)")
-    ax.legend(title="model: test accuracy" if accuracy else None, fontsize=7, title_fontsize=7,
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
-    return ax.figure
-
-
-#: Where "larger" holds: an increase above 0 (the paper's claims give no size of the increase).
-ABOVE_ZERO = Margin(low=0.0, words="increase above 0")
 
 
 def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images: int, column: str) -> Verdict:
@@ -342,17 +333,13 @@ def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdi
     return _larger(increase, "Input dropout mitigates overinterpretation: models trained with it have larger SIS "
                    "(the abstract that the paper code's README reproduces: 'We find ensembling and input dropout can "
                    "each help mitigate overinterpretation').",
-                   "threshold", "the input-dropout models' mean SIS size minus the standard models' of the same "
-                   "architecture, on the images where all have an SIS; images resampled once for all, the replicates "
-                   "of each kind resampled", min_images, "increase (points)")
+                   "comparison (both evaluated through the input-dropout models' fixed masks; both without masks)",
+                   "the input-dropout models' mean SIS size minus the standard models' of the same architecture, "
+                   "evaluated the same way, on the images where all have an SIS; the interval over the replicates of "
+                   "each kind, images shared", min_images, "increase (points)")
 
 
 # ----------------------------------------------------------------------------- the chapters' tables and prose
-
-def thresholds(taus: Sequence[float], tau: float) -> tuple:
-    """The chapters' thresholds: ``taus`` as floats with the verdict's ``tau`` added, increasing."""
-    return tuple(sorted({float(t) for t in taus} | {tau}))
-
 
 def accuracy_pct(z: torch.Tensor, labels: torch.Tensor) -> float:
     """Accuracy (%) of the outputs ``z`` (N, K) against ``labels`` (N,)."""
@@ -401,7 +388,7 @@ def means_table(means: pd.DataFrame) -> pd.DataFrame:
 
     shown = means.assign(shown=means.apply(cell, axis=1))
     return shown.pivot(index="model", columns="tau", values="shown").reindex(means["model"].unique()).rename(
-        columns=lambda t: f"τ = {t:g}").rename_axis(columns=None).fillna("—")
+        columns=lambda t: f"τ = {t:g}").rename_axis(columns=None).fillna(MISSING)
 
 
 def s2_gallery(run, specs: Mapping[str, Sequence[tuple[str, int]]], tau: float, n_show: int, split) -> tuple:
@@ -429,7 +416,7 @@ def increase_table(inc: pd.DataFrame, specs: Mapping) -> pd.DataFrame:
     'increase [low, high] (images)' in points, '—' where undefined."""
     def cell(r):
         if pd.isna(r["increase (points)"]):
-            return "—"
+            return MISSING
         ci = "" if pd.isna(r["low"]) else f" [{r['low']:+.1f}, {r['high']:+.1f}]"
         return f"{r['increase (points)']:+.1f}{ci} ({int(r['images'])})"
 
@@ -440,8 +427,8 @@ def increase_table(inc: pd.DataFrame, specs: Mapping) -> pd.DataFrame:
 def increase_values(verdict: Verdict) -> dict:
     """Glue name -> value of the SIS verdict on the ensembles (:func:`ensembles_increase_sis`)."""
     nums = verdict.numbers
-    return {"sis_verdict": verdict.word, "inc_min": f"{nums['increase (points)'].min():+.1f}",
-            "inc_max": f"{nums['increase (points)'].max():+.1f}", "inc_above": int((nums["low"] > 0).sum()),
+    return {"sis_verdict": verdict.word, "inc_min": number(nums['increase (points)'].min(), sign=True),
+            "inc_max": number(nums['increase (points)'].max(), sign=True), "inc_above": int((nums["low"] > 0).sum()),
             "inc_n": len(nums), "inc_counted": counted(nums)}
 
 
@@ -501,8 +488,9 @@ def dropout_accuracy_values(table: pd.DataFrame, dropout: Mapping[str, nn.Module
 
 def dropout_legend(run, z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torch.Tensor], labels: torch.Tensor,
                    table: pd.DataFrame) -> dict:
-    """Model -> test accuracy (%) for the legend of :func:`sis_figure`: the standard replicates, the
-    input-dropout models and every ensemble of ``table`` (that of the standard replicates)."""
+    """Model -> test accuracy (%) for the legend of :func:`overinterp.pages.sis_size_plots.sis_figure`: the
+    standard replicates, the input-dropout models and every ensemble of ``table`` (that of the standard
+    replicates)."""
     arch = run.profile.mitigation.dropout_arch
     acc = {**{model_name(arch, run.seed + r): accuracy_pct(z, labels) for r, z in enumerate(z_std)},
            **{n: accuracy_pct(z, labels) for n, z in z_drop.items()}}
@@ -512,7 +500,12 @@ def dropout_legend(run, z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torc
 
 
 def dropout_verdict_values(verdict: Verdict) -> dict:
-    """Glue name -> value of the input-dropout verdict (:func:`dropout_increases_sis`, one tau)."""
-    row = verdict.numbers.iloc[0]
-    return {"verdict": verdict.word, "inc": f"{row['increase (points)']:+.1f}", "inc_low": f"{row['low']:+.1f}",
-            "inc_high": f"{row['high']:+.1f}", "inc_images": int(row["images"]), "counted": counted(verdict.numbers)}
+    """Glue name -> value of the input-dropout verdict (:func:`dropout_increases_sis`, one tau): per
+    comparison of :data:`DROPOUT_COMPARISONS` (``masks``: both through the fixed masks, ``plain``: both
+    without masks), the increase, its interval and the images it counts."""
+    out = {"verdict": verdict.word, "counted": counted(verdict.numbers)}
+    for key, row in zip(("masks", "plain"), (r for _, r in verdict.numbers.iterrows())):
+        out.update({f"inc_{key}": number(row["increase (points)"], sign=True),
+                    f"inc_{key}_low": number(row["low"], sign=True), f"inc_{key}_high": number(row["high"], sign=True),
+                    f"inc_{key}_images": int(row["images"]), f"outcome_{key}": row["outcome"]})
+    return out

@@ -25,8 +25,8 @@ when it is classified correctly clean and after each of ``restarts`` random-star
     robust_sis_sparse({"robust ResNet20": [s0, s1]}, 0.99)      # the paper's claim as a Verdict (per replicate)
     size_difference(pairs)                                      # ours, descriptive: robust minus standard
 
-The chapter's figures and prose numbers (``book/09_robust.ipynb``) come from the functions at the
-end (``*_values``: glue name -> value).
+The chapter's figures' data and prose numbers (``book/09_robust.ipynb``) come from the functions at the
+end (``*_values``: glue name -> value); :mod:`overinterp.pages.sis_size_plots` draws the SIS sizes.
 """
 from __future__ import annotations
 
@@ -34,10 +34,8 @@ import warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -50,9 +48,10 @@ from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import find_sis, sis_size_pct
 from overinterp.experiments import runs as A
 from overinterp.experiments.runs import confident_selection, mean_std, model_config
+from overinterp.paper.formatting import number
 from overinterp.paper.numbers import (ARCH_NAMES, MADRY_ACCURACY, MADRY_TRAINING, SIS_MEAN_SIZE_BELOW,
                                       SIS_THRESHOLD)
-from overinterp.paper.intervals import nested_bootstrap
+from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.verdicts import sis_size
 from overinterp.zoo import data as D
 from overinterp.zoo.train import cached_fit, make_model, plateaued
@@ -61,8 +60,7 @@ __all__ = ["EPSILON", "LOSSES", "PixelModel", "pgd", "PGDTraining", "epsilon", "
            "robust_models", "robust_selection", "attack_correct", "attack_accuracies", "robust_backselect", "sis_table",
            "paired_sizes", "per_replicate", "robust_sis_sparse", "size_difference", "model_name", "accuracy_table", "deviations",
            "PAPER", "setup_values", "training_values", "histories", "paper_accuracy_table", "accuracy_values",
-           "comparison_selection", "sis_results", "sis_values", "sis_gallery", "no_sis_figure", "sizes_figure",
-           "verdict_values"]
+           "comparison_selection", "sis_results", "sis_values", "sis_gallery", "verdict_values"]
 
 #: l-inf radius in [0, 1] pixel units. CIFAR-10: Madry et al.'s model (8/255, the paper's). Fashion-MNIST:
 #: 0.1, as in Wong & Kolter 2018 ("Provable defenses against adversarial examples via the convex outer
@@ -319,7 +317,7 @@ def size_difference(pairs: Mapping[str, pd.DataFrame], n_resamples: int = 2000, 
         if sum(len(r) for r in d) < 2:
             rows[name] = {**row, "difference (points)": np.nan, "95% low": np.nan, "95% high": np.nan}
             continue
-        iv = nested_bootstrap({"d": d}, paired_images=False, n_resamples=n_resamples, seed=seed)
+        iv = replicate_interval({"d": d}, paired_images=False, n_resamples=n_resamples, seed=seed)
         rows[name] = {**row, "difference (points)": iv.estimate, "95% low": iv.low, "95% high": iv.high}
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -359,7 +357,7 @@ def deviations(run) -> list[str]:
     return out
 
 
-# ----------------------------------------------------------------------------- the chapter's figures and prose
+# ----------------------------------------------------------------------------- the chapter's figure data, tables and prose
 
 def setup_values(run, tau: float) -> dict:
     """Glue name -> value of the chapter's setup: tau, the attacks and the robust models' training."""
@@ -441,41 +439,13 @@ def sis_gallery(results: Mapping[tuple, BackSelectResult], tau: float, n_show: i
                   for name in (model_name(arch, False), model_name(arch, True))}
 
 
-def no_sis_figure(tau: float):
-    """The figure in place of the gallery when no image has an SIS of the robust model."""
-    fig, ax = plt.subplots(figsize=(4, 1))
-    ax.axis("off"), ax.text(0.5, 0.5, f"no image has an SIS of the robust model at τ = {tau:g}", ha="center")
-    return fig
-
-
-def sizes_figure(sizes: pd.DataFrame):
-    """SIS size (% of the pixels) per image with an SIS, per model (colour: replicate); dotted: the
-    paper's bound on the mean (4.1). Drawn on the current axes; the strip's jitter is seaborn's draw
-    from numpy's global generator, seeded here (and restored after) so that the figure is the same
-    on every execution."""
-    state = np.random.get_state()
-    np.random.seed(0)
-    try:
-        ax = sns.stripplot(data=sizes.dropna(), x="model", y="SIS size (%)", hue="replicate", dodge=True, size=4,
-                           palette="deep")
-    finally:
-        np.random.set_state(state)
-    ax.axhline(100 * SIS_MEAN_SIZE_BELOW, color="k", ls=":", lw=1)
-    ax.set_xlabel("")
-    ax.set_ylabel("SIS size (% of pixels)")
-    ax.legend(title="replicate", fontsize=9, title_fontsize=9, loc="upper left", bbox_to_anchor=(1, 1))
-    ax.figure.set_size_inches(5, 3.2)
-    ax.figure.tight_layout()
-    return ax
-
-
 def verdict_values(sparse, difference: pd.DataFrame, n_pairs: int) -> dict:
     """Glue name -> value of the verdict (:func:`robust_sis_sparse`) and of our size comparison
     (:func:`size_difference`, its first row)."""
     row, d = sparse.numbers.iloc[0], difference.iloc[0]
-    return {"n_pairs": n_pairs, "sparse_word": sparse.word, "robust_mean_sis": f"{row['mean SIS size (%)']:.1f}",
-            "sparse_low": f"{row['95% low']:.1f}", "sparse_high": f"{row['95% high']:.1f}",
+    return {"n_pairs": n_pairs, "sparse_word": sparse.word, "robust_mean_sis": number(row['mean SIS size (%)']),
+            "sparse_low": number(row['95% low']), "sparse_high": number(row['95% high']),
             "sparse_counted": f"{row['per replicate']} images with an SIS over {len(row['per replicate'].split(' + '))} replicates",
-            "diff": f"{d['difference (points)']:+.1f}", "diff_low": f"{d['95% low']:+.1f}",
-            "diff_high": f"{d['95% high']:+.1f}", "diff_counted": f"{d['images per replicate']} images over "
+            "diff": number(d['difference (points)'], sign=True), "diff_low": number(d['95% low'], sign=True),
+            "diff_high": number(d['95% high'], sign=True), "diff_counted": f"{d['images per replicate']} images over "
                                                                f"{int(d['replicates'])} replicate pairs"}

@@ -27,6 +27,7 @@ from overinterp.zoo import data as D
 from overinterp.engine.backselect import BackSelectConfig, BackSelectResult
 from overinterp.zoo.data import Selection
 from overinterp.zoo.models import Ensemble
+from overinterp.paper.formatting import MISSING, number
 from overinterp.paper import numbers as paper
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper.verdicts import Verdict
@@ -40,9 +41,20 @@ __all__ = ["model_config", "model_key", "trained_model", "zoo", "named", "select
            "ensembles", "accuracies", "accuracy_table", "mean_std", "model_stats", "zoo_table", "beside_paper",
            "CONFIDENT", "zoo_histories", "training_values", "zoo_values", "zoo_accuracy", "zoo_paper_rows",
            "accuracy_values", "backselect_model", "backselect_set", "confident", "confident_selection",
-           "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED", "correct", "sis_sizes_by_replicate", "pooled", "empty_values"]
+           "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED", "subset_seed", "RETRAIN_SEED_OFFSET", "correct", "sis_sizes_by_replicate", "pooled", "empty_values"]
 
-SUBSET_SEED = 0  # the random 5% subsets: the same for every model (paper 4.2)
+SUBSET_SEED = 0  # the random 5% subsets: the same for every model (paper 4.2), one seed per set (subset_seed)
+#: retrained replicate r has seed run.seed + RETRAIN_SEED_OFFSET + r: never the seed (initial weights, batch order)
+#: of the zoo model run.seed whose backward selection chose the subsets it trains on
+RETRAIN_SEED_OFFSET = 100
+
+
+def subset_seed(dataset: str, set_name: str) -> int:
+    """The seed of the random subsets of ``set_name``: its own per set (test 0, train 1, then the OOD
+    sets), so image *i* of two sets does not get the same random pixels, as the paper's code seeds each
+    set's random masks separately; a model retrained on random subsets is then never tested on the
+    masks it trained on."""
+    return SUBSET_SEED + ["test", "train", *D.ood_sets(dataset)].index(set_name)
 CONFIDENT = "confident test images (%)"  # model_stats: share of test images at confidence >= the threshold
 
 
@@ -169,7 +181,7 @@ def zoo_table(models: dict[str, list], sets: dict[str, tuple], device="cpu",
 def beside_paper(ours: pd.DataFrame, paper: dict[str, dict], ours_label: str) -> pd.DataFrame:
     """The paper's CIFAR-10 columns and ours (formatted) side by side, rows aligned; '—' where the paper has none."""
     p = pd.DataFrame.from_dict(paper, orient="index").reindex(ours.index)
-    p = p.reindex(columns=list(dict.fromkeys(c for row in paper.values() for c in row))).fillna("—")
+    p = p.reindex(columns=list(dict.fromkeys(c for row in paper.values() for c in row))).fillna(MISSING)
     return pd.concat({"paper (CIFAR-10)": p, ours_label: ours}, axis=1)
 
 
@@ -344,7 +356,7 @@ def empty_values(by_replicate: dict[str, list]) -> dict:
     shares = [100 * float(np.mean(v[~np.isnan(v)] == 0)) for v in pooled(by_replicate).values()
               if (~np.isnan(v)).any()]
     lo, hi = (min(shares), max(shares)) if shares else (np.nan, np.nan)
-    return {"sis_empty_min": f"{lo:.0f}", "sis_empty_max": f"{hi:.0f}"}
+    return {"sis_empty_min": number(lo, 0), "sis_empty_max": number(hi, 0)}
 
 
 def pooled(by_replicate: dict[str, list]) -> dict[str, np.ndarray]:
@@ -357,6 +369,6 @@ def sis_values(verdict: Verdict) -> dict:
     mean SIS size (%) and the verdict."""
     n = verdict.numbers
     mean = n["mean SIS size (%)"]
-    return {"sis_mean_min": f"{mean.min():.1f}", "sis_mean_max": f"{mean.max():.1f}", "sis_below_5": verdict.word,
-            "sis_high_max": f"{n['95% high'].max():.1f}", "sis_images_min": int(n["images"].min()),
+    return {"sis_mean_min": number(mean.min()), "sis_mean_max": number(mean.max()), "sis_below_5": verdict.word,
+            "sis_high_max": number(n['95% high'].max()), "sis_images_min": int(n["images"].min()),
             "sis_images_max": int(n["images"].max()), "sis_replicates": int(n["replicates"].max())}

@@ -22,8 +22,9 @@ from overinterp.experiments import runs as A
 from overinterp.experiments.runs import trained_model
 from overinterp.methods.shared_interest import (CASES, EC, GTC, IOU, METRICS, SALIENCY_METHODS, binarize, cases,
                                                 coverage, saliency_map, silhouette)
+from overinterp.paper.formatting import number
 from overinterp.paper.numbers import ARCH_NAMES
-from overinterp.paper.intervals import nested_bootstrap
+from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.verdicts import Margin, Verdict, _verdict, interval_row
 from overinterp.zoo import data as D
 
@@ -183,7 +184,7 @@ def sis_on_background(table: pd.DataFrame, method: str, tau: float, pixels: int 
     for model, g in t.groupby("model", sort=False):
         g = g.assign(random=g["|G|"] / pixels)
         reps = [r[EC].to_numpy(float) - r["random"].to_numpy(float) for _, r in g.groupby("replicate")]
-        iv = nested_bootstrap({"d": reps}, paired_images=False, n_resamples=resamples, seed=seed)
+        iv = replicate_interval({"d": reps}, paired_images=False, n_resamples=resamples, seed=seed)
         rows[model] = interval_row(iv, margin, "EC − random", replicates=len(reps), images=len(g),
                                    **{"mean EC of SIS": g[EC].mean(), "random pixels (|G| / HW)": g["random"].mean()})
     return _verdict(
@@ -250,6 +251,6 @@ def case_values(run, cfg, table: pd.DataFrame) -> dict:
 def verdict_values(verdict: Verdict) -> dict:
     """The verdict's word and its range of mean explanation coverage against random pixels."""
     nums = verdict.numbers
-    return {"verdict": verdict.word, "v_ec_min": f"{nums['mean EC of SIS'].min():.2f}",
-            "v_ec_max": f"{nums['mean EC of SIS'].max():.2f}",
-            "v_rand": f"{nums['random pixels (|G| / HW)'].mean():.2f}"}
+    return {"verdict": verdict.word, "v_ec_min": number(nums['mean EC of SIS'].min(), 2),
+            "v_ec_max": number(nums['mean EC of SIS'].max(), 2),
+            "v_rand": number(nums['random pixels (|G| / HW)'].mean(), 2)}

@@ -17,15 +17,15 @@ significant at every tau, although the misclassified images are the less confide
 
 No backward selection is run here: the SIS at every tau come from FindSIS on the backward
 selections the chapter on 5% subsets makes (:func:`overinterp.experiments.runs.backselect_set` of the
-profile's test and OOD samples, every replicate), loaded from the artifact store. The
-intervals are seeded percentile bootstraps (:func:`overinterp.paper.intervals.bootstrap`) that
-resample the correct and the incorrect images independently, pooled over the replicates of an
-architecture.
+profile's test and OOD samples, every replicate), loaded from the artifact store. The increase
+is computed per replicate and its interval is :func:`overinterp.paper.intervals.replicate_interval`'s
+over the replicates of an architecture (each replicate's correct and incorrect images are its own).
 
     images = image_table(run, taus)        # one row per (model, replicate, set, image, tau with an SIS)
     groups = group_means(images)           # per replicate: images, mean SIS size, mean confidence
     inc = percentage_increase(images)      # Figure 5's numbers with their 95% intervals
-    fig5, figs3 = increase_figure(inc), confidence_figure(images)
+
+Figures 5 and S3 are drawn from ``inc`` and ``images`` by :mod:`overinterp.pages.sis_size_plots`.
 
 The chapter's tables and prose numbers (``book/08_sis_accuracy.ipynb``) come from
 :func:`increase_table`, :func:`empty_table` and the ``*_values`` functions (glue name -> value).
@@ -34,21 +34,19 @@ from __future__ import annotations
 
 from typing import Sequence
 
-import matplotlib.pyplot as plt
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 import numpy as np
 import pandas as pd
-import seaborn as sns
 import torch
 
 from overinterp.experiments import runs as A
 from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import find_sis
-from overinterp.paper.intervals import bootstrap
+from overinterp.paper.formatting import MISSING, number
+from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES
 
 __all__ = ["TAUS", "KEYS", "SIZE", "CONF", "sis_rows", "image_table", "group_means", "percentage_increase",
-           "increase_figure", "confidence_figure", "thresholds", "prose_number", "prose_range", "setup_values", "increase_table",
+           "prose_number", "prose_range", "setup_values", "increase_table",
            "verdict_values", "replicate_values", "pooled_empty", "empty_table", "empty_values", "confidence_values"]
 
 TAUS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)   # thresholds of the chapter (the issue's 0.5 to 0.99)
@@ -115,17 +113,27 @@ def _increase(c: np.ndarray, i: np.ndarray, axis: int = -1) -> np.ndarray:
         return 100 * (c.mean(axis) / i.mean(axis) - 1)
 
 
+def _relative_increase(m: dict) -> np.ndarray:
+    """100 (c / i - 1) of the means ``m["c"]``, ``m["i"]`` (elementwise, for replicate_interval)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 100 * (m["c"] / m["i"] - 1)
+
+
 def percentage_increase(images: pd.DataFrame, by: Sequence[str] = ("model", "set", "tau"),
                         taus: Sequence[float] | None = None, confidence_level: float = 0.95,
                         n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Figure 5: per group of ``by`` (replicates pooled), the percentage increase of the mean SIS
-    size of the correct images over the incorrect ones, with a percentile bootstrap interval
-    (``n_resamples`` resamples of each group independently, seeded with ``seed`` per row).
+    """Figure 5: per group of ``by``, the percentage increase of the mean SIS size of the correct
+    images over the incorrect ones, computed per model replicate (the ``replicate`` column) and
+    averaged over the replicates, with the 95% interval of
+    :func:`overinterp.paper.intervals.replicate_interval` (a t interval over the replicates; with one
+    replicate, a bootstrap over its images, ``n_resamples`` resamples seeded with ``seed``). A
+    replicate counts where both its groups have at least 2 images and its incorrect images' mean SIS
+    is above 0 (the increase is undefined otherwise).
 
-    Columns: ``by``, correct images, incorrect images, mean SIS size of each (%), increase (%),
-    low, high; a row for every tau of ``taus`` (default: those in ``images``). The increase is
-    NaN where a group is empty or the incorrect images' mean SIS is 0%; the interval is NaN
-    where a group has fewer than 2 images."""
+    Columns: ``by``, correct images, incorrect images (all replicates), mean SIS size of each (%),
+    replicates (those that count), increase (%), low, high; a row for every tau of ``taus`` (default:
+    those in ``images``). Without a counting replicate the increase is that of the pooled images (NaN
+    where a group is empty or the incorrect mean is 0%) and the interval NaN."""
     by = list(by)
     groups = dict(iter(images.groupby(by, sort=False)))
     keys = list(groups)
@@ -140,86 +148,23 @@ def percentage_increase(images: pd.DataFrame, by: Sequence[str] = ("model", "set
         row = dict(zip(by, key), **{"correct images": len(c), "incorrect images": len(i),
                                     "correct mean " + SIZE: c.mean() if len(c) else np.nan,
                                     "incorrect mean " + SIZE: i.mean() if len(i) else np.nan})
+        reps = [(gr.loc[gr["correct"], SIZE].to_numpy(float), gr.loc[~gr["correct"], SIZE].to_numpy(float))
+                for _, gr in g.groupby("replicate", sort=True)]
+        reps = [(rc, ri) for rc, ri in reps if len(rc) >= 2 and len(ri) >= 2 and ri.mean() > 0]
         est = float(_increase(c, i)) if len(c) and len(i) and i.mean() > 0 else np.nan
         low = high = np.nan
-        if len(c) >= 2 and len(i) >= 2 and np.isfinite(est):
-            low, high = bootstrap((c, i), _increase, n_resamples, confidence_level, seed, undefined=np.inf)
-        rows.append({**row, "increase (%)": est, "low": low, "high": high})
+        if reps:
+            iv = replicate_interval({"c": [rc for rc, _ in reps], "i": [ri for _, ri in reps]},
+                                    _relative_increase, paired_images=False,
+                                    n_resamples=n_resamples, confidence_level=confidence_level, seed=seed)
+            est, low, high = iv.estimate, iv.low, iv.high
+        rows.append({**row, "replicates": len(reps), "increase (%)": est, "low": low, "high": high})
     return pd.DataFrame(rows)
-
-
-def _tau_axis(ax, taus: Sequence[float]) -> None:
-    """Thresholds at equal spacing (0.95 and 0.99 would crowd on a linear axis)."""
-    ax.set_xticks(range(len(taus)), [f"{t:g}" for t in taus])
-    ax.set_xlabel("SIS threshold τ")
-
-
-def increase_figure(increase: pd.DataFrame, sets: Sequence[str] | None = None, size: float = 4.0):
-    """Figure 5: percentage increase vs tau with its 95% interval (error bars), one line per
-    model (side by side at each tau), one panel per set; dotted at 0 (no difference). The y axis
-    is linear from -100% to +100% and logarithmic above (a small misclassified mean makes
-    increases of thousands of percent)."""
-    sets = list(sets or increase["set"].unique())
-    taus = sorted(increase["tau"].unique())
-    pos = {t: k for k, t in enumerate(taus)}
-    models = list(increase["model"].unique())
-    fig, axes = plt.subplots(1, len(sets), figsize=(size * len(sets), 3.2), squeeze=False, layout="constrained")
-    for ax, s in zip(axes[0], sets):
-        for k, (color, model) in enumerate(zip(sns.color_palette(), models)):
-            g = increase[(increase["set"] == s) & (increase["model"] == model)]
-            x = g["tau"].map(pos) + 0.1 * (k - (len(models) - 1) / 2)
-            y = g["increase (%)"]
-            ax.errorbar(x, y, yerr=[y - g["low"], g["high"] - y], marker="o", ms=3, lw=1.2, capsize=2,
-                        elinewidth=0.8, color=color, label=model)
-        ax.axhline(0, color="k", ls=":", lw=1)
-        ax.set_yscale("symlog", linthresh=100, linscale=1.5)
-        ax.yaxis.set_major_locator(FixedLocator([-100, -50, 0, 50, 100, 300, 1000, 3000, 10000, 30000]))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:+.0f}" if v else "0"))
-        ax.yaxis.set_minor_locator(NullLocator())
-        _tau_axis(ax, taus)
-        ax.set_title(s, fontsize=9)
-        ax.set_ylabel("increase of mean SIS size,\ncorrect over incorrect (%)")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8, frameon=False)
-    return fig
-
-
-def confidence_figure(images: pd.DataFrame, sets: Sequence[str] | None = None, taus: Sequence[float] | None = None,
-                      size: float = 4.0, seed: int = 0):
-    """Figure S3: mean confidence on the full image of the correct (solid) and incorrect (dashed)
-    images with an SIS at each tau (axis: ``taus``, default those in ``images``), with a bootstrap
-    95% interval, one colour per model, one panel per set (replicates pooled)."""
-    sets = list(sets or images["set"].unique())
-    taus = sorted(images["tau"].unique() if taus is None else taus)
-    df = images.assign(x=images["tau"].map({t: k for k, t in enumerate(taus)}),
-                       prediction=np.where(images["correct"], "correct", "incorrect"))
-    fig, axes = plt.subplots(1, len(sets), figsize=(size * len(sets), 3.2), squeeze=False, layout="constrained",
-                             sharey=True)
-    for ax, s in zip(axes[0], sets):
-        sns.lineplot(data=df[df["set"] == s], x="x", y=CONF, hue="model", style="prediction",
-                     style_order=["correct", "incorrect"], errorbar=("ci", 95), seed=seed, marker="o",
-                     markersize=3, lw=1.2, ax=ax)
-        _tau_axis(ax, taus)
-        ax.set_title(s, fontsize=9)
-        ax.set_ylabel("mean confidence on the full image")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    for ax in axes[0]:
-        if ax.get_legend() is not None:
-            ax.get_legend().remove()
-    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8, frameon=False)
-    return fig
 
 
 # ----------------------------------------------------------------------------- the chapter's tables and prose
 
-def thresholds(taus: Sequence[float]) -> tuple:
-    """The chapter's thresholds: ``taus`` as floats, increasing."""
-    return tuple(sorted(float(t) for t in taus))
-
-
-def prose_number(x, digits: int = 1) -> str:
-    """A number for the prose; '—' where it is undefined."""
-    return "—" if pd.isna(x) else f"{x:.{digits}f}"
+prose_number = number   # the book's one rule: '—' where a number is undefined (overinterp.paper.formatting)
 
 
 def prose_range(values: pd.Series, digits: int = 0, none: str = "nowhere (no threshold tested)") -> str:
@@ -239,7 +184,7 @@ def setup_values(run, taus: Sequence[float], n_resamples: int, min_images: int) 
 def _cell(r) -> str:
     """'+12 [3, 25]': an increase (%) with its interval; '—' where undefined."""
     if pd.isna(r["increase (%)"]):
-        return "—"
+        return MISSING
     ci = "" if pd.isna(r["low"]) else f" [{r['low']:.0f}, {r['high']:.0f}]"
     return f"{r['increase (%)']:+.0f}{ci}"
 
@@ -294,7 +239,7 @@ def empty_table(pooled: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
         columns=lambda t: f"τ = {t:g}").rename_axis(columns=None)
     shares.index = shares.index.set_levels(
         shares.index.levels[2].map({True: "correct", False: "misclassified"}.get), level=2).rename("group", level=2)
-    return shares.apply(lambda col: col.map(lambda v: "—" if pd.isna(v) else f"{v:.0f}"))
+    return shares.apply(lambda col: col.map(lambda v: MISSING if pd.isna(v) else f"{v:.0f}"))
 
 
 def empty_values(images: pd.DataFrame, pooled: pd.DataFrame, taus: Sequence[float], min_images: int,

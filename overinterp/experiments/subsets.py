@@ -20,6 +20,7 @@ import torch
 import torch.nn as nn
 
 from overinterp.zoo import data as D
+from overinterp.paper.formatting import number
 from overinterp.paper import numbers as paper
 from overinterp.paper import verdicts as V
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
@@ -33,7 +34,7 @@ __all__ = ["RETRAIN_KINDS", "SUBSET_SEED", "pct", "confidence_drop", "location_f
            "subset_accuracies", "subset_correct", "as_accuracies", "retrain", "retrain_on_subsets", "retrained_correct",
            "pixel_subsets_values",
            "example_masks", "table1_rows", "by_model", "accurate_values", "confidence_drops", "confidence_table",
-           "kept_values", "subset_maps", "transfer", "no_transfer", "transfer_values", "retraining_values",
+           "kept_values", "subset_maps", "own_subsets", "transfer", "no_transfer", "transfer_values", "retraining_values",
            "retraining_runs", "plateau_values", "retrain_label", "retraining_table", "retraining_verdicts",
            "retraining_verdict_values"]
 
@@ -69,7 +70,7 @@ def subsets(run, arch: str, frac: float = SUBSET_FRAC, train: bool = False, seed
         res = backselect_set(run, arch, sel, seed)
         out[name] = {"bs": pixel_subset(res, X, frac), "labels": Y,
                      "full": (X, torch.ones_like(X[:, 0], dtype=torch.bool)),
-                     "random": random_subset(X, frac, seed=SUBSET_SEED, block=res.block,
+                     "random": random_subset(X, frac, seed=A.subset_seed(run.dataset, name), block=res.block,
                                              mask_value=res.mask_value)}
     return out
 
@@ -102,18 +103,20 @@ def retrain(run, arch: str, images: torch.Tensor, labels: torch.Tensor, name: st
     """New models of ``arch`` trained on (images, labels), e.g. 5% pixel subsets (paper 4.2, S3).
 
     The profile's retraining recipe (``Profile.retrain``, default its ``train``) with augmentation
-    on or off; one model per replicate seed; ``model.info`` holds the training curve."""
+    on or off; one model per replicate, seeds run.seed + RETRAIN_SEED_OFFSET + r (never the seed of the
+    zoo model whose subsets they learn); ``model.info`` holds the training curve."""
     p = run.profile
     base = model_config(run.dataset, arch, p.name, run.seed)
     train_cfg = TrainConfig(**{**(p.retrain or p.train).__dict__, "augment": augment})
     out = []
     for r in range(replicates or p.replicates):
-        cfg = {**base, "seed": run.seed + r, "train": train_cfg, "train_on": name, "images": fingerprint(images),
+        seed = run.seed + A.RETRAIN_SEED_OFFSET + r
+        cfg = {**base, "seed": seed, "train": train_cfg, "train_on": name, "images": fingerprint(images),
                "n": len(images)}
-        torch.manual_seed(run.seed + r)
+        torch.manual_seed(seed)
         model = make_model(cfg, images.shape[1], len(D.CLASSES[run.dataset]))
-        out.append(cached_fit("retrained", cfg, model, images, labels, train_cfg, run.seed + r, run.device,
-                              desc=f"{arch} on {name} seed {run.seed + r}", eval_data=eval_data))
+        out.append(cached_fit("retrained", cfg, model, images, labels, train_cfg, seed, run.device,
+                              desc=f"{arch} on {name} seed {seed}", eval_data=eval_data))
     return out
 
 
@@ -223,31 +226,42 @@ def subset_maps(run, models: dict[str, list[nn.Module]], subs: dict[str, dict]) 
     return freqs, titles
 
 
-def transfer(run, models: dict[str, list[nn.Module]], subs: dict[str, dict],
-             labels: torch.Tensor) -> tuple[pd.DataFrame, dict[str, str], dict[str, dict]]:
-    """Section 4.1's transfer: every replicate ("ResNet20 #1") on the test subsets of replicate
-    run.seed ("#0") of each architecture. Returns (table of accuracies (%), sources (rows) x models,
-    {source: arch}, {source: {model: 1/0 array per image}})."""
+def own_subsets(run, models: dict[str, list[nn.Module]], frac: float, set_name: str = "test") -> dict[str, list]:
+    """{arch: per replicate r, the ``frac`` BS subset images of ``set_name`` that replicate r chose}."""
+    return {a: [subsets(run, a, frac, seed=run.seed + r)[set_name]["bs"][0] for r in range(len(ms))]
+            for a, ms in models.items()}
+
+
+def transfer(run, models: dict[str, list[nn.Module]], bs_images: dict[str, list],
+             labels: torch.Tensor) -> tuple[pd.DataFrame, dict[str, list[dict]]]:
+    """Section 4.1's transfer, every replicate a source: every zoo model ("ResNet20 #1") on the BS
+    test subsets of every replicate (``bs_images``: :func:`own_subsets`). Returns (accuracies (%),
+    sources (rows) x models (columns); {arch: per source replicate r, {model name: 1/0 array per image}})."""
     every = {f"{ARCH_NAMES[a]} #{r}": m for a, ms in models.items() for r, m in enumerate(ms)}
-    sources = {f"{ARCH_NAMES[a]} #0": a for a in models}
-    per_image = {s: {name: A.correct(m, subs[a]["test"]["bs"][0], labels, run.device) for name, m in every.items()}
-                 for s, a in sources.items()}
-    table = pd.DataFrame({name: {s: 100 * float(c[name].mean()) for s, c in per_image.items()} for name in every})
-    return table, sources, per_image
+    per_image = {a: [{name: A.correct(m, x, labels, run.device) for name, m in every.items()} for x in xs]
+                 for a, xs in bs_images.items()}
+    table = pd.DataFrame({name: {f"{ARCH_NAMES[a]} #{r}": 100 * float(c[name].mean())
+                                 for a, reps in per_image.items() for r, c in enumerate(reps)} for name in every})
+    return table, per_image
 
 
-def no_transfer(per_image: dict[str, dict], sources: dict[str, str], acc: dict[str, dict[str, dict]]) -> V.Verdict:
-    """:func:`overinterp.paper.verdicts.no_transfer` on :func:`transfer`'s per-image results, with
-    each source replicate's results on random subsets (``acc``: {arch: :func:`subset_correct`})."""
-    return V.no_transfer(own={s: per_image[s][s] for s in sources},
-                         others={s: [c for name, c in per_image[s].items() if name != s] for s in sources},
-                         random={s: acc[a]["random"]["test"][0] for s, a in sources.items()})
+def no_transfer(per_image: dict[str, list[dict]], acc: dict[str, dict[str, dict]], seed: int = 0) -> V.Verdict:
+    """:func:`overinterp.paper.verdicts.no_transfer` on :func:`transfer`'s per-image results, with each
+    source replicate's results on random subsets (``acc``: {arch: :func:`subset_correct`})."""
+    own, others, random = {}, {}, {}
+    for a, reps in per_image.items():
+        me = [f"{ARCH_NAMES[a]} #{r}" for r in range(len(reps))]
+        own[ARCH_NAMES[a]] = [c[me[r]] for r, c in enumerate(reps)]
+        others[ARCH_NAMES[a]] = [[x for name, x in c.items() if name != me[r]] for r, c in enumerate(reps)]
+        random[ARCH_NAMES[a]] = acc[a]["random"]["test"][:len(reps)]
+    return V.no_transfer(own=own, others=others, random=random, seed=seed)
 
 
 def transfer_values(verdict: V.Verdict) -> dict:
     """Chapter 4's prose on :func:`no_transfer`."""
     share = verdict.numbers["share of lift transferred"]
-    return {"transfer": verdict.word, "share_min": f"{share.min():.2f}", "share_max": f"{share.max():.2f}"}
+    return {"transfer": verdict.word, "share_min": number(share.min(), 2),
+            "share_max": number(share.max(), 2)}
 
 
 # ----------------------------------------------------------------------------- chapter 5: retraining (4.2)
@@ -300,8 +314,9 @@ def retraining_verdicts(run, runs: dict) -> tuple[V.Verdict, V.Verdict]:
     :func:`overinterp.paper.verdicts.retrain_beats_random` and ``retrain_near_full``."""
     def pick(kind):
         return {ARCH_NAMES[a]: r["test"] for (a, k, augment), r in runs.items() if k == kind and not augment}
-    beats = V.retrain_beats_random(bs=pick("bs"), random=pick("random"))
-    near = V.retrain_near_full(bs=pick("bs"), full=pick("full"), chance=100 / len(D.CLASSES[run.dataset]))
+    beats = V.retrain_beats_random(bs=pick("bs"), random=pick("random"), seed=run.seed)
+    near = V.retrain_near_full(bs=pick("bs"), full=pick("full"), chance=100 / len(D.CLASSES[run.dataset]),
+                               seed=run.seed)
     return beats, near
 
 

@@ -55,7 +55,7 @@ from overinterp.engine.backselect import logit
 from overinterp.paper.numbers import BOOTH_BAND, BOOTH_MISCLASSIFIED_LEVEL
 
 __all__ = ["VAE", "VAEConfig", "ChainsConfig", "negative_elbo", "fit_vae", "normalise", "decoder", "Target", "high",
-           "ambiguous", "class_log_odds", "one_minus_p", "level_set_log_lik", "in_level_set", "level_set_model",
+           "ambiguous", "target_log_odds", "one_minus_p", "level_set_log_lik", "in_level_set", "level_set_model",
            "Chains", "sample_chains", "torch_threads", "initial_points", "spread_samples", "ambiguous_any", "HIGH",
            "MixingCriteria", "MIXING", "chain_separation", "nearest_start", "near_black",
            "AMBIGUOUS",
@@ -195,7 +195,7 @@ def ambiguous(i: int, j: int) -> Target:
     return Target(AMBIGUOUS, (int(i), int(j)))
 
 
-def class_log_odds(logits: torch.Tensor, c: int) -> torch.Tensor:
+def target_log_odds(logits: torch.Tensor, c: int) -> torch.Tensor:
     """(B,) float64 log(f_c / (1 - f_c)) = z_c - logsumexp_{j != c} z_j from logits (B, K).
 
     The same quantity as :func:`overinterp.engine.backselect.log_odds`, which it is not replaced
@@ -208,7 +208,7 @@ def class_log_odds(logits: torch.Tensor, c: int) -> torch.Tensor:
 
 def one_minus_p(logits: torch.Tensor, c: int) -> torch.Tensor:
     """(B,) float64 1 - f_c(x), without rounding (sigmoid of minus the log-odds)."""
-    return torch.sigmoid(-class_log_odds(logits, c))
+    return torch.sigmoid(-target_log_odds(logits, c))
 
 
 def _log_normal(d: torch.Tensor, sigma: float) -> torch.Tensor:
@@ -237,7 +237,7 @@ def in_level_set(logits: torch.Tensor, target: Target, level: float = HIGH_LEVEL
                  band: tuple = BAND) -> torch.Tensor:
     """(B,) bool: high -- f_c >= ``level`` (compared in log-odds); ambiguous -- f_i and f_j both in ``band``."""
     if target.kind == HIGH:
-        return class_log_odds(logits, target.classes[0]) >= logit(level)
+        return target_log_odds(logits, target.classes[0]) >= logit(level)
     p = torch.softmax(logits.double(), 1)[:, list(target.classes)]
     return ((p >= band[0]) & (p <= band[1])).all(1)
 

@@ -18,11 +18,15 @@ import dataclasses
 
 import json
 
+import numpy as np
+import pandas as pd
+
 from overinterp.config.chapters import chapter_config, resolve
 from overinterp.config.context import make_run
 from overinterp.config.profiles import deviations_box
 from overinterp.pages.audit import figure_png
-from overinterp.paper import verdicts as V
+from overinterp.paper.formatting import MISSING, number
+from overinterp.paper import claims as CL
 
 __all__ = ["setup", "deviations_box", "deviations_table", "captioned", "verdict_table", "table_html",
            "show_tables_without_nan", "glue_all", "figure", "record"]
@@ -72,22 +76,44 @@ def captioned(df, caption: str, digits: int = 2):
     _TABLES["count"] += 1
     label = f"{_TABLES['chapter']}.{_TABLES['count']}" if _TABLES["chapter"] else str(_TABLES["count"])
     num = df.select_dtypes("number").columns
-    return (df.style.format(precision=digits, na_rep="—", subset=list(num)).format(na_rep="—", subset=[
+    return (df.style.format(precision=digits, na_rep=MISSING, subset=list(num)).format(na_rep=MISSING, subset=[
         c for c in df.columns if c not in num]).set_caption(f"Table {label}. {caption}")
             .set_uuid(f"t{label.replace('.', '-')}").set_table_attributes('class="dataframe"'))
 
 
-def verdict_table(verdict, digits: int = 2):
-    """:func:`captioned` table of a verdict's numbers, with a caption saying what they are."""
+#: columns of a verdict's table that count things (shown as whole numbers when the table is turned)
+COUNTS = {"replicates", "images", "sources", "other models", "members", "treated models", "control models", "tested",
+          "thresholds", "interval above 0", "interval below 0", "correct images", "incorrect images", "images larger",
+          "images smaller", "images with an SIS"}
+
+
+def verdict_table(verdict, digits: int = 2, max_columns: int = 8):
+    """:func:`captioned` table of a verdict's numbers, with a caption saying what they are. A table of
+    more than ``max_columns`` columns is turned (one column per model, one row per number) so that it
+    fits the page, its numbers formatted first (counts whole, the rest to ``digits`` decimals)."""
     cols = list(verdict.numbers.columns)
     measure = cols[cols.index("95% low") - 1] if "95% low" in cols else "the measures"
-    return captioned(verdict.numbers, f"The numbers behind the verdict ({verdict.word}): per row, {measure}, its 95% "
-                                  "interval, the margin where the claim holds and the outcome.", digits)
+    shown = verdict.numbers
+    if len(cols) > max_columns:
+        shown = pd.DataFrame({c: [_cell(v, c, digits) for v in shown[c]] for c in cols}, index=shown.index).T
+        shown.columns = [" / ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in shown.columns]
+    return captioned(shown, f"The numbers behind the verdict ({verdict.word}): per row, {measure}, its 95% "
+                            "interval, the margin where the claim holds and the outcome.", digits)
+
+
+def _cell(v, column: str, digits: int) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if column in COUNTS:
+        return number(v, 0)
+    return number(v, digits)
 
 
 def table_html(df) -> str:
     """A DataFrame as the notebook shows it, with an undefined value (NaN) written "—"."""
-    return df.to_html(na_rep="—", notebook=True, border=0, max_rows=60, max_cols=30)
+    return df.to_html(na_rep=MISSING, notebook=True, border=0, max_rows=60, max_cols=30)
 
 
 def show_tables_without_nan() -> None:
@@ -118,10 +144,10 @@ def figure(name: str, fig) -> None:
 
 
 def record(claim: str, verdict) -> None:
-    """Glue a claim's result for the introduction's results table and for
-    ``benchmarks/bench_verdicts.py``: ``res_<claim>_paper`` (the paper's number), ``_ours`` (each
+    """Glue a claim's result (``claim``: a key of :data:`overinterp.paper.claims.CLAIMS`) for the
+    introduction's results table: ``res_<claim>_paper`` (the source's number), ``_ours`` (each
     model's estimate and 95% interval), ``_verdict`` (the outcome) and ``_json`` (the per-model
-    records of :func:`overinterp.paper.verdicts.result_records`)."""
-    glue_all({f"res_{claim}_paper": V.paper_number(claim), f"res_{claim}_ours": V.result_text(verdict, claim),
+    records of :func:`overinterp.paper.claims.records`, what ``python -m overinterp verdicts`` writes)."""
+    glue_all({f"res_{claim}_paper": CL.paper_number(claim), f"res_{claim}_ours": CL.result_text(verdict, claim),
               f"res_{claim}_verdict": verdict.word,
-              f"res_{claim}_json": json.dumps(V.result_records(verdict, claim))})
+              f"res_{claim}_json": json.dumps(CL.records(verdict, claim))})

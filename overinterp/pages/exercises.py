@@ -67,5 +67,5 @@ def threshold_values(means: pd.DataFrame) -> dict:
     for key, names in (("model", single[:1]), ("ensemble", everything[-1:])):
         out[f"ex_tau_{key}"] = names[0] if names else "no such model"
         out[f"ex_tau_{key}_sizes"] = (along(means[means["model"] == names[0]].sort_values("tau"), "mean", "tau")
-                                      if names else "—")
+                                      if names else MISSING)
     return out

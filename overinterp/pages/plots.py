@@ -18,8 +18,9 @@ import torch
 from overinterp.paper import numbers as paper
 from overinterp.experiments.runs import CONFIDENT
 
-__all__ = ["PAGE_PX", "text_pt", "to_pixels", "show_masked", "image_rows", "gallery", "backselect_curves", "backselect_panels", "heatmaps",
-           "training_curves", "outside_legend", "sis_sizes_box", "retrain_bars", "mean_std", "zoo_stats", "MASK_RGB"]
+__all__ = ["PAGE_PX", "text_pt", "to_pixels", "show_masked", "image_rows", "gallery", "note_figure", "backselect_curves",
+           "backselect_panels", "heatmaps", "training_curves", "outside_legend", "sis_sizes_box", "retrain_bars", "mean_std",
+           "zoo_stats", "MASK_RGB"]
 
 MASK_RGB = (0.78, 0.84, 0.92)  # what a masked pixel is drawn as
 PAGE_PX = 768                  # width (px) at which the book's page shows a wide figure (sphinx-book-theme)
@@ -80,6 +81,13 @@ def gallery(images: torch.Tensor, masks: dict, mean, std, col_titles=None, origi
     rows = {original: to_pixels(images, mean, std)} if original is not None else {}
     rows.update({label: show_masked(images, keep, mean, std) for label, keep in masks.items()})
     return image_rows(rows, col_titles=col_titles, size=size)
+
+
+def note_figure(text: str):
+    """A small figure that only says ``text``: what a chapter shows in place of a figure with nothing to draw."""
+    fig, ax = plt.subplots(figsize=(4, 1))
+    ax.axis("off"), ax.text(0.5, 0.5, text, ha="center")
+    return fig
 
 
 def backselect_curves(values: torch.Tensor, confidence: torch.Tensor, labels=None, threshold: float | None = None,

@@ -1,0 +1,199 @@
+"""Every claim of :data:`overinterp.paper.claims.CLAIMS` computed from a run: ``verdicts(run)``.
+
+Each entry of :data:`MEASURES` takes a :class:`~overinterp.config.context.Run` and the resolved
+parameters of the claim's chapter (the defaults of its dataclass in :mod:`overinterp.config.chapters`,
+resolved against the profile) and returns the claim's :class:`~overinterp.paper.verdicts.Verdict`,
+through the very experiment functions the chapter calls: the models, backward selections and
+retrained models come from the artifact store, or are computed and stored (so a run is resumable and
+never loses a finished result). ``python -m overinterp verdicts`` prints them without executing a
+notebook; ``benchmarks/bench_verdicts.py`` compares them between seeds.
+
+    vs = verdicts(make_run(profile="quick"), only=["accurate", "beats"])
+    vs["accurate"].word          # 'does not hold'
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Callable, Iterable
+
+from tqdm import tqdm
+
+from overinterp.config.chapters import chapter_config, resolve, thresholds
+from overinterp.experiments import bayes_trex as B
+from overinterp.experiments import factors as F
+from overinterp.experiments import imagenet as I
+from overinterp.experiments import imagenet_chapter as C
+from overinterp.experiments import input_reduction as IR
+from overinterp.experiments import mitigation as M
+from overinterp.experiments import robust as R
+from overinterp.experiments import runs as A
+from overinterp.experiments import shared_interest as SI
+from overinterp.experiments import sis_accuracy as SA
+from overinterp.experiments import subsets as S
+from overinterp.paper import verdicts as V
+from overinterp.paper.claims import CLAIMS, records
+from overinterp.zoo import data as D
+
+__all__ = ["MEASURES", "params", "verdict", "verdicts", "table"]
+
+
+def params(run, chapter: str):
+    """The resolved default parameters of ``chapter`` for ``run`` (what a plain papermill run uses)."""
+    cls = chapter_config(chapter)
+    p = cls(**{f.name: v for f, v in ((f, getattr(run, f.name, None)) for f in dataclasses.fields(cls))
+               if f.name in ("dataset", "seed")}, profile=run.profile.name)
+    return resolve(p, run.profile)
+
+
+# ----------------------------------------------------------------------------- Part I (4.1, 4.2)
+
+def _sis(run, p):
+    return V.sis_size(A.sis_sizes_by_replicate(run, p.tau), p.tau, seed=run.seed)
+
+
+def _subset_correct(run, frac):
+    return {a: S.subset_correct(run, a, ms, frac) for a, ms in A.zoo(run).items()}
+
+
+def _accurate(run, p):
+    acc = _subset_correct(run, p.frac)
+    return V.subsets_accurate(full=S.by_model(acc, "full"), bs=S.by_model(acc, "bs"), seed=run.seed)
+
+
+def _kept(run, p):
+    X, _ = A.selection(run, "test").load()
+    return V.confidence_kept(S.confidence_drops(run, A.zoo(run), X, p.frac), seed=run.seed)
+
+
+def _transfer(run, p):
+    models = A.zoo(run)
+    _, Y = A.selection(run, "test").load()
+    _, per_image = S.transfer(run, models, S.own_subsets(run, models, p.frac), Y)
+    return S.no_transfer(per_image, _subset_correct(run, p.frac), seed=run.seed)
+
+
+def _retraining(run, p):
+    runs, _, _ = S.retraining_runs(run, p.frac)
+    return S.retraining_verdicts(run, runs)
+
+
+def _road(run, p):
+    return F.imputed_verdict(run, F.retrain_controls(run))
+
+
+# ----------------------------------------------------------------------------- Part II (4.1.1, 4.4-4.6)
+
+def _sis_accuracy(run, p):
+    taus = thresholds(p.taus)
+    inc = SA.percentage_increase(SA.image_table(run, taus), taus=taus, n_resamples=p.n_resamples, seed=run.seed)
+    return V.sis_predicts_accuracy(inc, min_images=p.min_images)
+
+
+def _robust(run, p):
+    cfg = run.profile.robust
+    robust = R.robust_models(run, progress=False)
+    standard = A.zoo(run, archs=(cfg.arch,), replicates=len(robust))[cfg.arch]
+    sel = R.comparison_selection(run, standard[0], robust[0], p.tau)
+    sizes = R.sis_table(R.sis_results(run, robust, sel), p.tau)
+    name = R.model_name(cfg.arch, True)
+    return R.robust_sis_sparse({name: R.per_replicate(sizes, name)}, p.tau, seed=run.seed)
+
+
+def _ensemble_accuracy(run, p):
+    _, Ya, out = M.zoo_logits(run)
+    return M.ensembles_increase_accuracy(M.ensemble_gains(out, M.members(run), Ya, p.n_resamples, seed=run.seed))
+
+
+def _ensemble_sis(run, p):
+    taus = thresholds(p.taus, p.tau)
+    inc = M.ensemble_increase(M.sis_table(run, taus, progress=False), M.members(run), taus,
+                              n_resamples=p.n_resamples, seed=run.seed)
+    return M.ensembles_increase_sis(inc.xs(p.tau, level="tau", drop_level=False), min_images=p.min_images)
+
+
+def _dropout(run, p):
+    taus = thresholds(p.taus, p.tau)
+    inc = M.dropout_increase(M.sis_table(run, taus, dropout=True, progress=False), taus,
+                             n_resamples=p.n_resamples, seed=run.seed)
+    return M.dropout_increases_sis(inc.xs(p.tau, level="tau", drop_level=False), min_images=p.min_images)
+
+
+def _borders(run, p):
+    cfg, spec, taus = run.profile.imagenet, I.MODELS[p.model], thresholds(p.taus, p.tau)
+    net, model_key = I.load_classifier(p.model)
+    sample = C.sample(net.to(run.device), p.model, p.imagenet_dir, cfg, run.seed)
+    sel = C.select(run, net, model_key, sample, cfg, taus, p.border)
+    area = float(I.border_band((spec["size"], spec["size"]), p.border).double().mean())
+    return C.verdict(sel.table, float(p.tau), area, p.min_images)
+
+
+# ----------------------------------------------------------------------------- Part III (related methods)
+
+def _background(run, p):
+    cfg = SI.chapter_config(run, p)
+    tau = SI.sis_tau(run, cfg)
+    table, G, _ = SI.image_table(run, cfg, progress=False)
+    return SI.sis_on_background(table, SI.sis_name(tau), tau, pixels=G[0].numel())
+
+
+def _reduction(run, p):
+    images = IR.experiment(run, progress=False)["images"]
+    return IR.size_verdict(images, p.min_images), IR.sis_verdict(images, p.min_images)
+
+
+def _sparse_pixels(run, p):
+    names = D.load(run.dataset, "test").classes
+    vaes = B.vaes(run, progress=False)
+    targets, _ = B.chapter_targets(run, names)
+    chains, _ = B.run_targets(run, targets, vaes)
+    cmp = B.sis_comparison(run, targets, chains, vaes["all"], p.tau)
+    return B.sparse_pixels(cmp["generated"], cmp["real"], p.tau)
+
+
+#: claim id(s) -> what computes their verdicts from (run, the chapter's parameters); a function that
+#: decides two claims from the same data returns both, in the order of the ids
+MEASURES: dict[tuple, Callable] = {
+    ("sis",): _sis, ("accurate",): _accurate, ("kept",): _kept, ("transfer",): _transfer,
+    ("beats", "near"): _retraining, ("road",): _road,
+    ("sis_accuracy",): _sis_accuracy, ("robust",): _robust, ("ensemble_accuracy",): _ensemble_accuracy,
+    ("ensemble_sis",): _ensemble_sis, ("dropout",): _dropout, ("borders",): _borders,
+    ("background",): _background, ("reduction_size", "reduction_sis"): _reduction,
+    ("sparse_pixels",): _sparse_pixels,
+}
+
+
+def verdicts(run, only: Iterable[str] | None = None, progress: bool = True) -> dict:
+    """{claim id: Verdict} for every claim of the registry (or those in ``only``), in the registry's order.
+    Returns also the seconds each computation took in ``verdicts.seconds`` (a dict attribute)."""
+    only = list(only) if only else list(CLAIMS)
+    unknown = [c for c in only if c not in CLAIMS]
+    if unknown:
+        raise ValueError(f"unknown claim {unknown[0]!r}; valid claims: {', '.join(CLAIMS)}")
+    todo = [ids for ids in MEASURES if any(i in only for i in ids)]
+    out, seconds = {}, {}
+    for ids in tqdm(todo, desc=f"verdicts {run.profile.name} seed {run.seed}", unit="claim", disable=not progress):
+        t0 = time.perf_counter()
+        got = MEASURES[ids](run, params(run, CLAIMS[ids[0]].chapter))
+        got = got if isinstance(got, tuple) else (got,)
+        seconds[", ".join(ids)] = round(time.perf_counter() - t0, 1)
+        out.update({i: v for i, v in zip(ids, got) if i in only})
+    ordered = _Verdicts({c: out[c] for c in CLAIMS if c in out})
+    ordered.seconds = seconds
+    return ordered
+
+
+class _Verdicts(dict):
+    seconds: dict
+
+
+def verdict(run, claim: str) -> V.Verdict:
+    """The verdict of one claim (:func:`verdicts` of it alone)."""
+    return verdicts(run, [claim], progress=False)[claim]
+
+
+def table(vs: dict) -> list[dict]:
+    """Every row of every verdict as :func:`overinterp.paper.claims.records`, plus the claim's part,
+    chapter and the claim's own outcome (JSON-ready)."""
+    return [{**r, "part": CLAIMS[c].part, "chapter": CLAIMS[c].chapter, "verdict": v.word}
+            for c, v in vs.items() for r in records(v, c)]

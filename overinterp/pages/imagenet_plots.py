@@ -1,0 +1,74 @@
+"""Figures of the chapter "Overinterpretation on ImageNet" (``book/12_imagenet``; paper 4.1.1, Figures 3
+and 4): the images with their SIS (Figure 3) and the frequency of each pixel location over the SIS
+(Figure 4), drawn from what :mod:`overinterp.experiments.imagenet_chapter` selected.
+
+    fig3 = examples(sample, sel)       # images, SIS location and SIS alone, per image
+    fig4 = heatmap(sel, taus, band)    # one heatmap per threshold, the border band's inner edge dotted
+
+Each returns a matplotlib figure (a note-only one where there is nothing to draw);
+:func:`overinterp.pages.chapter.figure` glues it.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from overinterp.experiments import imagenet as I
+from overinterp.experiments import imagenet_chapter as C
+from overinterp.pages.plots import note_figure, to_pixels
+
+__all__ = ["examples_figure", "heatmap_figure", "examples", "heatmap"]
+
+
+def examples_figure(images: torch.Tensor, masks: torch.Tensor, titles: Sequence[str], size: float = 1.9):
+    """Figure 3: per image (columns) the image, its SIS location (red over the dimmed image) and
+    the image with every pixel outside the SIS masked (the mean pixel, drawn grey)."""
+    px = to_pixels(images, I.MEAN, I.STD)
+    k = masks.cpu().numpy()[..., None]
+    red = np.where(k, np.array([1.0, 0.0, 0.0]), 0.35 * px + 0.65)
+    masked = np.where(k, px, 0.5)
+    n = len(px)
+    fig, axes = plt.subplots(3, n, figsize=(size * n, size * 3 + 0.4), squeeze=False)
+    for c in range(n):
+        for r, (label, img) in enumerate([("image", px), ("SIS location", red), ("SIS alone", masked)]):
+            ax = axes[r, c]
+            ax.imshow(img[c], interpolation="nearest")
+            ax.set_xticks([]), ax.set_yticks([])
+            if c == 0:
+                ax.set_ylabel(label, fontsize=8)
+        axes[0, c].set_title(titles[c], fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def heatmap_figure(freqs: dict[str, torch.Tensor], band: torch.Tensor | None = None, size: float = 2.8):
+    """Figure 4: one heatmap per entry of ``freqs`` (title: the entry's name) of the fraction of
+    SIS containing each pixel; the inner edge of the border band dotted."""
+    fig, axes = plt.subplots(1, len(freqs), figsize=(size * len(freqs) + 0.6, size), squeeze=False,
+                             layout="constrained")
+    for ax, (name, f) in zip(axes[0], freqs.items()):
+        im = ax.imshow(f.cpu().numpy(), vmin=0, vmax=max(float(f.max()), 1e-9), cmap="viridis")
+        if band is not None:
+            ax.contour((~band).numpy().astype(float), levels=[0.5], colors="w", linewidths=0.8, linestyles=":")
+        ax.set_xticks([]), ax.set_yticks([])
+        ax.set_title(name, fontsize=8)
+        fig.colorbar(im, ax=ax, shrink=0.75, label="fraction of SIS")
+    return fig
+
+
+def examples(s: C.Sample, sel: C.Selected):
+    """Figure 3: each image at the highest threshold where it has an SIS, titled with its predicted
+    class and confidence (:func:`overinterp.experiments.imagenet_chapter.example_panels`; a note-only
+    figure where no image has one)."""
+    panels = C.example_panels(s, sel)
+    return examples_figure(*panels) if panels is not None else note_figure("no image has an SIS at these thresholds")
+
+
+def heatmap(sel: C.Selected, taus, band: torch.Tensor):
+    """Figure 4: the frequency of SIS pixel locations, one panel per threshold with at least one SIS
+    (:func:`overinterp.experiments.imagenet_chapter.heatmap_freqs`; a note-only figure where there is none)."""
+    freqs = C.heatmap_freqs(sel, taus)
+    return heatmap_figure(freqs, band) if freqs else note_figure("no SIS at these thresholds")

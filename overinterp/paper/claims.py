@@ -1,0 +1,149 @@
+"""The registry of the claims the book tests: one entry per claim, the paper's and the related methods'.
+
+A :class:`Claim` names what is tested and where: its id (the key of every glue record, JSON row and
+command-line flag), the part and chapter that show it, the section of its source, a short statement
+for tables, the source's number as quoted (a number we derive from the source's tables says so),
+and the column of the verdict's table that holds our measure. The margin, its reason and the
+interval live with the function that decides it (:mod:`overinterp.paper.verdicts`); how the
+measure's data are computed from a run is :mod:`overinterp.experiments.claims`, which maps each id
+to that computation and gives ``verdicts(run)``.
+
+    CLAIMS["accurate"].paper      # 'drop at most 0.52 points'
+    records(verdict, "accurate")  # JSON-ready rows: per model, estimate, 95% interval, margin, outcome
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pandas as pd
+
+from overinterp.paper.formatting import MISSING
+from overinterp.paper import numbers as paper
+from overinterp.paper import verdicts as V
+
+__all__ = ["Claim", "CLAIMS", "PARTS", "records", "result_text", "paper_number"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim the book tests."""
+    id: str          # key of glue records, JSON rows and --only
+    part: str        # "I" (the paper's main claims), "II" (its further claims), "III" (related methods)
+    chapter: str     # notebook stem of the chapter that shows it
+    section: str     # where the source states it
+    short: str       # the claim in a table row
+    paper: str       # the source's number, quoted; "(derived)" where we compute it from the source's tables
+    measure: str     # the column of the verdict's table that holds our estimate
+    digits: int = 1  # decimals the tables print
+
+
+def _retrain_gap() -> str:
+    diffs = [paper.table1_test(a, "bs", "bs")[0] - paper.table1_test(a, "random", "random")[0]
+             for a in ("resnet20", "resnet18", "vgg16")]
+    return f"{V.paper_round(min(diffs))}–{V.paper_round(max(diffs))} points (derived from Table 1)"
+
+
+def _ensemble_gain() -> str:
+    ens = paper.table1_test("ensemble 5x resnet18", "full", "full")[0]
+    one = paper.table1_test("resnet18", "full", "full")[0]
+    return f"+{ens - one:.2f} points for five ResNet18 (derived from Table 1)"
+
+
+_CONF = [m for m, _ in paper.CONFIDENCE_DROP.values()]
+
+#: The parts of the book, for tables grouped by part.
+PARTS = {"I": "Part I: the paper's main claims (4.1, 4.2)", "II": "Part II: the paper's further claims (4.1.1, 4.4-4.6)",
+         "III": "Part III: related methods"}
+
+CLAIMS = {c.id: c for c in [
+    Claim("sis", "I", "03_sis", "4.1", "mean SIS size below 5%", f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}%",
+          "mean SIS size (%)"),
+    Claim("accurate", "I", "04_pixel_subsets", "4.1, Table 1", "as accurate on own 5% BS subsets",
+          f"drop at most {V.paper_gap('full', 'bs'):.2f} points (derived from Table 1)", "drop (points)"),
+    Claim("kept", "I", "04_pixel_subsets", "4.1", "as confident on own 5% BS subsets",
+          f"mean drop {V.minus(min(_CONF))} to {V.minus(max(_CONF))}", "mean drop", 3),
+    Claim("transfer", "I", "04_pixel_subsets", "4.1", "5% BS subsets do not transfer to other models",
+          f"share {V.paper_transfer_share():.2f} (derived from 4.1's accuracies)", "share of lift transferred", 2),
+    Claim("beats", "I", "05_retraining", "4.2, Table 1", "retrained on BS subsets far above random subsets",
+          _retrain_gap(), "difference (points)"),
+    Claim("near", "I", "05_retraining", "4.2, Table 1", "retrained on BS subsets near full images",
+          f"drop at most {V.paper_gap('bs', 'bs'):.2f} points (derived from Table 1)", "drop (points)"),
+    Claim("road", "I", "06_why", "our control (Rong et al. 2022)",
+          "retrained on imputed BS subsets far above imputed random ones", "not in the paper",
+          "difference (points)"),
+    Claim("sis_accuracy", "II", "08_sis_accuracy", "4.4, Figure 5",
+          "SIS of correct images larger than of misclassified ones", "drawn in Figure 5, no number",
+          "smallest increase (%)"),
+    Claim("robust", "II", "09_robust", "4.5", "robust models' mean SIS size below 5%",
+          f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}% (no number for robust models)", "mean SIS size (%)"),
+    Claim("ensemble_accuracy", "II", "10_ensembles", "4.6, Table 1", "ensembles more accurate than their members",
+          _ensemble_gain(), "increase (points)", 2),
+    Claim("ensemble_sis", "II", "10_ensembles", "4.6, Figure 6", "ensembles' SIS larger than their members'",
+          "drawn in Figure 6, no number", "increase (points)", 2),
+    Claim("dropout", "II", "11_input_dropout", "code README's abstract", "input dropout enlarges the SIS",
+          "no number", "increase (points)", 2),
+    Claim("borders", "II", "12_imagenet", "4.1.1, Figure 4", "ImageNet SIS concentrate along the borders",
+          "drawn in Figure 4, no number", "mean share of SIS pixels in the band (%)"),
+    Claim("background", "III", "14_shared_interest", "4.1.1 in Shared Interest's terms",
+          "SIS lie on the background more than random pixels", "no number", "EC − random", 3),
+    Claim("reduction_size", "III", "15_input_reduction", "Feng et al. 2018, Table 2",
+          "entropy fine-tuning enlarges reduced inputs", "larger on all three tasks", "mean increase"),
+    Claim("reduction_sis", "III", "15_input_reduction", "our question", "entropy fine-tuning enlarges the SIS",
+          "not in the paper", "mean increase"),
+    Claim("sparse_pixels", "III", "16_bayes_trex", "4.1 on Bayes-TrEx samples",
+          "generated in-distribution images classified from sparse pixels",
+          f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}% (4.1's bound)", "mean SIS size (%)"),
+]}
+
+
+def paper_number(claim: str) -> str:
+    """The source's number for ``claim`` (a key of :data:`CLAIMS`), as the tables print it."""
+    return CLAIMS[claim].paper
+
+
+def _num(x) -> float | None:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(x) or math.isinf(x) else x
+
+
+def _text(x) -> str | None:
+    return x if isinstance(x, str) and x else None
+
+
+def _ends(row: pd.Series) -> tuple:
+    for lo, hi in (("95% low", "95% high"), ("low", "high"), ("lowest interval end (%)", None)):
+        if lo in row:
+            return _num(row[lo]), _num(row[hi]) if hi else None
+    return None, None
+
+
+def records(verdict: V.Verdict, claim: str) -> list[dict]:
+    """Per row of the verdict's table: claim id, model, estimate, 95% interval, margin, outcome, the
+    replicates and images behind it and, where inconclusive, how many replicates would decide it
+    (JSON-ready; None where a value does not exist)."""
+    col = CLAIMS[claim].measure
+    out = []
+    for m, r in verdict.numbers.iterrows():
+        low, high = _ends(r)
+        out.append({"claim": claim, "model": " / ".join(map(str, m)) if isinstance(m, tuple) else str(m),
+                    "estimate": _num(r.get(col)), "low": low, "high": high, "margin": str(r.get("margin", "")),
+                    "outcome": _text(r.get("outcome")),
+                    "replicates": _num(r.get("replicates")), "images": _num(r.get("images")),
+                    "to decide": _text(r.get("replicates to decide"))})
+    return out
+
+
+def result_text(verdict: V.Verdict, claim: str) -> str:
+    """'ResNet20 37.6 [20.7, 59.0]; ResNet18 ...': each row's estimate and interval, as tables print them."""
+    f = f"{{:.{CLAIMS[claim].digits}f}}"
+
+    def one(r):
+        if r["estimate"] is None:
+            return MISSING
+        ends = "" if r["low"] is None or r["high"] is None else f" [{f.format(r['low'])}, {f.format(r['high'])}]"
+        return f.format(r["estimate"]) + ends
+    return "; ".join(f"{r['model']} {one(r)}" for r in records(verdict, claim))
