@@ -38,7 +38,7 @@ from overinterp.paper.numbers import BOOTH_TABLE2
 from overinterp.paper.verdicts import Verdict, sis_size
 from overinterp.store import Store, config_key
 from overinterp.zoo import data as D
-from overinterp.zoo.train import cached_training
+from overinterp.zoo.train import cached_training, logits as batched_logits
 
 __all__ = ["KIND", "HIGH_COL", "MIS_COL", "AMB_COL", "APART", "DARK_LEVEL", "pixels", "vae_settings", "chains_settings",
            "vae_config", "trained_vae", "chains_config", "near_black_counts", "decoded_samples", "near_black_values",
@@ -451,11 +451,9 @@ def run_targets(run, targets: dict, vaes: dict[str, VAE], progress: bool = False
     return chains, logits
 
 
-@torch.no_grad()
 def test_logits(run, split) -> torch.Tensor:
     """(N, K) logits of the inspected classifier on the test ``split``'s images, on the CPU."""
-    clf, _ = classifier(run)
-    return torch.cat([clf(split.images[i:i + 1000].to(run.device)).cpu() for i in range(0, len(split.images), 1000)])
+    return batched_logits(classifier(run)[0], split.images, device=run.device)
 
 
 def test_comparison(run, split, targets: dict, mis_name: str, logits: dict, table: pd.DataFrame):

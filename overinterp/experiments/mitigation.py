@@ -48,11 +48,11 @@ from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
 from overinterp.paper.verdicts import ABOVE_ZERO, UNTESTABLE, Verdict, combine
 from overinterp.zoo import data as D
 from overinterp.zoo.models import Ensemble
-from overinterp.zoo.train import InputDropout, plateaued
+from overinterp.zoo.train import InputDropout, logits, plateaued
 
 __all__ = ["PAPER_ENSEMBLE", "model_name", "members", "ensemble_config", "ensemble", "dropout_config", "dropout_models",
            "sis_table", "mean_sizes", "paired_increase", "ensemble_increase",
-           "dropout_increase", "table1_rows", "logits", "accuracy_gain", "ensembles_increase_sis",
+           "dropout_increase", "table1_rows", "accuracy_gain", "ensembles_increase_sis",
            "ensembles_increase_accuracy", "dropout_increases_sis", "accuracy_pct", "zoo_logits",
            "ensemble_gains", "ensembles_values", "accuracy_values", "means_table", "s2_gallery", "increase_table",
            "increase_values", "dropout_values", "dropout_logits", "dropout_accuracy", "dropout_accuracy_values", "dropout_legend",
@@ -245,20 +245,12 @@ def table1_rows(run, specs: Mapping[str, Sequence[tuple[str, int]]], frac: float
         out = {}  # (arch, seed) -> (logits on X, logits on Xr)
         for a, s in dict.fromkeys(m for spec in specs.values() for m in spec):
             model = trained_model(run.dataset, a, p.name, seed=s, device=run.device, progress=False)
-            out[a, s] = logits(model, X, run.device), logits(model, Xr, run.device)
+            out[a, s] = logits(model, X, device=run.device), logits(model, Xr, device=run.device)
         for name, spec in specs.items():
             for k, kind in enumerate(("full", "random")):
                 z = torch.stack([out[m][k] for m in spec]).mean(0)   # the Ensemble's output
                 rows.setdefault((name, kind), {})[set_name] = 100 * (z.argmax(1) == Y).double().mean().item()
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["ensemble", "evaluated on"])
-
-
-@torch.inference_mode()
-def logits(model: nn.Module, images: torch.Tensor, device="cpu", batch_size: int = 1000) -> torch.Tensor:
-    """(N, K) float32 outputs of ``model`` in eval mode, on the CPU."""
-    model.to(device).eval()
-    return torch.cat([model(images[i:i + batch_size].to(device)).float().cpu()
-                      for i in range(0, len(images), batch_size)])
 
 
 def accuracy_gain(ensemble_logits: torch.Tensor, member_logits: Sequence[torch.Tensor], labels: torch.Tensor,
@@ -352,7 +344,8 @@ def zoo_logits(run) -> tuple:
     split = D.load(run.dataset, "test")
     Xa, Ya = D.take(split, run.profile.mitigation.accuracy_images, seed=0)
     zoo = A.zoo(run)
-    out = {model_name(a, run.seed + r): logits(m, Xa, run.device) for a, ms in zoo.items() for r, m in enumerate(ms)}
+    out = {model_name(a, run.seed + r): logits(m, Xa, device=run.device)
+           for a, ms in zoo.items() for r, m in enumerate(ms)}
     return split, Ya, out
 
 
@@ -462,8 +455,8 @@ def dropout_logits(run) -> tuple:
     Xa, Ya = D.take(split, c.accuracy_images, seed=0)
     standard = A.zoo(run, archs=[c.dropout_arch])[c.dropout_arch]
     dropout = dropout_models(run, progress=False)
-    z_std = [logits(m, Xa, run.device) for m in standard]
-    z_drop = {n: logits(m, Xa, run.device) for n, m in dropout.items()}
+    z_std = [logits(m, Xa, device=run.device) for m in standard]
+    z_drop = {n: logits(m, Xa, device=run.device) for n, m in dropout.items()}
     return Ya, z_std, z_drop, dropout
 
 

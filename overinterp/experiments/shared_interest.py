@@ -25,7 +25,7 @@ from overinterp.methods.shared_interest import (CASES, EC, GTC, IOU, METRICS, SA
 from overinterp.paper.formatting import number
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper.intervals import replicate_interval
-from overinterp.paper.verdicts import Margin, Verdict, _verdict, interval_row
+from overinterp.paper.verdicts import Margin, Verdict, from_rows, interval_row
 from overinterp.zoo import data as D
 
 __all__ = ["check_dataset", "chapter_config", "sis_tau", "sis_name", "bs_name", "case_counts", "ranked",
@@ -187,7 +187,7 @@ def sis_on_background(table: pd.DataFrame, method: str, tau: float, pixels: int 
         iv = replicate_interval({"d": reps}, paired_images=False, n_resamples=resamples, seed=seed)
         rows[model] = interval_row(iv, margin, "EC − random", replicates=len(reps), images=len(g),
                                    **{"mean EC of SIS": g[EC].mean(), "random pixels (|G| / HW)": g["random"].mean()})
-    return _verdict(
+    return from_rows(
         ("The SIS of confidently classified images lie on the background rather than on the object: "
          "\"the SIS tend to be strongly concentrated along the image borders … the model relies too "
          "heavily on image backgrounds\" (paper 4.1.1, ImageNet)."),

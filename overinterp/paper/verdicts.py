@@ -35,7 +35,7 @@ from overinterp.paper.intervals import Interval, replicate_interval, replicates_
 __all__ = ["Verdict", "Margin", "MARKS", "HOLDS", "FAILS", "INCONCLUSIVE", "UNTESTABLE", "OUTCOMES", "combine", "spread",
            "sis_size", "subsets_accurate", "confidence_kept", "no_transfer", "retrain_beats_random",
            "retrain_near_full", "summary", "paper_gap", "paper_transfer_share", "sis_predicts_accuracy",
-           "TOLERANCE_POINTS", "TOLERANCE_CONFIDENCE", "FAR_MORE_POINTS", "interval_row", "paper_round", "minus", "ABOVE_ZERO"]
+           "TOLERANCE_POINTS", "TOLERANCE_CONFIDENCE", "FAR_MORE_POINTS", "interval_row", "from_rows", "paper_round", "minus", "ABOVE_ZERO"]
 
 HOLDS, FAILS, INCONCLUSIVE, UNTESTABLE = "holds", "does not hold", "inconclusive at this scale", "cannot be tested"
 OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE, UNTESTABLE)
@@ -221,7 +221,9 @@ def interval_row(iv: Interval, margin: Margin, name: str, scale: float = 1.0, **
     return row
 
 
-def _verdict(claim: str, criterion: str, rows: dict) -> Verdict:
+def from_rows(claim: str, criterion: str, rows: dict) -> Verdict:
+    """The :class:`Verdict` of a claim about every row (model) of ``rows`` ({name: :func:`interval_row`}),
+    its outcome :func:`combine`\ d from theirs."""
     numbers = pd.DataFrame.from_dict(rows, orient="index")
     return Verdict(claim, criterion, combine(list(numbers["outcome"])) if len(numbers) else UNTESTABLE, numbers)
 
@@ -301,7 +303,7 @@ def sis_size(sizes: Mapping[str, Sequence], tau: float, bound: float = paper.SIS
         iv = replicate_interval({"size": reps}, paired_images=False, n_resamples=resamples, seed=seed)
         rows[name] = interval_row(iv, margin, "mean SIS size (%)", 100, replicates=len(reps), images=n)
     more = f" A model with fewer than {min_images} images that have an SIS cannot test it." if min_images > 1 else ""
-    return _verdict(
+    return from_rows(
         claim or f"The mean size of a sufficient input subset at τ = {paper.SIS_THRESHOLD:g} is below "
                  f"{100 * bound:g}% of the image (section 4.1, CIFAR-10).",
         f"for every model, the 95% interval of the mean SIS size at τ = {tau:g} (images and replicates resampled) "
@@ -322,7 +324,7 @@ def subsets_accurate(full: Mapping[str, Sequence], bs: Mapping[str, Sequence], s
     margin = Margin(high=TOLERANCE_POINTS, words=f"drop at most {TOLERANCE_POINTS:g} points")
     rows = _rename(_accuracy_pair(full, bs, "drop (points)", margin, seed, resamples),
                    "full images", "own BS subsets")
-    return _verdict(
+    return from_rows(
         f"Models classify their own {100 * paper.SUBSET_FRAC:g}% backward-selection subsets about as accurately "
         f"as full images (section 4.1, Table 1: at most {allowed:.2f} points lower on CIFAR-10).",
         f"for every architecture, the 95% interval of the accuracy drop from full images to each replicate's own "
@@ -348,7 +350,7 @@ def confidence_kept(drops: Mapping[str, Sequence], seed: int = 0, resamples: int
         reps = _replicates(d)
         iv = replicate_interval({"drop": reps}, paired_images=True, n_resamples=resamples, seed=seed)
         rows[name] = interval_row(iv, margin, "mean drop", replicates=len(reps), images=sum(len(r) for r in reps))
-    return _verdict(
+    return from_rows(
         f"Models are about as confident on their {100 * paper.SUBSET_FRAC:g}% BS subsets as on full images "
         f"(section 4.1: mean drop of confidence {minus(min(means))} to {minus(max(means))} on CIFAR-10).",
         f"for every model, the 95% interval of the mean drop of the predicted class's probability lies at or below "
@@ -392,7 +394,7 @@ def no_transfer(own: Mapping[str, Sequence], others: Mapping[str, Sequence], ran
         iv = replicate_interval({"own": o, "random": r, "others": oth}, share, paired_images=True,
                                 n_resamples=resamples, seed=seed)
         rows[name] = interval_row(iv, margin, "share of lift transferred", **extra)
-    return _verdict(
+    return from_rows(
         f"The {100 * paper.SUBSET_FRAC:g}% BS subsets of one model are not classified correctly by other models "
         f"(section 4.1: ResNet18's, {t['itself']:g}% by itself, get {min(others_paper):g}–{max(others_paper):g}% "
         "from a ResNet18 replicate, a ResNet20 and a VGG16).",
@@ -414,7 +416,7 @@ def retrain_beats_random(bs: Mapping[str, Sequence], random: Mapping[str, Sequen
     margin = Margin(low=FAR_MORE_POINTS, words=f"difference at least {FAR_MORE_POINTS:g} points")
     rows = _rename(_accuracy_pair(bs, random, "difference (points)", margin, seed, resamples),
                    "BS subsets", "random subsets")
-    return _verdict(
+    return from_rows(
         f"Models trained on {100 * paper.SUBSET_FRAC:g}% BS subsets are far more accurate than models trained "
         f"on random {100 * paper.SUBSET_FRAC:g}% subsets (section 4.2, Table 1: {_test_range('bs', 'bs')}% "
         f"against {_test_range('random', 'random')}% on CIFAR-10).",
@@ -441,7 +443,7 @@ def retrain_near_full(bs: Mapping[str, Sequence], full: Mapping[str, Sequence], 
             r["outcome"] = UNTESTABLE
             r.pop("replicates to decide", None)
     beat = [m for m, r in rows.items() if r["outcome"] != UNTESTABLE and r["95% high"] < 0]
-    v = _verdict(
+    v = from_rows(
         f"Models trained on {100 * paper.SUBSET_FRAC:g}% BS subsets are nearly as accurate as models trained "
         f"on full images (section 4.2, Table 1: at most {allowed:.2f} points lower on CIFAR-10).",
         f"for every architecture, the 95% interval of the accuracy drop from a control of the same architecture "

@@ -26,7 +26,7 @@ from tqdm import tqdm
 from overinterp.store import Store
 from overinterp.zoo.models import build_model
 
-__all__ = ["TrainConfig", "InputDropout", "augment_draws", "augment_batch", "fit", "predict", "accuracy", "resolve_device", "device_name", "plateaued",
+__all__ = ["TrainConfig", "InputDropout", "augment_draws", "augment_batch", "fit", "logits", "predict", "accuracy", "resolve_device", "device_name", "plateaued",
            "tail_start_loss",
            "make_model", "cached_training", "cached_fit"]
 
@@ -205,14 +205,18 @@ def plateaued(history: list[dict], tail: float = 1 / 3, rtol: float = 0.1, atol:
 
 
 @torch.inference_mode()
-def predict(model: nn.Module, images: torch.Tensor, batch_size: int = 1000, device="auto") -> torch.Tensor:
-    """Softmax probabilities (N, num_classes) on the CPU, model in eval mode."""
+def logits(model: nn.Module, images: torch.Tensor, batch_size: int = 1000, device="auto") -> torch.Tensor:
+    """(N, num_classes) float32 outputs of ``model`` in eval mode, in batches of ``batch_size``, on the CPU:
+    the library's one batched-inference loop."""
     device = resolve_device(device)
     model.to(device).eval()
-    outs = []
-    for i in range(0, len(images), batch_size):
-        outs.append(F.softmax(model(images[i:i + batch_size].to(device)).float(), -1).cpu())
-    return torch.cat(outs)
+    return torch.cat([model(images[i:i + batch_size].to(device)).float().cpu()
+                      for i in range(0, len(images), batch_size)])
+
+
+def predict(model: nn.Module, images: torch.Tensor, batch_size: int = 1000, device="auto") -> torch.Tensor:
+    """Softmax probabilities (N, num_classes) on the CPU, model in eval mode (:func:`logits`)."""
+    return F.softmax(logits(model, images, batch_size, device), -1)
 
 
 def accuracy(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, device="auto") -> float:
