@@ -324,3 +324,31 @@ def test_empty_values_give_the_range_of_the_share_of_empty_sis():
     sizes = {"a": [np.array([0.0, 0.02, np.nan]), np.array([0.0, 0.01])], "b": [np.array([0.03, 0.04])]}
     assert A.empty_values(sizes) == {"sis_empty_min": "0", "sis_empty_max": "50"}      # a: 2 of 4; b: none
     assert A.empty_values({"c": [np.array([np.nan])]}) == {"sis_empty_min": "—", "sis_empty_max": "—"}
+
+
+def test_sis_sizes_come_from_the_profiles_own_sis_engine_on_each_replicates_confident_images(monkeypatch):
+    """Issue 27: C1 from its own engine (``Profile.sis_engine``, e.g. pruned) on the first ``sis_images``
+    confident test images of each replicate, cached by those images; without it, chapter 4's runs serve."""
+    import dataclasses
+    from overinterp.engine import backselect as B
+    from overinterp.engine.backselect import BackSelectConfig
+    from overinterp.engine.sis import find_sis, is_sufficient
+    from overinterp.config.context import make_run
+    run = make_run(profile="tiny", device="cpu")
+    tau = 0.3
+    plain = A.sis_sizes_by_replicate(run, tau)
+    own = dataclasses.replace(run, profile=dataclasses.replace(run.profile, sis_engine=BackSelectConfig("pruned", m=2),
+                                                               sis_images=3))
+    sizes = A.sis_sizes_by_replicate(own, tau)
+    assert list(sizes) == list(plain) and all(len(r) == run.profile.replicates for r in sizes.values())
+    X, Y = A.selection(run, "test").load()
+    for a in run.profile.archs:
+        for r in range(run.profile.replicates):
+            res = A.sis_result(own, a, run.seed + r, tau)
+            model = A.trained_model(run.dataset, a, run.profile.name, seed=run.seed + r, device="cpu", progress=False)
+            idx = A.confident(model, X, Y, tau)[:3]
+            assert res.method == "pruned" and len(res.pred) == len(idx) == len(sizes[paper.ARCH_NAMES[a]][r])
+            assert is_sufficient(model, X[idx], res, find_sis(res, tau), tau).all()
+    monkeypatch.setattr(B, "backselect", lambda *a, **k: pytest.fail("backward selection ran again"))
+    assert {k: [v.tolist() for v in vs] for k, vs in A.sis_sizes_by_replicate(own, tau).items()} == \
+        {k: [v.tolist() for v in vs] for k, vs in sizes.items()}

@@ -74,6 +74,10 @@ def plan(run) -> list[Unit]:
         units.append(Unit("backselect", f"{a} SIS images (tau {p.sis_threshold})",
                           lambda a=a: A.backselect_set(run, a, A.confident_selection(run, p.sis_threshold),
                                                        progress=False)))
+        if p.sis_engine is not None:     # 4.1's SIS sizes by their own engine, every replicate
+            for r in range(p.replicates):
+                units.append(Unit("backselect", f"{a} seed {run.seed + r} SIS sizes ({p.sis_engine.describe()})",
+                                  lambda a=a, s=run.seed + r: A.sis_result(run, a, s, p.sis_threshold)))
     for a in p.archs:
         for kind in S.RETRAIN_KINDS:
             for augment in (False, True) if p.retrain_augment_rows and kind != "full" else (False,):

@@ -41,7 +41,7 @@ __all__ = ["model_config", "model_key", "trained_model", "zoo", "named", "select
            "ensembles", "accuracies", "accuracy_table", "mean_std", "model_stats", "zoo_table", "beside_paper",
            "CONFIDENT", "zoo_histories", "training_values", "zoo_values", "zoo_accuracy", "zoo_paper_rows",
            "accuracy_values", "backselect_model", "backselect_set", "confident", "confident_selection",
-           "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED", "subset_seed", "RETRAIN_SEED_OFFSET", "correct", "sis_sizes_by_replicate", "pooled", "empty_values"]
+           "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED", "subset_seed", "RETRAIN_SEED_OFFSET", "correct", "sis_result", "sis_sizes_by_replicate", "pooled", "empty_values"]
 
 SUBSET_SEED = 0  # the random 5% subsets: the same for every model (paper 4.2), one seed per set (subset_seed)
 #: retrained replicate r has seed run.seed + RETRAIN_SEED_OFFSET + r: never the seed (initial weights, batch order)
@@ -332,21 +332,27 @@ def sis_fractions(sis: SIS) -> list[float]:
     return (sis.mask.sum((1, 2)).double() / pixels)[sis.found].tolist()
 
 
+def sis_result(run, arch: str, seed: int, tau: float, progress: bool = False) -> BackSelectResult:
+    """The backward selection behind replicate ``seed``'s SIS sizes at ``tau`` (section 4.1): of the
+    test-selection images it classifies correctly with confidence >= ``tau``. With the profile's own SIS
+    engine (``Profile.sis_engine``) the first ``sis_images`` of them are backselected by it (cached, keyed
+    by the images); without, the backward selection chapter 4 reads serves (nothing extra runs)."""
+    p, sel = run.profile, selection(run, "test")
+    X, Y = sel.load()
+    model = trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
+    idx = confident(model, X, Y, tau, device=run.device)
+    if p.sis_engine is None:
+        return backselect_set(run, arch, sel, seed=seed, progress=progress)[idx]
+    return backselect_set(run, arch, sel.narrow(idx[:p.sis_images].tolist()), seed=seed, config=p.sis_engine,
+                          progress=progress)
+
+
 def sis_sizes_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
     """Section 4.1's verdict input: per architecture name, one array per zoo replicate of the SIS
-    sizes (fraction of the pixels) at ``tau`` of the test-selection images that replicate classifies
-    correctly with confidence >= ``tau`` (the backward selections chapter 4 reads: nothing extra runs)."""
-    sel = selection(run, "test")
-    X, Y = sel.load()
-    out = {}
-    for a, ms in zoo(run).items():
-        reps = []
-        for r, m in enumerate(ms):
-            idx = confident(m, X, Y, tau, device=run.device)
-            res = backselect_set(run, a, sel, seed=run.seed + r, progress=False)
-            reps.append(np.asarray(sis_fractions(find_sis(res[idx], tau)), dtype=np.float64))
-        out[ARCH_NAMES.get(a, a)] = reps
-    return out
+    sizes (fraction of the pixels) at ``tau`` of :func:`sis_result`'s images."""
+    return {ARCH_NAMES.get(a, a): [np.asarray(sis_fractions(find_sis(sis_result(run, a, run.seed + r, tau), tau)),
+                                              dtype=np.float64) for r in range(run.profile.replicates)]
+            for a in run.profile.archs}
 
 
 def empty_values(by_replicate: dict[str, list]) -> dict:
