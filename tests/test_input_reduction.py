@@ -3,6 +3,8 @@ import math
 
 import pandas as pd
 import pytest
+
+from overinterp.paper import further_verdicts as FV
 import torch
 import torch.nn as nn
 
@@ -133,17 +135,17 @@ def _images(before, after, measure="reduced size", replicates=2):
 
 
 def test_verdict_holds_fails_or_cannot_be_tested():
-    grow = XIR.increases(_images([5, 6, 7, 8] * 3, [9, 9, 11, 12] * 3), "reduced size", "claim", min_images=10)
+    grow = FV.increases(_images([5, 6, 7, 8] * 3, [9, 9, 11, 12] * 3), "reduced size", "claim", min_images=10)
     assert grow.holds is True and grow.numbers["mean increase"].tolist() == pytest.approx([3.75, 3.75, 3.75])
     assert grow.numbers.loc["all replicates", "replicates"] == 2 and grow.numbers.loc["all replicates", "images"] == 24
-    mixed = XIR.increases(_images([5, 6, 7, 8] * 3, [9, 2, 11, 3] * 3), "reduced size", "claim", min_images=10)
+    mixed = FV.increases(_images([5, 6, 7, 8] * 3, [9, 2, 11, 3] * 3), "reduced size", "claim", min_images=10)
     assert mixed.holds is False and "above 0" in mixed.criterion      # -0.25 in both replicates: wholly below 0
     # replicates that disagree in sign: the interval over replicates contains 0, inconclusive (not "does not hold")
     split = pd.concat([_images([5, 6, 7, 8] * 3, [9, 9, 11, 12] * 3, replicates=1),
                        _images([5, 6, 7, 8] * 3, [1, 2, 3, 4] * 3, replicates=1).assign(replicate=1)])
-    assert XIR.increases(split, "reduced size", "claim", min_images=10).word == "inconclusive at this scale"
+    assert FV.increases(split, "reduced size", "claim", min_images=10).word == "inconclusive at this scale"
     # no SIS (-1) under either model leaves the image out: too few images remain
-    few = XIR.increases(_images([-1] * 8 + [3] * 4, [5] * 12, "SIS size"), "SIS size", "claim", min_images=10)
+    few = FV.increases(_images([-1] * 8 + [3] * 4, [5] * 12, "SIS size"), "SIS size", "claim", min_images=10)
     assert few.holds is None and few.numbers["images"].tolist() == [4, 4]
 
 
@@ -189,7 +191,7 @@ def test_tiny_profile_end_to_end_reductions_keep_the_prediction_and_the_finetune
     assert set(acc["model"]) == {"original", "fine-tuned"} and acc["test accuracy (%)"].between(0, 100).all()
     t2 = XIR.table2(imgs, acc)
     assert list(t2.index) == list(range(run.profile.replicates))
-    assert XIR.increases(imgs, "SIS size", "claim", min_images=1).numbers.index.tolist()[:2] == ["replicate 0",
+    assert FV.increases(imgs, "SIS size", "claim", min_images=1).numbers.index.tolist()[:2] == ["replicate 0",
                                                                                                  "replicate 1"]
 
 
@@ -210,6 +212,6 @@ def test_size_and_confidence_values_for_the_prose_on_a_hand_made_table():
 
 
 def test_size_verdict_quotes_feng_et_al_table2_from_the_papers_numbers():
-    v = XIR.size_verdict(_two_models([1, 2, 3], [2, 3, 4]), min_images=2)
+    v = FV.size_verdict(_two_models([1, 2, 3], [2, 3, 4]), min_images=2)
     assert "(their Table 2: on all three tasks, e.g. SQuAD 2.27 to 4.97 words)." in v.claim
     assert XIR.feng_lengths().loc["SQuAD"].tolist() == [11.5, 2.3]

@@ -2,6 +2,8 @@
 import numpy as np
 import pandas as pd
 import pytest
+
+from overinterp.paper import further_verdicts as FV
 import torch
 
 from overinterp.experiments import mitigation as M
@@ -72,17 +74,17 @@ def _rows(increase, low, images):
 
 
 def test_larger_sis_verdict_holds_fails_is_inconclusive_or_cannot_be_tested():
-    assert M.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [20, 20])).word == "holds"
-    straddle = M.ensembles_increase_sis(_rows([2, 0.2], [0.5, -1.0], [20, 20]))   # second interval contains 0
+    assert FV.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [20, 20])).word == "holds"
+    straddle = FV.ensembles_increase_sis(_rows([2, 0.2], [0.5, -1.0], [20, 20]))   # second interval contains 0
     assert straddle.word == "inconclusive at this scale"
-    below = M.ensembles_increase_sis(pd.DataFrame({"images": [20, 20], "increase (points)": [2, -3], "low": [0.5, -4],
+    below = FV.ensembles_increase_sis(pd.DataFrame({"images": [20, 20], "increase (points)": [2, -3], "low": [0.5, -4],
                                                    "high": [3, -1]}, index=["e1", "e2"]))
     assert below.word == "does not hold" and below.numbers["outcome"].tolist() == ["holds", "does not hold"]
-    assert M.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [20, 3])).word == "inconclusive at this scale"
-    assert M.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [3, 3])).word == "cannot be tested"
-    v = M.ensembles_increase_accuracy(_rows([2, 3], [0.5, 1.0], [500, 500]), min_images=100)
+    assert FV.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [20, 3])).word == "inconclusive at this scale"
+    assert FV.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [3, 3])).word == "cannot be tested"
+    v = FV.ensembles_increase_accuracy(_rows([2, 3], [0.5, 1.0], [500, 500]), min_images=100)
     assert v.holds is True and "Verdict: the claim holds" in v._repr_markdown_()
-    d = M.dropout_increases_sis(_rows([-2, 3], [-3.0, 1.0], [20, 20]))
+    d = FV.dropout_increases_sis(_rows([-2, 3], [-3.0, 1.0], [20, 20]))
     assert d.word == "does not hold" and "input dropout can each help mitigate" in d.claim
 
 
@@ -176,11 +178,11 @@ def test_increase_table_and_values_of_the_ensembles():
     t = M.increase_table(inc, {"e2": [], "e1": []})
     assert list(t.index) == ["e2", "e1"] and t.loc["e1"].tolist() == ["+1.2 [+0.5, +2.0] (12)", "—"]
     assert t.loc["e2", "τ = 0.5"] == "-0.5 (3)"
-    v = M.ensembles_increase_sis(_rows([2, 3], [0.5, -1.0], [20, 20]))
+    v = FV.ensembles_increase_sis(_rows([2, 3], [0.5, -1.0], [20, 20]))
     assert M.increase_values(v) == {"sis_verdict": "inconclusive at this scale", "inc_min": "+2.0",
                                     "inc_max": "+3.0", "inc_above": 1, "inc_n": 2,
                                     "inc_counted": "20 images; 20 images"}
-    d = M.dropout_increases_sis(_rows([2.04, 3], [0.5, 1.0], [20, 20]))   # both comparisons above 0
+    d = FV.dropout_increases_sis(_rows([2.04, 3], [0.5, 1.0], [20, 20]))   # both comparisons above 0
     d.numbers["treated models"], d.numbers["control models"] = 2, 2
     assert M.dropout_verdict_values(d) == {
         "verdict": "holds", "counted": "20 images × (2 + 2 models); 20 images × (2 + 2 models)",

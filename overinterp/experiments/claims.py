@@ -31,6 +31,7 @@ from overinterp.experiments import runs as A
 from overinterp.experiments import shared_interest as SI
 from overinterp.experiments import sis_accuracy as SA
 from overinterp.experiments import subsets as S
+from overinterp.paper import further_verdicts as FV
 from overinterp.paper import verdicts as V
 from overinterp.paper.claims import CLAIMS, records
 from overinterp.zoo import data as D
@@ -102,21 +103,21 @@ def _robust(run, p):
 
 def _ensemble_accuracy(run, p):
     _, Ya, out = M.zoo_logits(run)
-    return M.ensembles_increase_accuracy(M.ensemble_gains(out, M.members(run), Ya, p.n_resamples, seed=run.seed))
+    return FV.ensembles_increase_accuracy(M.ensemble_gains(out, M.members(run), Ya, p.n_resamples, seed=run.seed))
 
 
 def _ensemble_sis(run, p):
     taus = thresholds(p.taus, p.tau)
     inc = M.ensemble_increase(M.sis_table(run, taus, progress=False), M.members(run), taus,
                               n_resamples=p.n_resamples, seed=run.seed)
-    return M.ensembles_increase_sis(inc.xs(p.tau, level="tau", drop_level=False), min_images=p.min_images)
+    return FV.ensembles_increase_sis(inc.xs(p.tau, level="tau", drop_level=False), min_images=p.min_images)
 
 
 def _dropout(run, p):
     taus = thresholds(p.taus, p.tau)
     inc = M.dropout_increase(M.sis_table(run, taus, dropout=True, progress=False), taus,
                              n_resamples=p.n_resamples, seed=run.seed)
-    return M.dropout_increases_sis(inc.xs(p.tau, level="tau", drop_level=False), min_images=p.min_images)
+    return FV.dropout_increases_sis(inc.xs(p.tau, level="tau", drop_level=False), min_images=p.min_images)
 
 
 def _borders(run, p):
@@ -139,7 +140,7 @@ def _background(run, p):
 
 def _reduction(run, p):
     images = IR.experiment(run, progress=False)["images"]
-    return IR.size_verdict(images, p.min_images), IR.sis_verdict(images, p.min_images)
+    return FV.size_verdict(images, p.min_images), FV.sis_verdict(images, p.min_images)
 
 
 def _sparse_pixels(run, p):

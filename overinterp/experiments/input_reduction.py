@@ -5,7 +5,7 @@ versions, the fine-tuned models themselves, their Table 2 on our data, and the v
 "fine-tuning makes reduced inputs (and SIS) larger".
 
     ex = experiment(run)                          # per-image rows, accuracies, reductions, histories
-    v = size_verdict(ex["images"], min_images=8)  # Feng et al.'s claim, image by image
+    v = further_verdicts.size_verdict(ex["images"], min_images=8)  # Feng et al.'s claim (overinterp.paper)
 """
 from __future__ import annotations
 
@@ -24,15 +24,13 @@ from overinterp.experiments import runs as A
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.methods.input_reduction import Reduction, finetune, reduce_inputs
 from overinterp.paper.numbers import ARCH_NAMES, FENG_BEAM, FENG_MEAN_LENGTH, FENG_TABLE2
-from overinterp.paper.intervals import replicate_interval
-from overinterp.paper.verdicts import ABOVE_ZERO, UNTESTABLE, Verdict, interval_row
 from overinterp.store import Store
 from overinterp.zoo import data as D
 from overinterp.zoo.data import Selection
 from overinterp.zoo.train import accuracy, cached_training, make_model
 
 __all__ = ["MODELS", "reduction_selection", "reduction", "negatives", "finetune_config", "finetuned_model",
-           "experiment", "table2", "table2_summary", "increases", "size_verdict", "sis_verdict", "sis_table",
+           "experiment", "table2", "table2_summary", "sis_table",
            "beside_feng", "feng_lengths", "setup_values", "size_values", "confidence_values", "table2_values"]
 
 MODELS = ("original", "fine-tuned")
@@ -162,56 +160,6 @@ def table2(images: pd.DataFrame, acc: pd.DataFrame) -> pd.DataFrame:
 def table2_summary(images: pd.DataFrame, acc: pd.DataFrame, arch: str) -> pd.DataFrame:
     """:func:`table2`'s mean and std over replicates, one row named ``arch``, columns (column, 'mean' | 'std')."""
     return A.mean_std(table2(images, acc)).to_frame().T.set_axis([ARCH_NAMES.get(arch, arch)])
-
-
-def increases(images: pd.DataFrame, measure: str, claim: str, min_images: int = 10, seed: int = 0) -> Verdict:
-    """Verdict on "entropy fine-tuning increases ``measure``" ("reduced size" or "SIS size").
-
-    Per replicate, the paired differences (fine-tuned - original) of ``measure`` over the images that
-    have it under both models (an SIS size of -1, no SIS at the threshold, leaves the image out); the
-    measure is their mean over the replicates, with the 95% interval of
-    :func:`overinterp.paper.intervals.replicate_interval` (replicates, each on its own images). Three
-    outcomes against :data:`overinterp.paper.verdicts.ABOVE_ZERO`: holds when the interval lies above 0,
-    does not hold when it lies wholly below, inconclusive when it contains 0; cannot be tested when a
-    replicate has fewer than ``min_images`` such images."""
-    w = images.pivot_table(index=["replicate", "image"], columns="model", values=measure)
-    w = w[(w >= 0).all(axis=1)]
-    rows, diffs = {}, []
-    for r in sorted(images["replicate"].unique()):
-        g = w.loc[r] if r in w.index.get_level_values(0) else w.iloc[:0]
-        d = (g["fine-tuned"] - g["original"]).to_numpy(float)
-        diffs.append(d)
-        rows[f"replicate {r}"] = {"replicates": 1, "images": len(d), "original": g["original"].mean(),
-                                  "fine-tuned": g["fine-tuned"].mean(), "mean increase": d.mean() if len(d) else None,
-                                  "images larger": int((d > 0).sum()), "images smaller": int((d < 0).sum())}
-    if diffs and all(len(d) >= min_images for d in diffs):
-        iv = replicate_interval({"d": diffs}, paired_images=False, seed=seed)
-        rows["all replicates"] = interval_row(iv, ABOVE_ZERO, "mean increase", replicates=len(diffs),
-                                              images=sum(map(len, diffs)))
-    numbers = pd.DataFrame.from_dict(rows, orient="index").rename_axis("replicate")
-    outcome = rows["all replicates"]["outcome"] if "all replicates" in rows else UNTESTABLE
-    criterion = (f"the 95% interval, over the replicates, of the mean per-image increase of the {measure} from the "
-                 "original to the fine-tuned model (over the images that have one under both models) lies above 0: "
-                 "holds if the whole interval is above 0, does not hold if it lies wholly below 0, inconclusive if "
-                 f"it contains 0; cannot be tested when a replicate has fewer than {min_images} such images.")
-    return Verdict(claim, criterion, outcome, numbers)
-
-
-def size_verdict(images: pd.DataFrame, min_images: int) -> Verdict:
-    """Feng et al.'s claim (their Table 2): fine-tuning makes the reduced inputs larger (:func:`increases`)."""
-    squad = FENG_TABLE2["SQuAD"]
-    claim = ("Fine-tuning that maximises the entropy on reduced inputs (Feng et al. 2018, Eq. 2) makes the inputs "
-             "that input reduction leaves larger (their Table 2: on all three tasks, e.g. SQuAD "
-             f"{squad[2]:.2f} to {squad[3]:.2f} words).")
-    return increases(images, "reduced size", claim, min_images=int(min_images))
-
-
-def sis_verdict(images: pd.DataFrame, min_images: int) -> Verdict:
-    """Our question: the same fine-tuning makes the SIS larger (:func:`increases` of the SIS size)."""
-    claim = ("Our question, not Feng et al.'s: the same fine-tuning makes the model's sufficient input subsets at "
-             "the profile's threshold larger, i.e. it mitigates overinterpretation (as ensembling does in the "
-             "paper, section 4.3).")
-    return increases(images, "SIS size", claim, min_images=int(min_images))
 
 
 def sis_table(images: pd.DataFrame) -> pd.DataFrame:

@@ -19,15 +19,15 @@ both cached through :func:`overinterp.experiments.runs.backselect_model`. Sizes 
     table = sis_table(run, taus, dropout=True)         # one row per (model, image, tau with an SIS)
     means = mean_sizes(table)                           # Fig. 6: mean and 95% interval per (model, tau)
     inc = ensemble_increase(table, members(run), tau)   # ensemble minus its members, same images
-    ensembles_increase_sis(inc)                         # the verdict
+    further_verdicts.ensembles_increase_sis(inc)        # the verdict (overinterp.paper.further_verdicts)
 
 The chapters' prose numbers, display tables and Figure S2 (``book/10_ensembles.ipynb``,
 ``book/11_input_dropout.ipynb``) come from the functions after the verdicts (``*_values``: glue name -> value);
 :mod:`overinterp.pages.sis_size_plots` draws Figure 6 from :func:`mean_sizes`.
 
 Figure 6's bands are seeded percentile bootstraps over images (:func:`overinterp.paper.intervals.bootstrap`);
-every verdict's interval is a nested bootstrap over model replicates and images
-(:func:`overinterp.paper.intervals.replicate_interval`), compared with a :class:`~overinterp.paper.verdicts.Margin`.
+every increase's interval is a t interval over the models, with the image error they share
+(:func:`overinterp.paper.intervals.replicate_interval`); :mod:`overinterp.paper.further_verdicts` decides them.
 """
 from __future__ import annotations
 
@@ -45,15 +45,14 @@ from overinterp.experiments.sis_accuracy import SIZE, sis_rows
 from overinterp.paper.formatting import MISSING, number
 from overinterp.paper.intervals import Interval, bootstrap, replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
-from overinterp.paper.verdicts import ABOVE_ZERO, UNTESTABLE, Verdict, combine
+from overinterp.paper.verdicts import Verdict
 from overinterp.zoo import data as D
 from overinterp.zoo.models import Ensemble
 from overinterp.zoo.train import InputDropout, logits, plateaued
 
 __all__ = ["PAPER_ENSEMBLE", "model_name", "members", "ensemble_config", "ensemble", "dropout_config", "dropout_models",
            "sis_table", "mean_sizes", "paired_increase", "ensemble_increase",
-           "dropout_increase", "table1_rows", "accuracy_gain", "ensembles_increase_sis",
-           "ensembles_increase_accuracy", "dropout_increases_sis", "accuracy_pct", "zoo_logits",
+           "dropout_increase", "table1_rows", "accuracy_gain", "accuracy_pct", "zoo_logits",
            "ensemble_gains", "ensembles_values", "accuracy_values", "means_table", "s2_gallery", "increase_table",
            "increase_values", "dropout_values", "dropout_logits", "dropout_accuracy", "dropout_accuracy_values", "dropout_legend",
            "dropout_verdict_values", "DROPOUT_COMPARISONS"]
@@ -179,9 +178,9 @@ def paired_increase(table: pd.DataFrame, treated: Sequence[str], control: Sequen
                     n_resamples: int = 2000, confidence_level: float = 0.95, seed: int = 0) -> dict:
     """On the images where every model of ``treated`` and of ``control`` has an SIS at ``tau``:
     the mean SIS size (%) of the treated models minus that of the controls (each the mean over
-    its models of the per-model mean over the images), and its nested bootstrap interval
-    (:func:`overinterp.paper.intervals.replicate_interval`: images resampled once for all models,
-    the models of each side resampled as replicates). Returns images (per model), treated and
+    its models of the per-model mean over the images), and its 95% interval
+    (:func:`overinterp.paper.intervals.replicate_interval`: the models paired by index, a side of one
+    model set beside each of the other's; the images shared). Returns images (per model), treated and
     control models, the two means, the increase (points of % of the image), low, high; the
     increase is NaN without images."""
     t = table[np.isclose(table["tau"], tau)].pivot_table(index="image", columns="model", values=SIZE)
@@ -256,8 +255,8 @@ def table1_rows(run, specs: Mapping[str, Sequence[tuple[str, int]]], frac: float
 def accuracy_gain(ensemble_logits: torch.Tensor, member_logits: Sequence[torch.Tensor], labels: torch.Tensor,
                   n_resamples: int = 2000, confidence_level: float = 0.95, seed: int = 0) -> dict:
     """Accuracy (%) of an ensemble and the mean accuracy of its members on the same images, the
-    gain (points) and its nested bootstrap interval (images resampled once for the ensemble and
-    every member, the members resampled as replicates)."""
+    gain (points) and its 95% interval (:func:`overinterp.paper.intervals.replicate_interval`: a t
+    interval over the members, the ensemble beside each, with the error of the images they share)."""
     ens = (ensemble_logits.argmax(1) == labels).double().numpy()
     mem = [(m.argmax(1) == labels).double().numpy() for m in member_logits]
     iv = replicate_interval({"ens": [ens], "mem": mem}, lambda m: 100 * (m["ens"] - m["mem"]), paired_images=True,
@@ -265,70 +264,6 @@ def accuracy_gain(ensemble_logits: torch.Tensor, member_logits: Sequence[torch.T
     return {"images": len(labels), "members": len(mem), "ensemble accuracy (%)": 100 * ens.mean(),
             "members' mean accuracy (%)": 100 * np.mean([m.mean() for m in mem]), "gain (points)": iv.estimate,
             "low": iv.low, "high": iv.high}
-
-
-def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images: int, column: str) -> Verdict:
-    """Per row: holds when the interval (low, high) of ``column`` lies above 0, does not hold when
-    it lies wholly below 0, inconclusive when it straddles 0; cannot be tested with fewer than
-    ``min_images`` images. The claim holds when it holds for every row (:func:`combine`)."""
-    numbers = rows.copy()
-    numbers["images"] = numbers["images"].astype(int)
-    numbers["margin"] = str(ABOVE_ZERO)
-    numbers["outcome"] = [UNTESTABLE if n < min_images else ABOVE_ZERO.decide(Interval(e, lo, hi))
-                          for n, e, lo, hi in zip(numbers["images"], numbers[column], numbers["low"], numbers["high"])]
-    criterion = (f"for every {what}, the 95% interval of the increase ({counted}) lies above 0: holds if the whole "
-                 "interval is above 0, does not hold if it is wholly below 0, inconclusive if it contains 0; "
-                 f"cannot be tested from fewer than {min_images} images.")
-    return Verdict(claim, criterion, combine(list(numbers["outcome"])) if len(numbers) else UNTESTABLE, numbers)
-
-
-def ensembles_increase_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdict:
-    """Section 4.6, Fig. 6, S2: an ensemble's SIS is larger than its members'. ``increase``: rows
-    of :func:`ensemble_increase` (one per ensemble and tau), each paired on the same images.
-
-    Counts: the images where the ensemble and each member have an SIS, times the members
-    (resampled as replicates). Can hold if the claim is true at our scale: an ensemble more
-    confident-demanding than its members needs more pixels on most images, and the paired
-    interval over a few dozen images then lies above 0; can fail if false: an ensemble whose SIS
-    are smaller gives an interval below 0."""
-    return _larger(increase, "Ensembling increases the SIS size: an ensemble needs more pixels than its members to "
-                   "reach the same confidence (section 4.6, Fig. 6; Fig. S2: 'the ensemble SIS are larger').",
-                   "ensemble", "the ensemble's mean SIS size minus its members', on the images where all have an "
-                   "SIS; images resampled once for all, members resampled as replicates", min_images,
-                   "increase (points)")
-
-
-def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100) -> Verdict:
-    """Section 4.6: 'ensembling uniformly increases the model accuracy'. ``gains``: rows of
-    :func:`accuracy_gain`, one per ensemble.
-
-    Counts: the test images, times the members (resampled as replicates). Can hold if the claim
-    is true at our scale: a gain like the paper's (about a point) is resolved by a paired
-    interval over a few thousand images; can fail if false: an ensemble less accurate than its
-    members gives an interval below 0. With few images a small gain is inconclusive."""
-    numbers = gains.rename(columns={"gain (points)": "increase (points)"})
-    ens, one = PAPER_ENSEMBLE[("full", "full")][0], TABLE1[("resnet18", "full", "full")][0]
-    return _larger(numbers, "Ensembling increases the accuracy over that of the members (section 4.6: 'uniformly'; "
-                   f"Table 1: {fmt(ens)}% for five ResNet18s against {fmt(one)}% for one, CIFAR-10).",
-                   "ensemble", "test accuracy of the ensemble minus its members' mean, on the same test images; "
-                   "images resampled once for all, members resampled as replicates", min_images, "increase (points)")
-
-
-def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdict:
-    """The claim that input dropout mitigates overinterpretation: its models' SIS are larger.
-    ``increase``: rows of :func:`dropout_increase` (one per tau).
-
-    Counts: the images where every standard and every input-dropout model has an SIS, times the
-    replicates of each kind (resampled). Can hold if the claim is true at our scale: models that
-    cannot rely on any one pixel need more pixels to reach tau on most images, an interval above
-    0; can fail if false: input-dropout models with smaller SIS give an interval below 0."""
-    return _larger(increase, "Input dropout mitigates overinterpretation: models trained with it have larger SIS "
-                   "(the abstract that the paper code's README reproduces: 'We find ensembling and input dropout can "
-                   "each help mitigate overinterpretation').",
-                   "comparison (both evaluated through the input-dropout models' fixed masks; both without masks)",
-                   "the input-dropout models' mean SIS size minus the standard models' of the same architecture, "
-                   "evaluated the same way, on the images where all have an SIS; the interval over the replicates of "
-                   "each kind, images shared", min_images, "increase (points)")
 
 
 # ----------------------------------------------------------------------------- the chapters' tables and prose
@@ -418,7 +353,7 @@ def increase_table(inc: pd.DataFrame, specs: Mapping) -> pd.DataFrame:
 
 
 def increase_values(verdict: Verdict) -> dict:
-    """Glue name -> value of the SIS verdict on the ensembles (:func:`ensembles_increase_sis`)."""
+    """Glue name -> value of the SIS verdict on the ensembles (:func:`overinterp.paper.further_verdicts.ensembles_increase_sis`)."""
     nums = verdict.numbers
     return {"sis_verdict": verdict.word, "inc_min": number(nums['increase (points)'].min(), sign=True),
             "inc_max": number(nums['increase (points)'].max(), sign=True), "inc_above": int((nums["low"] > 0).sum()),
@@ -493,7 +428,7 @@ def dropout_legend(run, z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torc
 
 
 def dropout_verdict_values(verdict: Verdict) -> dict:
-    """Glue name -> value of the input-dropout verdict (:func:`dropout_increases_sis`, one tau): per
+    """Glue name -> value of the input-dropout verdict (:func:`overinterp.paper.further_verdicts.dropout_increases_sis`, one tau): per
     comparison of :data:`DROPOUT_COMPARISONS` (``masks``: both through the fixed masks, ``plain``: both
     without masks), the increase, its interval and the images it counts."""
     out = {"verdict": verdict.word, "counted": counted(verdict.numbers)}
