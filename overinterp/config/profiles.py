@@ -274,8 +274,8 @@ PROFILES = {p.name: p for p in [
         dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
         widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
         replicates=3, train_size=1500, test_size=300,
-        # 3 replicates (issue 20): the verdicts' intervals resample replicates, and two replicates give a
-        # bootstrap of three possible means. Trained to the plateau (train.plateaued): 12 epochs on 6000 images end far above it (measured,
+        # 3 replicates (issue 20): the verdicts' t intervals are over replicates, with R - 1 degrees of
+        # freedom (two replicates: t = 12.7). Trained to the plateau (train.plateaued): 12 epochs on 6000 images end far above it (measured,
         # ResNet20: final loss 0.23 after 12 epochs, 0.004 after 48); 48 epochs on 1500 images, the same
         # SGD steps, reach it except VGG16 (missed by 0.0005 nats), so 60 epochs. Augmentation off: measured
         # on ResNet20 (1500 images, 48 epochs) it leaves test accuracy at 82.4% (82.5% without) but lowers the

@@ -218,17 +218,23 @@ def ensemble_increase(table: pd.DataFrame, specs: Mapping[str, Sequence[tuple[st
 #: with standard models without masks.
 DROPOUT_COMPARISONS = {"both through the fixed masks": ("input dropout", "standard through masks"),
                        "both without masks": ("input dropout, no masks", "single")}
+#: the name of the standard model of a treated model's seed (:func:`sis_table`'s names)
+CONTROL_OF = {"input dropout": lambda n: n.replace(" input dropout", " through masks"),
+              "input dropout, no masks": lambda n: n.replace(" input dropout, no masks", "")}
 
 
 def dropout_increase(table: pd.DataFrame, taus: Sequence[float], **kw) -> pd.DataFrame:
-    """:func:`paired_increase` of the input-dropout models (pooled) over the zoo's models of the
-    same architecture (pooled), evaluated the same way (:data:`DROPOUT_COMPARISONS`), per tau."""
-    arch = table.loc[table["kind"] == "input dropout", "arch"].iloc[0]
-    rows = []
+    """:func:`paired_increase` of the input-dropout models over the standard models of the same seeds,
+    evaluated the same way (:data:`DROPOUT_COMPARISONS`: an interval over the seeds), per tau."""
+    drop = table.loc[table["kind"] == "input dropout"]
+    if drop.empty:
+        raise ValueError("dropout_increase needs the input-dropout models' rows: sis_table(..., dropout=True)")
+    arch, rows = drop["arch"].iloc[0], []
+    names = set(table["model"])
     for how, (treated, control) in DROPOUT_COMPARISONS.items():
-        t = list(table.loc[table["kind"] == treated, "model"].unique())
-        c = list(table.loc[(table["kind"] == control) & (table["arch"] == arch), "model"].unique())[:len(t)]
-        # ^ paired by seed: the standard replicate of each input-dropout model's seed
+        pairs = [(t, CONTROL_OF[treated](t)) for t in table.loc[table["kind"] == treated, "model"].unique()]
+        pairs = [(t, c) for t, c in pairs if c in names]                 # the standard model of the same seed
+        t, c = [t for t, _ in pairs], [c for _, c in pairs]
         rows += [{"models": f"{arch} input dropout vs standard, {how}", **paired_increase(table, t, c, tau, **kw)}
                  for tau in taus]
     return pd.DataFrame(rows).set_index(["models", "tau"])

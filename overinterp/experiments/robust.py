@@ -306,7 +306,7 @@ def size_difference(pairs: Mapping[str, pd.DataFrame], n_resamples: int = 2000, 
     SIS are as sparse as the standard models'; it compares no sizes): per comparison of
     :func:`paired_sizes`, the mean SIS size (%) of the robust and the standard model on the images
     where both have an SIS, their difference (robust minus standard, points) and its 95% interval
-    (nested bootstrap: each replicate pair's images resampled, the replicate pairs resampled)."""
+    (:func:`overinterp.paper.intervals.replicate_interval` over the replicate pairs, each on its own images)."""
     rows = {}
     for name, p in pairs.items():
         d = per_replicate(p.assign(d=p["robust"] - p["standard"]), "", "d")

@@ -40,14 +40,14 @@ def ensembles_increase_sis(increase: pd.DataFrame, min_images: int = 10) -> Verd
     of :func:`overinterp.experiments.mitigation.ensemble_increase` (one per ensemble and tau), each paired on the same images.
 
     Counts: the images where the ensemble and each member have an SIS, times the members
-    (resampled as replicates). Can hold if the claim is true at our scale: an ensemble more
+    (the interval's replicates). Can hold if the claim is true at our scale: an ensemble more
     confident-demanding than its members needs more pixels on most images, and the paired
     interval over a few dozen images then lies above 0; can fail if false: an ensemble whose SIS
     are smaller gives an interval below 0."""
     return _larger(increase, "Ensembling increases the SIS size: an ensemble needs more pixels than its members to "
                    "reach the same confidence (section 4.6, Fig. 6; Fig. S2: 'the ensemble SIS are larger').",
                    "ensemble", "the ensemble's mean SIS size minus its members', on the images where all have an "
-                   "SIS; images resampled once for all, members resampled as replicates", min_images,
+                   "SIS; a t interval over the members, with the error of the images they share", min_images,
                    "increase (points)")
 
 
@@ -55,7 +55,7 @@ def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100) -> V
     """Section 4.6: 'ensembling uniformly increases the model accuracy'. ``gains``: rows of
     :func:`overinterp.experiments.mitigation.accuracy_gain`, one per ensemble.
 
-    Counts: the test images, times the members (resampled as replicates). Can hold if the claim
+    Counts: the test images, times the members (the interval's replicates). Can hold if the claim
     is true at our scale: a gain like the paper's (about a point) is resolved by a paired
     interval over a few thousand images; can fail if false: an ensemble less accurate than its
     members gives an interval below 0. With few images a small gain is inconclusive."""
@@ -64,7 +64,8 @@ def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100) -> V
     return _larger(numbers, "Ensembling increases the accuracy over that of the members (section 4.6: 'uniformly'; "
                    f"Table 1: {fmt(ens)}% for five ResNet18s against {fmt(one)}% for one, CIFAR-10).",
                    "ensemble", "test accuracy of the ensemble minus its members' mean, on the same test images; "
-                   "images resampled once for all, members resampled as replicates", min_images, "increase (points)")
+                   "a t interval over the members, with the error of the images they share", min_images,
+                   "increase (points)")
 
 
 def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdict:
@@ -72,7 +73,7 @@ def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdi
     ``increase``: rows of :func:`overinterp.experiments.mitigation.dropout_increase` (one per tau).
 
     Counts: the images where every standard and every input-dropout model has an SIS, times the
-    replicates of each kind (resampled). Can hold if the claim is true at our scale: models that
+    replicates of each kind, paired by seed. Can hold if the claim is true at our scale: models that
     cannot rely on any one pixel need more pixels to reach tau on most images, an interval above
     0; can fail if false: input-dropout models with smaller SIS give an interval below 0."""
     return _larger(increase, "Input dropout mitigates overinterpretation: models trained with it have larger SIS "

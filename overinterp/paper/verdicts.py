@@ -288,8 +288,8 @@ def sis_size(sizes: Mapping[str, Sequence], tau: float, bound: float = paper.SIS
     tested. ``claim``: the claim tested with this bound (default: section 4.1's).
 
     Can hold: a model whose SIS are small has an interval below the bound; can fail: one whose
-    SIS are large has an interval above it (images and replicates resampled, unpaired: each
-    replicate keeps its own confident images)."""
+    SIS are large has an interval above it (a t interval over the replicates, each on its own
+    confident images)."""
     margin = Margin(high=100 * bound, words=f"below {100 * bound:g}%")
     rows = {}
     for name, s in sizes.items():
@@ -306,7 +306,7 @@ def sis_size(sizes: Mapping[str, Sequence], tau: float, bound: float = paper.SIS
     return from_rows(
         claim or f"The mean size of a sufficient input subset at τ = {paper.SIS_THRESHOLD:g} is below "
                  f"{100 * bound:g}% of the image (section 4.1, CIFAR-10).",
-        f"for every model, the 95% interval of the mean SIS size at τ = {tau:g} (images and replicates resampled) "
+        f"for every model, the 95% interval of the mean SIS size at τ = {tau:g} (a t interval over the replicates) "
         f"lies below {100 * bound:g}% of the pixels: holds if the whole interval is below, does not hold if the "
         f"whole interval is at or above, inconclusive if it straddles {100 * bound:g}%.{more}", rows)
 
@@ -420,7 +420,7 @@ def retrain_beats_random(bs: Mapping[str, Sequence], random: Mapping[str, Sequen
         f"Models trained on {100 * paper.SUBSET_FRAC:g}% BS subsets are far more accurate than models trained "
         f"on random {100 * paper.SUBSET_FRAC:g}% subsets (section 4.2, Table 1: {_test_range('bs', 'bs')}% "
         f"against {_test_range('random', 'random')}% on CIFAR-10).",
-        f"for every architecture, the 95% interval (retrained replicates and test images resampled, images paired) "
+        f"for every architecture, the 95% interval (a t interval over pairs of retrained replicates, on the same test images) "
         f"of the accuracy of the models retrained on BS subsets minus that of the models retrained on random subsets "
         f"lies at or above {FAR_MORE_POINTS:g} points (\"far more\": a quarter of the paper's smallest gap); does not "
         f"hold if it lies wholly below; inconclusive if it straddles.", rows)
