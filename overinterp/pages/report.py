@@ -6,16 +6,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from overinterp.paper.claims import CLAIMS, PARTS
 from overinterp.paper.formatting import number
+from overinterp.store import code_version
 from overinterp.paper.verdicts import MARKS
 
 __all__ = ["text", "document", "write"]
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def text(rows: list[dict]) -> str:
@@ -42,18 +40,10 @@ def text(rows: list[dict]) -> str:
     return "\n".join(out).lstrip("\n")
 
 
-def _commit() -> str | None:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip() or None
-    except (OSError, subprocess.CalledProcessError):
-        return None
-
-
 def document(run, rows: list[dict], seconds: dict, device: str) -> dict:
     """The JSON of one ``verdicts`` run: what produced it and every row."""
     return {"schema": 1, "dataset": run.dataset, "profile": run.profile.name, "seed": run.seed, "device": device,
-            "commit": _commit(), "seconds": seconds, "rows": rows}
+            "commit": code_version(), "seconds": seconds, "rows": rows}
 
 
 def write(path, doc: dict) -> None:
