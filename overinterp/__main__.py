@@ -29,9 +29,10 @@ from overinterp.paper.claims import CLAIMS
 from overinterp.engine.backselect import BackSelectConfig
 from overinterp.engine.runner import n_shards
 from overinterp.experiments import runs as A
-from overinterp.experiments import claims
-from overinterp.experiments.prepare import plan, prepare, worker
+from overinterp.experiments import claims, scale
+from overinterp.experiments.prepare import plans, prepare, worker
 from overinterp.pages import report
+from overinterp.pages import scale as scale_pages
 from overinterp.pages import build as book
 from overinterp import store as artifact_store
 from overinterp.store import ArtifactMismatch, CorruptArtifact, PackError, Store
@@ -123,17 +124,18 @@ def cmd_backselect(args) -> int:
 def cmd_prepare(args) -> int:
     rank, world, local_rank = worker()
     run = _run(args, local_rank)
-    units = args.shards or slice(0, None)
+    units, todo = args.shards or slice(0, None), plans()[args.study](run)
     if args.list:
-        for i, u in enumerate(plan(run)):
+        for i, u in enumerate(todo):
             print(f"{i:4d}  {u.kind:10s} {u.name}")
         return 0
-    n = len(plan(run))
+    n = len(todo)
     if units.start >= n:
         raise ValueError(f"--shards {units.start}:{units.stop or ''} is outside the plan's 0:{n} units")
     t0 = time.perf_counter()
-    seconds = prepare(run, units, rank, world)
-    print(json.dumps({"profile": run.profile.name, "dataset": run.dataset, "device": str(run.device),
+    seconds = prepare(run, units, rank, world, study=args.study, log=args.log)
+    print(json.dumps({"profile": run.profile.name, "study": args.study, "dataset": run.dataset,
+                      "device": str(run.device),
                       "units": f"{units.start}:{min(n, units.stop or n)} of {n}", "process": f"{rank} of {world}",
                       "seconds": seconds,
                       "total_seconds": round(time.perf_counter() - t0, 1)}, indent=2))
@@ -147,6 +149,19 @@ def cmd_verdicts(args) -> int:
     print(report.text(rows))
     if args.json:
         report.write(args.json, report.document(run, rows, vs.seconds, device_name(run.device)))
+        print(f"wrote {args.json}")
+    return 0
+
+
+def cmd_scale(args) -> int:
+    run = _run(args)
+    t0 = time.perf_counter()
+    rows = scale.study(run)
+    show = rows.assign(**{"95% interval": [f"[{a:.3g}, {b:.3g}]" for a, b in zip(rows["95% low"], rows["95% high"])]})
+    print(show[["curve", "training images", "width", "epochs", "measure", "setting", "estimate", "95% interval",
+                "replicate sd", "paper"]].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    if args.json:
+        scale_pages.write(args.json, scale_pages.document(run, rows, time.perf_counter() - t0, device_name(run.device)))
         print(f"wrote {args.json}")
     return 0
 
@@ -267,6 +282,11 @@ def build_parser() -> argparse.ArgumentParser:
                  "(SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT) each process takes every N-th unit of the range.")
     p.add_argument("--shards", type=parse_shards, default=None, help="unit range, e.g. 0:10 (default all)")
     p.add_argument("--list", action="store_true", help="print the units and exit")
+    p.add_argument("--log", default=None, metavar="FILE",
+                   help="append one JSON line per finished unit (its seconds) to FILE, as it finishes")
+    p.add_argument("--study", choices=("chapters", "scale"), default="chapters",
+                   help="what to compute: the chapters' artifacts (default) or the scale study's (the profile's "
+                        "ScaleConfig: models of more training images and widths, their selections, retraining)")
 
     v = _command(sub, "verdicts", cmd_verdicts, "every claim's verdict from the artifact store, without a notebook",
                  "Compute the verdict of every claim the book tests (overinterp.paper.claims) for PROFILE and SEED "
@@ -276,6 +296,13 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--only", nargs="*", default=None, metavar="CLAIM",
                    help="only these claims (default all): " + ", ".join(CLAIMS))
     v.add_argument("--json", default=None, metavar="FILE", help="also write the verdicts as JSON to FILE")
+
+    g = _command(sub, "scale", cmd_scale, "the scale study: Part I's measures over training-set size and width",
+                 "Compute the scale study of PROFILE (its ScaleConfig: models of one architecture trained on more "
+                 "images and made wider, several replicates per point) from the artifact store, computing and "
+                 "storing what it lacks (prepare --study scale computes the same artifacts in shards). Prints one "
+                 "line per point, measure and setting; --json writes the rows the chapter reads.")
+    g.add_argument("--json", default=None, metavar="FILE", help="also write the study as JSON to FILE")
 
     k = _command(sub, "book", cmd_book, "execute every chapter with papermill and render the book (make book)",
                  "Execute the chapters of _toc.yml in order with papermill (the same parameters as each chapter's "

@@ -9,6 +9,7 @@ import torch.nn as nn
 
 from overinterp.experiments import bayes_trex as XB
 from overinterp.methods import bayes_trex as B
+from overinterp.paper import further_verdicts as FV
 from overinterp.store import Store
 from overinterp.config.profiles import BayesTrExConfig
 
@@ -319,15 +320,15 @@ def test_spread_samples_cover_the_chains_evenly():
 
 
 def test_sparse_pixels_verdict_compares_the_mean_sis_with_the_papers_bound():
-    assert XB.sparse_pixels([0.01, 0.02, 0.03], [0.02], 0.99).holds is True
-    v = XB.sparse_pixels([0.06, 0.08, 0.09], [0.02, 0.03], 0.99)
+    assert FV.sparse_pixels([0.01, 0.02, 0.03], [0.02], 0.99).holds is True
+    v = FV.sparse_pixels([0.06, 0.08, 0.09], [0.02, 0.03], 0.99)
     assert v.holds is False and v.numbers.loc["sampled by Bayes-TrEx", "mean SIS size (%)"] == pytest.approx(23 / 3)
     assert v.numbers.loc["sampled by Bayes-TrEx", "95% low"] >= 6.0
     assert v.numbers.loc["confident test images", "mean SIS size (%)"] == pytest.approx(2.5)
     assert v.numbers.loc["confident test images", "outcome"].startswith("(reference")
     assert v.numbers.loc["sampled by Bayes-TrEx", "median SIS size (%)"] == pytest.approx(8.0)
-    assert XB.sparse_pixels([0.02, 0.04, 0.09], [0.02], 0.99).word == "inconclusive at this scale"   # 2% to 9%
-    assert XB.sparse_pixels([0.01, 0.01], [0.02], 0.99).word == "cannot be tested"
+    assert FV.sparse_pixels([0.02, 0.04, 0.09], [0.02], 0.99).word == "inconclusive at this scale"   # 2% to 9%
+    assert FV.sparse_pixels([0.01, 0.01], [0.02], 0.99).word == "cannot be tested"
     assert "Verdict: the claim" in v._repr_markdown_()
 
 

@@ -13,7 +13,7 @@ VERDICT = "Verdict: the claim"
 EXPECT = {"01_introduction": ["<table"], "02_model_zoo": ["<table", "<figcaption"],
           "03_sis": ["<img", "<table", "<figcaption", VERDICT], "04_pixel_subsets": ["<img", "<table", "<figcaption", VERDICT],
           "05_retraining": ["<img", "<table", "<figcaption", VERDICT],
-          "06_why": ["<img", "<table", "<figcaption"], "07_humans": ["<img", "<table", "<script", "<figcaption"], "13_speed": ["<img", "<table", "<figcaption"],
+          "06_why": ["<img", "<table", "<figcaption"], "06b_scale": ["<img", "<table", "<figcaption"], "07_humans": ["<img", "<table", "<script", "<figcaption"], "13_speed": ["<img", "<table", "<figcaption"],
           "08_sis_accuracy": ["<img", "<table", "<figcaption", VERDICT]}
 EXPECT.update({stem: ["<img", "<table", "<figcaption", VERDICT] for stem in (
     "09_robust", "10_ensembles", "11_input_dropout", "12_imagenet", "14_shared_interest", "15_input_reduction",

@@ -167,9 +167,11 @@ def test_prepare_lists_the_plan_and_runs_a_range_of_it(tmp_path, monkeypatch):
     # every replicate backselects the test images (4.1); only the first the training images (4.2)
     last = tiny.replicates - 1
     assert any(f"seed {last} test shard" in l for l in lines) and not any(f"seed {last} train" in l for l in lines)
-    done = cli("prepare", "--shards", "0:1", store=tmp_path)
+    done = cli("prepare", "--shards", "0:1", "--log", str(tmp_path / "units.jsonl"), store=tmp_path)
     assert done.returncode == 0, done.stderr
     assert list(json.loads(done.stdout)["seconds"]) == [f"model: {tiny.archs[0]} seed 0"]
+    (logged,) = [json.loads(l) for l in (tmp_path / "units.jsonl").read_text().splitlines()]   # one line a unit
+    assert logged["unit"] == f"{tiny.archs[0]} seed 0" and logged["kind"] == "model" and logged["seconds"] > 0
     monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(tmp_path))
     monkeypatch.setattr(T, "fit", lambda *a, **k: pytest.fail("prepare did not store the model"))
     A.trained_model("fashion-mnist", tiny.archs[0], "tiny", seed=0, device="cpu", progress=False)

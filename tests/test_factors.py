@@ -13,6 +13,7 @@ import overinterp.engine.backselect
 import overinterp.zoo.train
 from overinterp.experiments import runs as A
 from overinterp.experiments import factors as F
+from overinterp.paper import further_verdicts as FV
 from overinterp.paper import verdicts
 from overinterp.store import Store
 from overinterp.engine.backselect import BackSelectConfig
@@ -327,9 +328,12 @@ def test_imputation_values_and_verdict_read_the_imputed_controls(run):
     assert v["road_share"] == "50%" and v["road_bs_acc"].startswith("55.0 [") and v["road_random_acc"].startswith("12.0")
     lo, hi = (int(x.rstrip("%")) for x in v["road_share_interval"].strip("[]").split(", "))
     assert lo < 50 < hi and v["road_noise"] == "0.01"
-    survives = F.imputed_verdict(run, _controls(keep=50, bs=100, imputed=(80, 12)))
+    numbers = F.imputed_correct(run, _controls(keep=50, bs=100, imputed=(80, 12)))
+    assert set(numbers) == {"model", "bs", "random"} and name == numbers["model"] + ", imputed (ROAD)"
+    assert len(numbers["bs"]) == 3 and [c.mean() for c in numbers["random"]] == [0.12] * 3
+    survives = FV.imputed_verdict(**numbers)
     assert survives.holds is True and survives.numbers.loc[name, "difference (points)"] == pytest.approx(68.0)
-    closed = F.imputed_verdict(run, _controls(keep=50, bs=100, imputed=(13, 12)))
+    closed = FV.imputed_verdict(**F.imputed_correct(run, _controls(keep=50, bs=100, imputed=(13, 12))))
     assert closed.holds is False
 
 

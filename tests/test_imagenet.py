@@ -1,6 +1,6 @@
 """ImageNet chapter (overinterp.experiments.imagenet, paper 4.1.1, S5, Figs. 3-4): weights mapping, the
-ImageNet-folder loader, border shares, the verdict and the S5 projection. No network: Inception-v3
-is built with random weights."""
+ImageNet-folder loader, border shares, the verdict (overinterp.paper.further_verdicts.borders_verdict) and
+the S5 projection. No network: Inception-v3 is built with random weights."""
 import math
 
 import pandas as pd
@@ -12,6 +12,7 @@ from PIL import Image
 
 from overinterp.experiments import imagenet as I
 from overinterp.experiments import imagenet_chapter as C
+from overinterp.paper import further_verdicts as FV
 from overinterp.engine.backselect import BackSelectConfig
 from overinterp.engine.runner import run_backselect
 from overinterp.store import Store
@@ -147,16 +148,16 @@ def test_border_share_counts_sis_pixels_in_the_band():
 
 def test_borders_verdict_holds_fails_or_cannot_be_tested():
     area = 0.4375                                     # the band's share of the image; margin (1 + area) / 2
-    assert I.borders_verdict([0.8, 0.85, 0.9] * 4, area, 0.9).holds is True
-    assert I.borders_verdict([0.2] * 10, area, 0.9).holds is False
+    assert FV.borders_verdict([0.8, 0.85, 0.9] * 4, area, 0.9).holds is True
+    assert FV.borders_verdict([0.2] * 10, area, 0.9).holds is False
     # a mere excess over the area share is not "strongly concentrated"
-    weak = I.borders_verdict([0.5, 0.55, 0.6] * 10, area, 0.9)
+    weak = FV.borders_verdict([0.5, 0.55, 0.6] * 10, area, 0.9)
     assert weak.holds is False and weak.numbers["95% high"].item() < 100 * (1 + area) / 2
-    edge = I.borders_verdict([0.5, 0.95] * 6, area, 0.9)                       # mean 72.5%: straddles 71.9%
+    edge = FV.borders_verdict([0.5, 0.95] * 6, area, 0.9)                       # mean 72.5%: straddles 71.9%
     assert edge.word == "inconclusive at this scale"
     lo, hi = edge.numbers[["95% low", "95% high"]].iloc[0]
     assert lo < 100 * (1 + area) / 2 < hi
-    v = I.borders_verdict([0.8] * 9 + [math.nan], area, 0.9)
+    v = FV.borders_verdict([0.8] * 9 + [math.nan], area, 0.9)
     assert v.holds is None and v.numbers["images with an SIS"].item() == 9
     assert "Verdict: the claim cannot be tested" in v._repr_markdown_()
     assert "71.88%" in v.criterion
@@ -232,7 +233,8 @@ def test_table_values_and_verdict_read_the_rows_at_tau():
     v = C.table_values(table, 0.9, 0.125, 0.4375)
     assert v == {"band_pct": "12.5%", "band_area": "43.8%", "n_tau": 2, "size_tau": "2.0%", "size_all": "1.0–10.0%"}
     assert C.table_values(table.iloc[:0], 0.9, 0.125, 0.4375)["size_all"] == "nothing (no SIS at any threshold)"
-    verdict = C.verdict(table, 0.9, 0.4375, min_images=2)
+    assert C.border_shares(table, 0.9) == [0.8, 0.2]
+    verdict = FV.borders_verdict(C.border_shares(table, 0.9), 0.4375, 0.9, min_images=2)
     assert verdict.numbers["images with an SIS"].item() == 2 and verdict.numbers["images above the area share"].item() == 1
     assert verdict.numbers["mean share of SIS pixels in the band (%)"].item() == pytest.approx(50.0)
     assert verdict.word == "inconclusive at this scale"          # two images: 20% and 80% straddle the margin

@@ -1,5 +1,6 @@
 """Adversarially robust models (overinterp.experiments.robust, paper 4.5): PGD on cases whose answer is known
-by hand, adversarial training through train.fit's perturb hook, SIS sizes and the verdicts."""
+by hand, adversarial training through train.fit's perturb hook, SIS sizes and the verdicts (section 4.5's in
+overinterp.paper.further_verdicts)."""
 import math
 
 import numpy as np
@@ -9,6 +10,7 @@ import torch
 import torch.nn as nn
 
 from overinterp.experiments import robust as R
+from overinterp.paper import further_verdicts as FV
 from overinterp.pages import sis_size_plots as SP
 from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import sis_size_pct
@@ -163,19 +165,19 @@ def test_sis_sizes_are_percent_of_the_pixels_and_nan_without_an_sis():
 
 
 def test_sparse_verdict_holds_below_five_percent_and_cannot_be_tested_on_too_few_sis():
-    holds = R.robust_sis_sparse({"robust A": [1.0, 2.0, 4.0, 3.0, 2.5, np.nan]}, 0.99)
+    holds = FV.robust_sis_sparse({"robust A": [1.0, 2.0, 4.0, 3.0, 2.5, np.nan]}, 0.99)
     assert holds.word == "holds" and holds.numbers.loc["robust A", "images with an SIS"] == 5
     assert holds.numbers.loc["robust A", "mean SIS size (%)"] == pytest.approx(2.5)
-    assert R.robust_sis_sparse({"robust A": [10.0, 20.0, 40.0, 30.0, 20.0]}, 0.99).word == "does not hold"
-    straddle = R.robust_sis_sparse({"robust A": [1.0, 9.0, 2.0, 8.0, 3.0, 7.0]}, 0.99)   # mean 5: across 5%
+    assert FV.robust_sis_sparse({"robust A": [10.0, 20.0, 40.0, 30.0, 20.0]}, 0.99).word == "does not hold"
+    straddle = FV.robust_sis_sparse({"robust A": [1.0, 9.0, 2.0, 8.0, 3.0, 7.0]}, 0.99)   # mean 5: across 5%
     assert straddle.word == "inconclusive at this scale"
-    few = R.robust_sis_sparse({"robust A": [1.0, np.nan, np.nan]}, 0.99)
+    few = FV.robust_sis_sparse({"robust A": [1.0, np.nan, np.nan]}, 0.99)
     assert few.holds is None and few.word == "cannot be tested"
 
 
 def test_sparse_verdict_resamples_replicates_and_counts_images_per_replicate():
     # replicate 0 all small, replicate 1 all large: the replicate spread puts the interval across 5%
-    two = R.robust_sis_sparse({"robust A": [[1.0] * 20, [9.0] * 20 + [np.nan]]}, 0.99)
+    two = FV.robust_sis_sparse({"robust A": [[1.0] * 20, [9.0] * 20 + [np.nan]]}, 0.99)
     row = two.numbers.loc["robust A"]
     assert row["replicates"] == 2 and row["images with an SIS"] == 40 and row["per replicate"] == "20 + 20"
     # a t interval over the 2 replicates (1 and 9): 5 +- t(0.975, 1) * 8 / 2
@@ -245,7 +247,7 @@ def test_paper_numbers_render_as_before_from_overinterp_paper_numbers():
     assert "fashion-mnist, epsilon = 0.1 in [0, 1] pixels (CIFAR-10: 8/255)" in devs
     assert any(d.endswith("PGD steps of 1 epsilon (Madry's: 7 steps of epsilon / 4)") for d in devs)
     assert any(d.endswith("epochs (Madry's: all 50,000 images, 80,000 steps of 128)") for d in devs)
-    claim = R.robust_sis_sparse({"robust A": [1.0]}, 0.99).claim
+    claim = FV.robust_sis_sparse({"robust A": [1.0]}, 0.99).claim
     assert "classify highly sparse sufficient input subsets as confidently as standard models (section 4.5" in claim
     assert "classified with ≥ 99% confidence" in claim
 
@@ -267,7 +269,7 @@ def test_sis_accuracy_and_verdict_values_for_the_prose():
                         "clean accuracy (%)": [80.0, 90.0, 95.0], "PGD accuracy (%)": [40.0, 50.04, 1.0]})
     assert R.accuracy_values(R.accuracy_table(acc), 16, "resnet20") == {
         "n_eval": 16, "robust_clean": "85.0", "robust_pgd": "45.0", "standard_clean": "95.0", "standard_pgd": "1.0"}
-    sparse = R.robust_sis_sparse({"robust A": [[1.0, 2.0, 4.0, 3.0, 2.5], [2.0, 3.0, np.nan]]}, 0.99)
+    sparse = FV.robust_sis_sparse({"robust A": [[1.0, 2.0, 4.0, 3.0, 2.5], [2.0, 3.0, np.nan]]}, 0.99)
     diff = R.size_difference({"x": pd.DataFrame({"replicate": [0] * 5, "robust": [5.0] * 5, "standard": [2.0] * 5})})
     v = R.verdict_values(sparse, diff, 5)
     assert v["sparse_word"] == "holds" and v["robust_mean_sis"] == "2.5" and v["n_pairs"] == 5

@@ -8,6 +8,7 @@ import torch.nn as nn
 
 from overinterp.experiments import shared_interest as XSI
 from overinterp.methods import shared_interest as SI
+from overinterp.paper import further_verdicts as FV
 
 
 def _mask(rows):
@@ -156,14 +157,28 @@ def test_verdict_holds_only_when_sis_lie_on_the_garment_less_than_random_pixels(
         n = len(ec)
         return pd.DataFrame({"model": "m", "replicate": [i % 2 for i in range(n)], "method": "SIS", "has": True,
                              "correct": True, "|E|": 5, "|G|": g_pixels, SI.EC: ec})
+    def verdict(t):
+        return FV.sis_on_background(XSI.background_coverage(t, "SIS", pixels=784), 0.99)
     # replicate = image index % 2: both replicates see 0.2 and 0.3 (they agree); random pixels: 0.5
-    below = XSI.sis_on_background(table([0.2, 0.2, 0.3, 0.3] * 5, 392), "SIS", 0.99, pixels=784)
-    above = XSI.sis_on_background(table([0.8, 0.8, 0.9, 0.9] * 5, 392), "SIS", 0.99, pixels=784)
-    mixed = XSI.sis_on_background(table([0.1, 0.9] * 3, 392), "SIS", 0.99, pixels=784)     # replicates disagree
+    below = verdict(table([0.2, 0.2, 0.3, 0.3] * 5, 392))
+    above = verdict(table([0.8, 0.8, 0.9, 0.9] * 5, 392))
+    mixed = verdict(table([0.1, 0.9] * 3, 392))     # replicates disagree
     assert below.holds is True and above.holds is False and mixed.word == "inconclusive at this scale"
     row = below.numbers.loc["m"]
     assert row["random pixels (|G| / HW)"] == pytest.approx(0.5) and row["EC − random"] == pytest.approx(-0.25)
     assert row["replicates"] == 2 and row["images"] == 20 and row["95% high"] < 0
+
+
+def test_background_coverage_keeps_the_correct_images_with_a_non_empty_sis_of_the_method():
+    # counted: the first and the last row; then no SIS, misclassified, an empty SIS, another method
+    t = pd.DataFrame({"model": "m", "replicate": [0, 0, 1, 1, 1, 1], "method": ["SIS"] * 4 + ["BS", "SIS"],
+                      "has": [True, False, True, True, True, True], "correct": [True, True, False, True, True, True],
+                      "|E|": [5, 5, 5, 0, 5, 5], "|G|": [392, 392, 392, 392, 392, 196],
+                      SI.EC: [0.2, 0.3, 0.4, 0.5, 0.6, 0.5]})
+    c = XSI.background_coverage(t, "SIS", pixels=784)
+    assert c.to_dict("list") == {"model": ["m", "m"], "replicate": [0, 1], "explanation coverage": [0.2, 0.5],
+                                 "random pixels (|G| / HW)": [0.5, 0.25]}
+    assert XSI.background_coverage(t.assign(**{"|E|": 0}), "SIS").empty
 
 
 def test_the_silhouette_needs_fashion_mnist_and_says_why():

@@ -302,3 +302,16 @@ def test_retrain_near_full_notes_subsets_that_beat_the_control():
 def test_the_scope_reads_one_replicate_in_the_singular():
     v = V.subsets_accurate(full={"m": [_hits(N)]}, bs={"m": [_hits(N)]})
     assert v.scope() == f"m (1 replicate, {N} images)"
+
+
+def test_the_further_claims_verdicts_have_one_home_in_the_paper_layer():
+    """Issue 26, one home per claim: the verdicts of these claims live in overinterp.paper.further_verdicts; the
+    experiments compute only the numbers they read."""
+    from overinterp.experiments import bayes_trex, factors, imagenet, imagenet_chapter, robust, shared_interest
+    from overinterp.paper import further_verdicts as FV
+    moved = {"borders_verdict": (imagenet, imagenet_chapter), "sis_on_background": (shared_interest,),
+             "robust_sis_sparse": (robust,), "sparse_pixels": (bayes_trex,), "imputed_verdict": (factors,)}
+    for name, modules in moved.items():
+        assert name in FV.__all__ and callable(getattr(FV, name))
+        assert not any(hasattr(m, name) or name in m.__all__ for m in modules), name
+    assert not hasattr(imagenet_chapter, "verdict")

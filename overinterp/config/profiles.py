@@ -22,12 +22,12 @@ run. A notebook's papermill parameters ``dataset`` / ``profile`` pick one.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from overinterp.engine.backselect import BackSelectConfig
 from overinterp.zoo.train import TrainConfig
 
-__all__ = ["CODE_DEVIATIONS", "TrainConfig", "FactorConfig", "RobustConfig", "MitigationConfig", "ImageNetConfig", "SharedInterestConfig",
+__all__ = ["CODE_DEVIATIONS", "TrainConfig", "FactorConfig", "ScaleConfig", "variant", "RobustConfig", "MitigationConfig", "ImageNetConfig", "SharedInterestConfig",
            "InputReductionConfig", "BayesTrExConfig", "Profile", "PROFILES", "deviations_box", "profiles_table", "get_profile",
            "default_profile"]
 
@@ -146,6 +146,31 @@ class ImageNetConfig:
     timing_steps: int = 3              # gradient steps timed and projected to a full run
 
 
+@dataclass(frozen=True)
+class ScaleConfig:
+    """The scale study (issue 27; :mod:`overinterp.experiments.scale`, the chapter "How the claims move
+    with scale"): Part I's headline measures and their spread between replicates for models of ``arch``
+    trained on more images and made wider, the profile's recipe (``Profile.train``) otherwise. A point
+    is (training images, epochs, initial filters); ``None`` training images: all of them."""
+    arch: str = "resnet20"             # the architecture studied
+    sizes: tuple = ((1500, 60), (6000, 20), (None, 10))  # (training images, epochs) of the size curve
+    width: int = 8                     # initial filters along the size curve
+    widths: tuple = (8, 16, 32)        # initial filters of the width curve
+    width_size: tuple = (6000, 20)     # (training images, epochs) along the width curve
+    replicates: int = 3                # models per point, seeds seed, seed+1, ...
+    test_images: int = 500             # test images whose 5% subsets are measured (seeded sample)
+    sis_images: int = 10               # first confident test images of each replicate given an SIS, by both engines
+    sis_engine: BackSelectConfig = BackSelectConfig("pruned", m=16)  # the SIS sizes' engine (1.06x exact at 0.99)
+    retrain_images: int = 2000         # training images backselected and retrained on per replicate (0: none)
+    retrain: TrainConfig = TrainConfig(epochs=30, augment=False)  # the retrained models' recipe
+    results: str | None = None         # the committed study the chapter shows (a scale --json file); None: computed
+
+    def points(self) -> list[tuple[str, int | None, int, int]]:
+        """(curve, training images, epochs, initial filters) of every point, the size curve first."""
+        return ([("size", n, e, self.width) for n, e in self.sizes] +
+                [("width", *self.width_size, w) for w in self.widths])
+
+
 #: Where the zoo's architectures (overinterp.zoo.models) differ from the paper's code
 #: (github gifford-lab/overinterpretation, model/): listed as deviations of every profile, the paper's too.
 CODE_DEVIATIONS = (
@@ -179,6 +204,7 @@ class Profile:
     sis_threshold: float = 0.99        # tau of the SIS chapter (paper 4.1: 0.99)
     retrain_images: int | None = None  # training images backselected and retrained on (4.2; None = all)
     retrain: TrainConfig | None = None  # recipe of the models retrained on subsets (4.2); None = ``train``
+    retrain_replicates: int | None = None  # models retrained per kind and architecture (4.2); None = ``replicates``
     retrain_augment_rows: bool = True  # also retrain with augmentation (Table S1)
     factors: FactorConfig = field(default_factory=FactorConfig)
     mitigation: MitigationConfig = field(default_factory=MitigationConfig)
@@ -187,6 +213,7 @@ class Profile:
     input_reduction: InputReductionConfig = field(default_factory=InputReductionConfig)
     shared_interest: SharedInterestConfig = field(default_factory=SharedInterestConfig)
     imagenet: ImageNetConfig = field(default_factory=ImageNetConfig)
+    scale: ScaleConfig = field(default_factory=ScaleConfig)
 
     def width(self, arch: str) -> int | None:
         return dict(self.widths).get(arch)
@@ -237,6 +264,8 @@ class Profile:
             r = self.retrain or self.train
             if r.epochs != ref.train.epochs:
                 out.append(f"retrained models train {r.epochs} epochs (the paper: {ref.train.epochs})")
+            if self.retrain_replicates and self.retrain_replicates != ref.replicates:
+                out.append(f"{self.retrain_replicates} retrained models per kind (the paper: {ref.replicates})")
             if not self.retrain_augment_rows:
                 out.append("no retraining with augmentation (the paper's Table S1)")
         return out
@@ -268,7 +297,11 @@ PROFILES = {p.name: p for p in [
         shared_interest=SharedInterestConfig(images=32, ig_steps=4, gallery=3),
         imagenet=ImageNetConfig(model="efficientnet_lite0", images=1, min_confidence=0.5,
                                 backselect=BackSelectConfig("gradient", block=32, k=8), timing_images=1,
-                                timing_steps=1)),
+                                timing_steps=1),
+        scale=ScaleConfig(arch="cnn", sizes=((256, 1), (512, 1)), width=4, widths=(4, 8), width_size=(256, 1),
+                          replicates=2, test_images=32, sis_images=2,
+                          sis_engine=BackSelectConfig("pruned", block=4, m=4), retrain_images=64,
+                          retrain=TrainConfig(epochs=1, batch_size=64, augment=False))),
     Profile(
         name="quick", doc="book default: Fashion-MNIST on a 2-core CPU, the whole book in about 45 min",
         dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
@@ -334,7 +367,12 @@ PROFILES = {p.name: p for p in [
         # ImageNet: EfficientNet-Lite0 (offline weights) on the shipped photographs classified with >= 0.5;
         # pixels, k = 200 (~0.12 CPU-s per image-step: 4 photos x 251 steps ~ 120 CPU-s); Inception-v3 timed 1 step
         imagenet=ImageNetConfig(model="efficientnet_lite0", images=8, min_confidence=0.5,
-                                backselect=BackSelectConfig("gradient", k=200), timing_images=1, timing_steps=1)),
+                                backselect=BackSelectConfig("gradient", k=200), timing_images=1, timing_steps=1),
+        # the scale study at this profile's recipe, around the zoo's ResNet20 (1500 images, width 8: its models and
+        # test selections are the zoo's); ~18 CPU-min, so the chapter reads the committed study instead of computing it
+        scale=ScaleConfig(sizes=((750, 60), (1500, 60)), widths=(4, 8), width_size=(1500, 60), test_images=300,
+                          sis_images=5, retrain_images=300, retrain=TrainConfig(epochs=30, augment=False),
+                          results="benchmarks/results/scale-quick-cpu.json")),
     Profile(
         name="standard", doc="Fashion-MNIST models as good as the paper's, computed on a 2-core CPU (the standard edition)",
         dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
@@ -353,7 +391,10 @@ PROFILES = {p.name: p for p in [
         # per image); the first 40 confident test images of each replicate (replicates before images: 600 images
         # in all, ~1 h of the budget at ~6 s per image)
         sis_engine=BackSelectConfig("pruned", m=16),
-        retrain_images=10000, retrain=TrainConfig(epochs=20), retrain_augment_rows=False,
+        # retraining: 3 models per kind and architecture, not 5: replicates retrained on one source's subsets differ by
+        # their seed alone (the paper's Table 1: sd 0.02-1.3 points), and 45 models of 10,000 images x 20 epochs were
+        # ~95 min of the 2-core machine; 27 are ~57
+        retrain_images=10000, retrain=TrainConfig(epochs=20), retrain_replicates=3, retrain_augment_rows=False,
         mitigation=MitigationConfig(accuracy_images=None)),
     Profile(
         name="gpu", doc="Fashion-MNIST at the paper's widths and recipe on one GPU (~25 min of an H100)",
@@ -399,6 +440,14 @@ def profiles_table():
 def get_profile(name: str) -> Profile:
     if name not in PROFILES:
         raise ValueError(f"unknown profile {name!r}; valid choices: {', '.join(PROFILES)}")
+    return PROFILES[name]
+
+
+def variant(base: Profile, name: str, **changes) -> Profile:
+    """``base`` with ``changes`` (Profile fields) under ``name``, registered so that runs and model keys can
+    name it: the scale study's points (:mod:`overinterp.experiments.scale`). A model's artifact key holds
+    what trains it, not the profile's name, so a variant's models are the base's where their recipes agree."""
+    PROFILES[name] = replace(base, name=name, **changes)
     return PROFILES[name]
 
 

@@ -3,8 +3,9 @@ papers; the method is :mod:`overinterp.methods.bayes_trex`): the VAEs and the NU
 trained or sampled once and kept in the artifact store under a key built from a whole config
 (:class:`~overinterp.methods.bayes_trex.VAEConfig`, :class:`~overinterp.methods.bayes_trex.ChainsConfig`);
 the tables of what the chains found beside Booth et al.'s Table 2 and the test set (their 4.10); the
-backward selection of sampled images and the verdict on "generated images are classified from
-sparse pixels too" (the paper's 4.1); the values the chapter's prose glues.
+backward selection of sampled images and the SIS sizes that decide "generated images are classified
+from sparse pixels too" (the paper's 4.1; :func:`sis_comparison`, decided by
+:func:`overinterp.paper.further_verdicts.sparse_pixels`); the values the chapter's prose glues.
 
     vaes = vaes(run)                                   # "all" classes and "held out"
     targets, mis_name = chapter_targets(run, names)    # name -> (Target, which VAE)
@@ -35,14 +36,13 @@ from overinterp.methods.bayes_trex import (AMBIGUOUS, BAND, HIGH, HIGH_LEVEL, MI
 from overinterp.paper.formatting import MISSING
 from overinterp.paper import numbers as paper
 from overinterp.paper.numbers import BOOTH_TABLE2
-from overinterp.paper.verdicts import Verdict, sis_size
 from overinterp.store import Store, config_key
 from overinterp.zoo import data as D
 from overinterp.zoo.train import cached_training, logits as batched_logits
 
 __all__ = ["KIND", "HIGH_COL", "MIS_COL", "AMB_COL", "APART", "DARK_LEVEL", "pixels", "vae_settings", "chains_settings",
            "vae_config", "trained_vae", "chains_config", "near_black_counts", "decoded_samples", "near_black_values",
-           "cached_chains", "confidence_table", "test_set_counts", "sparse_pixels", "classifier", "vaes",
+           "cached_chains", "confidence_table", "test_set_counts", "classifier", "vaes",
            "run_target", "sample_logits", "sample_backselect", "vae_quality", "table2", "chapter_targets",
            "target_map", "run_targets", "test_logits", "test_comparison", "sis_comparison", "diagnostics",
            "setup_values", "quality_values", "diagnostics_values"]
@@ -196,30 +196,6 @@ def test_set_counts(logits: torch.Tensor, labels: torch.Tensor, targets: dict[st
         rows[name] = {"criterion": crit, "test images": len(labels), "meet it": int(hit.sum()),
                       "meet it (%)": 100 * hit.double().mean().item()}
     return pd.DataFrame.from_dict(rows, orient="index")
-
-
-def sparse_pixels(generated: Sequence[float], real: Sequence[float], tau: float,
-                  bound: float = paper.SIS_MEAN_SIZE_BELOW, min_images: int = 3, seed: int = 0) -> Verdict:
-    """Are generated in-distribution images classified from sparse pixels, as real ones are (paper 4.1)?
-    ``generated`` / ``real``: SIS sizes (fractions of the image's pixels) at ``tau`` of the sampled
-    high-confidence images and of the SIS chapter's confident test images. Claim C1's verdict
-    (:func:`overinterp.paper.verdicts.sis_size`: the 95% interval of the mean SIS size, images resampled,
-    against ``bound``) on the sampled images; the real images' row is shown beside them for comparison,
-    without an outcome. Cannot be tested with fewer than ``min_images`` sampled images that reach tau."""
-    claim = (f"Images a generative model makes in-distribution, sampled where the classifier is confident, are "
-             f"classified from sparse pixels as real test images are: at tau = {tau:g} the mean SIS is below "
-             f"{100 * bound:g}% of the image (the paper's 4.1 finding for real CIFAR-10 test images).")
-    names = ["sampled by Bayes-TrEx", "confident test images"]
-    v = sis_size({names[0]: [np.asarray(generated, float)]}, tau, bound, min_images, claim=claim, seed=seed)
-    ref = sis_size({names[1]: [np.asarray(real, float)]}, tau, bound, seed=seed).numbers
-    ref["outcome"], ref["margin"] = "(reference, not tested)", ""
-    numbers = pd.concat([v.numbers, ref])
-    numbers.index.name = "images of"
-    for name, x in zip(names, (np.asarray(generated, float), np.asarray(real, float))):
-        numbers.loc[name, "median SIS size (%)"] = 100 * np.median(x) if len(x) else np.nan
-        numbers.loc[name, "empty SIS (%)"] = 100 * (x == 0).mean() if len(x) else np.nan
-    v.numbers = numbers
-    return v
 
 
 # ----------------------------------------------------------------------------- the chapter's runs
@@ -481,7 +457,8 @@ def sis_comparison(run, targets: dict, chains: dict, vae: VAE, tau: float) -> di
     """The SIS at ``tau`` of sampled high-confidence images (:func:`sample_backselect` of the
     "all"-classes targets' chains, decoded by ``vae``) and of the SIS chapter's confident test images.
     Returns images, target names and classes, the FindSIS result of the samples, the SIS sizes
-    (fractions of the pixels) of both, and values for the prose."""
+    (fractions of the pixels) of both ("generated", "real": what
+    :func:`overinterp.paper.further_verdicts.sparse_pixels` decides from), and values for the prose."""
     cfg = run.profile.bayes_trex
     high_chains = {k: chains[k] for k, (t, w) in targets.items() if t.kind == HIGH and w == "all"}
     Xs, which, res = sample_backselect(run, vae, high_chains, cfg.sis_images, progress=False)

@@ -80,7 +80,7 @@ def _retraining(run, p):
 
 
 def _road(run, p):
-    return F.imputed_verdict(run, F.retrain_controls(run))
+    return FV.imputed_verdict(**F.imputed_correct(run, F.retrain_controls(run)))
 
 
 # ----------------------------------------------------------------------------- Part II (4.1.1, 4.4-4.6)
@@ -98,7 +98,7 @@ def _robust(run, p):
     sel = R.comparison_selection(run, standard[0], robust[0], p.tau)
     sizes = R.sis_table(R.sis_results(run, robust, sel), p.tau)
     name = R.model_name(cfg.arch, True)
-    return R.robust_sis_sparse({name: R.per_replicate(sizes, name)}, p.tau, seed=run.seed)
+    return FV.robust_sis_sparse({name: R.per_replicate(sizes, name)}, p.tau, seed=run.seed)
 
 
 def _ensemble_accuracy(run, p):
@@ -126,7 +126,7 @@ def _borders(run, p):
     sample = C.sample(net.to(run.device), p.model, p.imagenet_dir, cfg, run.seed)
     sel = C.select(run, net, model_key, sample, cfg, taus, p.border)
     area = float(I.border_band((spec["size"], spec["size"]), p.border).double().mean())
-    return C.verdict(sel.table, float(p.tau), area, p.min_images)
+    return FV.borders_verdict(C.border_shares(sel.table, float(p.tau)), area, float(p.tau), p.min_images)
 
 
 # ----------------------------------------------------------------------------- Part III (related methods)
@@ -135,7 +135,7 @@ def _background(run, p):
     cfg = SI.chapter_config(run, p)
     tau = SI.sis_tau(run, cfg)
     table, G, _ = SI.image_table(run, cfg, progress=False)
-    return SI.sis_on_background(table, SI.sis_name(tau), tau, pixels=G[0].numel())
+    return FV.sis_on_background(SI.background_coverage(table, SI.sis_name(tau), pixels=G[0].numel()), tau)
 
 
 def _reduction(run, p):
@@ -149,7 +149,7 @@ def _sparse_pixels(run, p):
     targets, _ = B.chapter_targets(run, names)
     chains, _ = B.run_targets(run, targets, vaes)
     cmp = B.sis_comparison(run, targets, chains, vaes["all"], p.tau)
-    return B.sparse_pixels(cmp["generated"], cmp["real"], p.tau)
+    return FV.sparse_pixels(cmp["generated"], cmp["real"], p.tau)
 
 
 #: claim id(s) -> what computes their verdicts from (run, the chapter's parameters); a function that

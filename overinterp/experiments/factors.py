@@ -55,7 +55,7 @@ from overinterp.experiments.runs import model_config, trained_model
 from overinterp.methods.imputation import noisy_linear_impute
 
 __all__ = ["FRAC", "CONTROL_SEED", "MEASURES", "sample", "source_model", "other_models", "claim_measures",
-           "position_values", "IMPUTED", "imputation_values", "imputed_verdict",
+           "position_values", "IMPUTED", "imputation_values", "imputed_correct",
            "method_settings", "black_value", "method_sweep", "mask_sweep", "epochs_sweep", "width_sweep",
            "keep_mask_images", "other_class_partner", "fill_from_other_class", "random_other_class",
            "random_target_subsets", "retrain_controls", "controls_table", "retrain_verdicts", "table", "READ_AS",
@@ -417,13 +417,15 @@ def imputation_values(run, controls: pd.DataFrame, seed: int | None = None) -> d
             "road_noise": f"{ROAD_NOISE:g}"}
 
 
-def imputed_verdict(run, controls: pd.DataFrame) -> verdicts.Verdict:
-    """Section 4.2's "far more accurate than random" (:func:`overinterp.paper.verdicts.retrain_beats_random`,
-    the same margin) on the models retrained on imputed BS and imputed random subsets: does the claim
-    survive when the removed pixels no longer sit at a constant value?"""
-    name = ARCH_NAMES.get(run.profile.factors.arch, run.profile.factors.arch) + ", imputed (ROAD)"
-    return verdicts.retrain_beats_random({name: _correct(controls, IMPUTED["bs"])},
-                                         {name: _correct(controls, IMPUTED["random"])})
+def imputed_correct(run, controls: pd.DataFrame) -> dict:
+    """What :func:`overinterp.paper.further_verdicts.imputed_verdict` decides from (its keyword arguments):
+    the source architecture's name ("model") and, per retrained replicate, 1/0 per test image of the
+    models retrained on imputed BS subsets ("bs") and on imputed random subsets ("random") among
+    ``controls`` (:func:`retrain_controls`, :data:`IMPUTED`).
+
+        further_verdicts.imputed_verdict(**imputed_correct(run, controls))"""
+    return {"bs": _correct(controls, IMPUTED["bs"]), "random": _correct(controls, IMPUTED["random"]),
+            "model": ARCH_NAMES.get(run.profile.factors.arch, run.profile.factors.arch)}
 
 
 # ----------------------------------------------------------------------------- display and what moves each claim

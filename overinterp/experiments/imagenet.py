@@ -22,7 +22,8 @@ Two classifiers and two sources of images:
   scikit-learn's sample images), each resized whole to the model's input size.
 
 Images are normalised with ImageNet's mean and std, so the engine's mask value 0 is ImageNet's
-mean pixel, the paper's masking (3.3). Figures 3 and 4 are drawn by :mod:`overinterp.pages.imagenet_plots`.
+mean pixel, the paper's masking (3.3). Figures 3 and 4 are drawn by :mod:`overinterp.pages.imagenet_plots`;
+Figure 4's claim is decided by :func:`overinterp.paper.further_verdicts.borders_verdict` from the border shares.
 
     model, key = load_classifier("efficientnet_lite0")
     images, names = photo_batch(photographs(), MODELS["efficientnet_lite0"]["size"])
@@ -44,12 +45,10 @@ import torch.nn as nn
 
 from overinterp.engine.backselect import backselect
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
-from overinterp.paper.intervals import replicate_interval
-from overinterp.paper.verdicts import UNTESTABLE, Margin, Verdict, interval_row
 
 __all__ = ["MEAN", "STD", "MODELS", "PHOTOS", "load_classifier", "map_weights", "class_names", "wnids",
            "photographs", "to_input", "photo_batch", "photo_sample", "sis_table", "deviations", "folder_files", "load_folder", "confident",
-           "border_band", "border_share", "frequency", "time_gradient_steps", "s5_projection", "borders_verdict"]
+           "border_band", "border_share", "frequency", "time_gradient_steps", "s5_projection"]
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)   # ImageNet's, as torchvision's transforms
 MODELS = {  # input size and the standard evaluation resize (shorter side) before the centre crop
@@ -290,41 +289,6 @@ def border_share(masks: torch.Tensor, frac: float = 0.125) -> torch.Tensor:
 def frequency(masks: torch.Tensor) -> torch.Tensor:
     """(H, W) fraction of the SIS (masks (B, H, W)) that contain each pixel (paper Fig. 4)."""
     return masks.double().mean(0)
-
-
-def borders_verdict(shares: Sequence[float], area: float, tau: float, min_images: int = 10, seed: int = 0,
-                    resamples: int = 2000) -> Verdict:
-    """Figure 4's claim: SIS "strongly concentrated along the image borders rather than near the center".
-
-    ``shares``: per image with an SIS at ``tau`` (NaN: an empty SIS, left out), the share of its SIS
-    pixels in the border band, whose share of the image's area is ``area``. The measure is the mean
-    share, with a 95% interval over the images. "Strongly" is read as: the band holds at least
-    halfway from its area share (SIS pixels placed without regard to position) to all of them,
-    ``(1 + area) / 2``. Can hold: SIS drawn to the borders, as in Figure 4, give an interval above
-    that; can fail: SIS spread evenly, or in the centre, give one wholly below it, although a mere
-    excess over the area share would have passed. Cannot be tested with fewer than ``min_images``
-    images."""
-    s = np.asarray([x for x in shares if not math.isnan(x)], float)
-    margin = Margin(low=100 * (1 + area) / 2, words="at least halfway from the band's area share to all SIS pixels")
-    extra = {"images with an SIS": len(s), "band's share of the area (%)": 100 * area,
-             "images above the area share": int((s > area).sum())}
-    if len(s) < max(min_images, 1):
-        rows = {"SIS": {**extra, "mean share of SIS pixels in the band (%)": math.nan, "95% low": math.nan,
-                        "95% high": math.nan, "margin": str(margin), "outcome": UNTESTABLE}}
-    else:
-        iv = replicate_interval({"share": [s]}, paired_images=False, n_resamples=resamples, seed=seed)
-        rows = {"SIS": interval_row(iv, margin, "mean share of SIS pixels in the band (%)", 100, **extra)}
-    numbers = pd.DataFrame.from_dict(rows, orient="index")
-    return Verdict(
-        claim=f"at τ = {tau:g} the SIS of confidently classified ImageNet images are strongly concentrated along "
-              "the image borders rather than near the center (paper 4.1.1, Figure 4: 1000 validation images, "
-              "Inception-v3)",
-        criterion=f"over at least {min_images} images with a non-empty SIS at τ = {tau:g}, the 95% interval (images "
-                  "resampled) of the mean share of an SIS's pixels that lie in the border band (the outer "
-                  f"{100 * area:.2f}% of the image's area) lies at or above {margin.low:.2f}%, halfway from the band's "
-                  "area share (no concentration) to 100% (every SIS pixel on the border): holds if the whole interval "
-                  "is there, does not hold if the whole interval is below, inconclusive if it straddles",
-        outcome=numbers["outcome"].iloc[0], numbers=numbers)
 
 
 # ----------------------------------------------------------------------------- cost (S5)

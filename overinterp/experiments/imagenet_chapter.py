@@ -6,8 +6,8 @@ and 4) runs, step by step, on top of :mod:`overinterp.experiments.imagenet`.
   artifact key and what the prose says of them (:class:`Sample`);
 * :func:`select` -- Batched Gradient SIS of those images at every threshold, cached in the store,
   with the per-image table (:class:`Selected`); :func:`example_panels` (Figure 3), :func:`heatmap_freqs`
-  (Figure 4; both drawn by :mod:`overinterp.pages.imagenet_plots`), :func:`table_values` and :func:`verdict`
-  read it;
+  (Figure 4; both drawn by :mod:`overinterp.pages.imagenet_plots`), :func:`table_values` and
+  :func:`border_shares` (what :func:`overinterp.paper.further_verdicts.borders_verdict` decides from) read it;
 * :func:`cost` -- S5's timing: a few gradient steps of each model, projected to a full run of the
   paper's 32 images, beside the paper's figure (:data:`overinterp.paper.numbers.PAPER_S5`).
 """
@@ -25,10 +25,9 @@ from overinterp.experiments import runs as A
 from overinterp.paper.formatting import MISSING
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
 from overinterp.config.profiles import deviations_box
-from overinterp.paper.verdicts import Verdict
 
 __all__ = ["deviations_note", "setup_values", "Sample", "sample", "photo_table", "Selected", "select",
-           "example_panels", "heatmap_freqs", "table_values", "verdict", "cost"]
+           "example_panels", "heatmap_freqs", "table_values", "border_shares", "cost"]
 
 
 def _source(imagenet_dir) -> str:
@@ -161,10 +160,11 @@ def table_values(table: pd.DataFrame, tau: float, border: float, area: float) ->
                          if len(table) else "nothing (no SIS at any threshold)")}
 
 
-def verdict(table: pd.DataFrame, tau: float, area: float, min_images: int) -> Verdict:
-    """:func:`overinterp.experiments.imagenet.borders_verdict` on the images with an SIS at ``tau``."""
-    shares = (table[table["tau"] == tau]["SIS pixels in the border band (%)"] / 100).tolist()
-    return I.borders_verdict(shares, area, tau, min_images)
+def border_shares(table: pd.DataFrame, tau: float) -> list[float]:
+    """Per image with an SIS at ``tau`` (rows of :attr:`Selected.table`), the share of its SIS pixels in
+    the border band (a fraction): the numbers :func:`overinterp.paper.further_verdicts.borders_verdict` decides
+    Figure 4's claim from."""
+    return (table[table["tau"] == tau]["SIS pixels in the border band (%)"] / 100).tolist()
 
 
 def cost(net: nn.Module, images: torch.Tensor, model: str, cfg, device) -> tuple[pd.DataFrame, dict]:

@@ -30,6 +30,7 @@ Under torchrun each rank uses the GPU of its ``LOCAL_RANK`` (with ``--device aut
 """
 from __future__ import annotations
 
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ from overinterp.engine.runner import n_shards
 from overinterp.paper.numbers import SUBSET_FRAC
 from overinterp.experiments.runs import trained_model
 
-__all__ = ["Unit", "plan", "prepare", "worker"]
+__all__ = ["Unit", "plan", "plans", "prepare", "worker"]
 
 
 @dataclass(frozen=True)
@@ -99,15 +100,30 @@ def worker(env=os.environ) -> tuple[int, int, int | None]:
     return 0, 1, None
 
 
-def prepare(run, units: slice | None = None, rank: int = 0, world: int = 1, progress: bool = True) -> dict:
-    """Run this process's share of ``plan(run)[units]`` (default: all): units ``rank``,
-    ``rank + world``, ... of the range. Returns seconds per unit name."""
+def plans() -> dict[str, Callable]:
+    """The studies ``prepare`` computes: "chapters" (:func:`plan`) and "scale" (the scale study,
+    :func:`overinterp.experiments.scale.plan`)."""
+    from overinterp.experiments import scale     # it builds on this module's Unit
+    return {"chapters": plan, "scale": scale.plan}
+
+
+def prepare(run, units: slice | None = None, rank: int = 0, world: int = 1, progress: bool = True,
+            study: str = "chapters", log: str | None = None) -> dict:
+    """Run this process's share of ``plans()[study](run)[units]`` (default: all): units ``rank``,
+    ``rank + world``, ... of the range. Returns seconds per unit name. With ``log`` (a file), each
+    finished unit appends a JSON line there at once (unit, kind, seconds, rank, time), so a run that is
+    killed keeps the account of the units it finished (what the edition's compute report sums)."""
     if not 0 <= rank < world:
         raise ValueError(f"rank {rank} is outside 0:{world}")
-    todo = plan(run)[units or slice(None)][rank::world]
+    todo = plans()[study](run)[units or slice(None)][rank::world]
     seconds = {}
     for u in tqdm(todo, desc=f"prepare {run.profile.name} [{rank}/{world}]", unit="unit", disable=not progress):
         t0 = time.perf_counter()
         u.run()
         seconds[f"{u.kind}: {u.name}"] = round(time.perf_counter() - t0, 1)
+        if log:
+            with open(log, "a") as f:
+                f.write(json.dumps({"profile": run.profile.name, "study": study, "unit": u.name, "kind": u.kind,
+                                    "seconds": seconds[f"{u.kind}: {u.name}"], "rank": rank, "world": world,
+                                    "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
     return seconds

@@ -22,11 +22,13 @@ when it is classified correctly clean and after each of ``restarts`` random-star
     acc = attack_accuracies({"robust": models}, X, Y, run)      # clean and PGD accuracy (%)
     res = robust_backselect(run, models[0], sel)                # cached backward selection
     sizes = sis_size_pct(res, 0.99)                             # SIS size (%) per image, NaN: none
-    robust_sis_sparse({"robust ResNet20": [s0, s1]}, 0.99)      # the paper's claim as a Verdict (per replicate)
+    further_verdicts.robust_sis_sparse({"robust ResNet20": [s0, s1]}, 0.99)   # the paper's claim (per replicate)
     size_difference(pairs)                                      # ours, descriptive: robust minus standard
 
-The chapter's figures' data and prose numbers (``book/09_robust.ipynb``) come from the functions at the
-end (``*_values``: glue name -> value); :mod:`overinterp.pages.sis_size_plots` draws the SIS sizes.
+The verdict on section 4.5's claim is :func:`overinterp.paper.further_verdicts.robust_sis_sparse`, from the
+SIS sizes per replicate of :func:`per_replicate`. The chapter's figures' data and prose numbers
+(``book/09_robust.ipynb``) come from the functions at the end (``*_values``: glue name -> value);
+:mod:`overinterp.pages.sis_size_plots` draws the SIS sizes.
 """
 from __future__ import annotations
 
@@ -49,16 +51,14 @@ from overinterp.engine.sis import find_sis, sis_size_pct
 from overinterp.experiments import runs as A
 from overinterp.experiments.runs import confident_selection, mean_std, model_config
 from overinterp.paper.formatting import number
-from overinterp.paper.numbers import (ARCH_NAMES, MADRY_ACCURACY, MADRY_TRAINING, SIS_MEAN_SIZE_BELOW,
-                                      SIS_THRESHOLD)
+from overinterp.paper.numbers import ARCH_NAMES, MADRY_ACCURACY, MADRY_TRAINING
 from overinterp.paper.intervals import replicate_interval
-from overinterp.paper.verdicts import sis_size
 from overinterp.zoo import data as D
 from overinterp.zoo.train import cached_fit, make_model, plateaued
 
 __all__ = ["EPSILON", "LOSSES", "PixelModel", "pgd", "PGDTraining", "epsilon", "training_attack", "robust_config",
            "robust_models", "robust_selection", "attack_correct", "attack_accuracies", "robust_backselect", "sis_table",
-           "paired_sizes", "per_replicate", "robust_sis_sparse", "size_difference", "model_name", "accuracy_table", "deviations",
+           "paired_sizes", "per_replicate", "size_difference", "model_name", "accuracy_table", "deviations",
            "PAPER", "setup_values", "training_values", "histories", "paper_accuracy_table", "accuracy_values",
            "comparison_selection", "sis_results", "sis_values", "sis_gallery", "verdict_values"]
 
@@ -263,42 +263,10 @@ def paired_sizes(table: pd.DataFrame, robust: str, standard: str) -> pd.DataFram
 
 def per_replicate(table: pd.DataFrame, model: str, column: str = "SIS size (%)") -> list[np.ndarray]:
     """``column`` of ``model``'s rows of :func:`sis_table` (or :func:`paired_sizes`), one array per
-    replicate, in replicate order."""
+    replicate, in replicate order (the SIS sizes :func:`overinterp.paper.further_verdicts.robust_sis_sparse`
+    reads)."""
     rows = table[table.model == model] if "model" in table else table
     return [g[column].to_numpy(float) for _, g in rows.groupby("replicate", sort=True)]
-
-
-def robust_sis_sparse(sizes: Mapping[str, Sequence], tau: float, bound: float = SIS_MEAN_SIZE_BELOW,
-                      min_images: int = 5, seed: int = 0):
-    """Section 4.5: "models trained to be robust to adversarial attacks classify the highly sparse
-    sufficient input subsets as confidently as the models in Section 4.1". ``sizes``: robust model
-    -> SIS size (%) of each image, one array per replicate (NaN: no SIS, not counted).
-
-    Tested as section 4.1's claim on standard models (:func:`overinterp.paper.verdicts.sis_size`):
-    the 95% interval of the mean SIS size at ``tau``, images and replicates resampled, lies
-    below ``bound`` (5% of the pixels). Counts: the images where each robust replicate reaches
-    tau and has an SIS, over the replicates. Can hold if the claim is true at our scale: a robust
-    model that, like the standard ones, reaches tau on a few percent of the pixels gives an
-    interval below 5% from a few dozen images; can fail if false: a robust model needing a large
-    part of the image gives an interval above it. Cannot be tested with fewer than
-    ``min_images`` SIS (the robust model is rarely that confident)."""
-    v = sis_size({name: [np.asarray(r, float) / 100 for r in _reps(s)] for name, s in sizes.items()}, tau, bound,
-                 min_images, seed=seed,
-                 claim="Adversarially robust models classify highly sparse sufficient input subsets as confidently as "
-                       "standard models (section 4.5: \"models trained to be robust to adversarial attacks classify "
-                       "the highly sparse sufficient input subsets as confidently as the models in Section 4.1\"; "
-                       f"Figure 1 'Adv. Robust', each SIS classified with ≥ {100 * SIS_THRESHOLD:g}% confidence).")
-    v.numbers = v.numbers.rename(columns={"images": "images with an SIS"})
-    v.numbers["per replicate"] = [" + ".join(str(int(np.sum(~np.isnan(np.asarray(r, float))))) for r in _reps(s))
-                                  for s in sizes.values()]
-    return v
-
-
-def _reps(s) -> list:
-    """One array per replicate: a flat sequence of numbers is one replicate."""
-    if isinstance(s, (pd.Series, np.ndarray)) or (len(s) and np.ndim(s[0]) == 0):
-        return [np.asarray(s, float)]
-    return [np.asarray(r, float) for r in s]
 
 
 def size_difference(pairs: Mapping[str, pd.DataFrame], n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
@@ -440,8 +408,8 @@ def sis_gallery(results: Mapping[tuple, BackSelectResult], tau: float, n_show: i
 
 
 def verdict_values(sparse, difference: pd.DataFrame, n_pairs: int) -> dict:
-    """Glue name -> value of the verdict (:func:`robust_sis_sparse`) and of our size comparison
-    (:func:`size_difference`, its first row)."""
+    """Glue name -> value of the verdict (:func:`overinterp.paper.further_verdicts.robust_sis_sparse`) and of
+    our size comparison (:func:`size_difference`, its first row)."""
     row, d = sparse.numbers.iloc[0], difference.iloc[0]
     return {"n_pairs": n_pairs, "sparse_word": sparse.word, "robust_mean_sis": number(row['mean SIS size (%)']),
             "sparse_low": number(row['95% low']), "sparse_high": number(row['95% high']),

@@ -1,12 +1,14 @@
 """Chapter 14's runs of Shared Interest (Boggust et al., workshop text and CHI 2022; the method is
 :mod:`overinterp.methods.shared_interest`): the three scores and the eight cases of every test image
 for every zoo model, with explanation regions from the stored backward selections (the SIS and the
-5% subsets of the paper we reproduce, 4.1) and from Captum's saliency methods; the verdict on the
-paper's 4.1.1 claim that SIS lie on the background; the values the chapter's prose glues.
+5% subsets of the paper we reproduce, 4.1) and from Captum's saliency methods; the numbers that decide
+the paper's 4.1.1 claim that SIS lie on the background (:func:`background_coverage`; the verdict is
+:func:`overinterp.paper.further_verdicts.sis_on_background`); the values the chapter's prose glues.
 
     cfg = chapter_config(run, p)                   # the profile's settings with the chapter's parameters
     table, G, regions = image_table(run, cfg)      # one row per (model, replicate, method, image)
-    verdict = sis_on_background(table, sis_name(sis_tau(run, cfg)), tau, pixels=G[0].numel())
+    coverage = background_coverage(table, sis_name(sis_tau(run, cfg)), pixels=G[0].numel())
+    verdict = further_verdicts.sis_on_background(coverage, tau)
 """
 from __future__ import annotations
 
@@ -24,12 +26,11 @@ from overinterp.methods.shared_interest import (CASES, EC, GTC, IOU, METRICS, SA
                                                 coverage, saliency_map, silhouette)
 from overinterp.paper.formatting import number
 from overinterp.paper.numbers import ARCH_NAMES
-from overinterp.paper.intervals import replicate_interval
-from overinterp.paper.verdicts import Margin, Verdict, from_rows, interval_row
+from overinterp.paper.verdicts import Verdict
 from overinterp.zoo import data as D
 
 __all__ = ["check_dataset", "chapter_config", "sis_tau", "sis_name", "bs_name", "case_counts", "ranked",
-           "image_table", "test_images", "score_stats", "cases_table", "sis_on_background", "setup_values",
+           "image_table", "test_images", "score_stats", "cases_table", "background_coverage", "setup_values",
            "region_values", "score_values", "case_values", "verdict_values"]
 
 #: short glue prefix -> method name, for the prose (SIS and BS names depend on tau and frac)
@@ -168,34 +169,15 @@ def cases_table() -> pd.DataFrame:
                          for c in CASES]).set_index("case")
 
 
-def sis_on_background(table: pd.DataFrame, method: str, tau: float, pixels: int = 28 * 28, seed: int = 0,
-                      resamples: int = 2000) -> Verdict:
-    """Verdict on the paper's 4.1.1 claim, in Shared Interest's terms on our data: the SIS of
-    confidently classified images rely on the background rather than the object.
-
-    Per image (correctly classified, non-empty SIS): the SIS's explanation coverage (share of its
-    pixels on the garment) minus the share of the image the garment covers, |G| / (H W), which is
-    the expected explanation coverage of uniformly random pixels. The measure is its mean, with a
-    95% interval over replicates and images (each replicate its own images). Can hold: SIS on the
-    background give an interval below 0; can fail: SIS on the garment give one above 0."""
+def background_coverage(table: pd.DataFrame, method: str, pixels: int = 28 * 28) -> pd.DataFrame:
+    """What :func:`overinterp.paper.further_verdicts.sis_on_background` decides the paper's 4.1.1 claim from:
+    one row per image of :func:`image_table` whose ``method`` region (an SIS) is counted (correctly
+    classified, non-empty SIS), with its model, replicate, explanation coverage (share of the SIS's
+    pixels on the garment) and "random pixels (|G| / HW)", the share of the image the garment covers,
+    |G| / (H W) (``pixels`` = H W): the expected explanation coverage of uniformly random pixels."""
     t = table[(table["method"] == method) & table["has"] & table["correct"] & (table["|E|"] > 0)]
-    margin = Margin(high=0.0, words="SIS on the garment less often than random pixels")
-    rows = {}
-    for model, g in t.groupby("model", sort=False):
-        g = g.assign(random=g["|G|"] / pixels)
-        reps = [r[EC].to_numpy(float) - r["random"].to_numpy(float) for _, r in g.groupby("replicate")]
-        iv = replicate_interval({"d": reps}, paired_images=False, n_resamples=resamples, seed=seed)
-        rows[model] = interval_row(iv, margin, "EC − random", replicates=len(reps), images=len(g),
-                                   **{"mean EC of SIS": g[EC].mean(), "random pixels (|G| / HW)": g["random"].mean()})
-    return from_rows(
-        ("The SIS of confidently classified images lie on the background rather than on the object: "
-         "\"the SIS tend to be strongly concentrated along the image borders … the model relies too "
-         "heavily on image backgrounds\" (paper 4.1.1, ImageNet)."),
-        (f"With the garment's silhouette as the object, for every model, the 95% interval (replicates and images "
-         f"resampled) of the mean difference between the share of an SIS's pixels on the garment (explanation "
-         f"coverage; τ = {tau:g}, correctly classified images) and the share of the image the garment covers (what "
-         "uniformly random pixels would give) lies below 0: holds if the whole interval is below, does not hold if "
-         "it is wholly above, inconclusive if it straddles 0. Images with an empty SIS are left out."), rows)
+    return pd.DataFrame({"model": t["model"], "replicate": t["replicate"], "explanation coverage": t[EC],
+                         "random pixels (|G| / HW)": t["|G|"] / pixels})
 
 
 # ----------------------------------------------------------------------------- values the prose glues
@@ -249,7 +231,8 @@ def case_values(run, cfg, table: pd.DataFrame) -> dict:
 
 
 def verdict_values(verdict: Verdict) -> dict:
-    """The verdict's word and its range of mean explanation coverage against random pixels."""
+    """The verdict's word (:func:`overinterp.paper.further_verdicts.sis_on_background`) and its range of mean
+    explanation coverage against random pixels."""
     nums = verdict.numbers
     return {"verdict": verdict.word, "v_ec_min": number(nums['mean EC of SIS'].min(), 2),
             "v_ec_max": number(nums['mean EC of SIS'].max(), 2),

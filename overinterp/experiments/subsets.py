@@ -109,7 +109,7 @@ def retrain(run, arch: str, images: torch.Tensor, labels: torch.Tensor, name: st
     base = model_config(run.dataset, arch, p.name, run.seed)
     train_cfg = TrainConfig(**{**(p.retrain or p.train).__dict__, "augment": augment})
     out = []
-    for r in range(replicates or p.replicates):
+    for r in range(replicates or p.retrain_replicates or p.replicates):
         seed = run.seed + A.RETRAIN_SEED_OFFSET + r
         cfg = {**base, "seed": seed, "train": train_cfg, "train_on": name, "images": fingerprint(images),
                "n": len(images)}
@@ -268,7 +268,8 @@ def transfer_values(verdict: V.Verdict) -> dict:
 
 def retraining_values(run, frac: float) -> dict:
     """Chapter 5's prose on this execution: the percentage kept, training images, replicates, epochs."""
-    return {"pct": pct(frac), "n_train": run.profile.retrain_images or "all", "replicates": run.profile.replicates,
+    return {"pct": pct(frac), "n_train": run.profile.retrain_images or "all",
+            "replicates": run.profile.retrain_replicates or run.profile.replicates,
             "retrain_epochs": (run.profile.retrain or run.profile.train).epochs}
 
 

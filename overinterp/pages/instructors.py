@@ -35,6 +35,8 @@ TEACHING = {
     "05_retraining": ("retraining on 5% subsets: patterns of the data, or positions of the kept pixels? (4.2)",
                       ("frac",)),
     "06_why": ("one factor at a time (method, mask value, training length, width); position versus value", ("seed",)),
+    "06b_scale": ("how Part I's measures and their spread between replicates move with training-set size and width",
+                  ()),
     "07_humans": ("the human benchmark: classify 5%, 30% and 50% subsets yourself (3.4, 4.3)", ("fracs", "threshold")),
     "08_sis_accuracy": ("SIS size of correctly classified against misclassified images, per threshold (4.4, Figure 5)",
                         ("taus", "min_images")),

@@ -9,11 +9,11 @@ import json
 from pathlib import Path
 
 from overinterp.paper.claims import CLAIMS, PARTS
-from overinterp.paper.formatting import number
+from overinterp.paper.formatting import MISSING, number
 from overinterp.store import code_version
 from overinterp.paper.verdicts import MARKS
 
-__all__ = ["text", "document", "write"]
+__all__ = ["text", "document", "write", "load", "table", "edition_view"]
 
 
 def text(rows: list[dict]) -> str:
@@ -49,3 +49,48 @@ def document(run, rows: list[dict], seconds: dict, device: str) -> dict:
 def write(path, doc: dict) -> None:
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+
+
+def load(path) -> dict:
+    """A :func:`document` from ``path`` (a clear error naming the file when it is missing or not one)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no verdicts at {path}: run python -m overinterp verdicts --json {path}")
+    doc = json.loads(path.read_text())
+    if "rows" not in doc or "profile" not in doc:
+        raise ValueError(f"{path} is not the JSON of python -m overinterp verdicts")
+    return doc
+
+
+def table(doc: dict):
+    """One row per claim and model of a :func:`document`, by part: the claim (section), the paper's number
+    as quoted, the estimate [95% interval], replicates x images, margin, the row's outcome and the claim's
+    verdict (with how many replicates would decide an inconclusive row)."""
+    import pandas as pd
+    out = []
+    for r in doc["rows"]:
+        c = CLAIMS[r["claim"]]
+        d = c.digits
+        ends = "" if r["low"] is None else f" [{number(r['low'], d)}, {number(r['high'], d)}]"
+        n = " × ".join(str(int(r[k])) for k in ("replicates", "images") if r.get(k) is not None)
+        out.append({"part": c.part, "claim": f"{c.short} ({c.section})", "paper": c.paper, "model": r["model"],
+                    "estimate [95%]": number(r["estimate"], d) + ends, "replicates × images": n or MISSING,
+                    "margin": r["margin"] or MISSING,
+                    "outcome": (r["outcome"] or MISSING) + (f" ({r['to decide']} replicates to decide)"
+                                                             if r.get("to decide") else ""),
+                    "verdict": r["verdict"]})
+    return pd.DataFrame(out)
+
+
+def edition_view(path, caption: str):
+    """The committed edition's verdicts at ``path`` as a numbered table (``caption``, then what produced
+    them: profile, seed, device, commit), or a note saying that none is committed there yet."""
+    from IPython.display import Markdown
+    from overinterp.pages.chapter import captioned
+    if not Path(path).is_file():
+        return Markdown(f":::{{note}}\nNo edition's verdicts are committed at `{Path(path).name}` yet; "
+                        f"`python -m overinterp verdicts --profile standard --json {Path(path).name}` computes them "
+                        "(hours on a CPU: see the README's profile table).\n:::")
+    doc = load(path)
+    return captioned(table(doc), f"{caption} Profile {doc['profile']}, dataset {doc['dataset']}, seed {doc['seed']}, "
+                                 f"{doc['device']}, commit {str(doc['commit'])[:12]}.")

@@ -223,7 +223,7 @@ def interval_row(iv: Interval, margin: Margin, name: str, scale: float = 1.0, **
 
 def from_rows(claim: str, criterion: str, rows: dict) -> Verdict:
     """The :class:`Verdict` of a claim about every row (model) of ``rows`` ({name: :func:`interval_row`}),
-    its outcome :func:`combine`\ d from theirs."""
+    its outcome combined from theirs (:func:`combine`)."""
     numbers = pd.DataFrame.from_dict(rows, orient="index")
     return Verdict(claim, criterion, combine(list(numbers["outcome"])) if len(numbers) else UNTESTABLE, numbers)
 

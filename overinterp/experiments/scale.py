@@ -1,0 +1,223 @@
+"""The scale study (issue 27; the chapter "How the claims move with scale"): do Part I's measures
+move toward the paper's numbers as the models grow, and how far apart are replicates that differ
+only in their seed?
+
+For the architecture ``Profile.scale.arch`` (a :class:`~overinterp.config.profiles.ScaleConfig`) trained
+with the profile's recipe at every point of two curves -- training-set size at one width, width at one
+size -- each of ``replicates`` models gives, on the same seeded sample of test images:
+
+* ``SIS size``: the mean SIS size (% of the pixels) at tau over its first ``sis_images`` confident
+  images (paper 4.1), by the ``pruned`` engine (within 1.1x of exact) and by the profile's gradient
+  engine on the same images (the engine factor);
+* ``accuracy drop``: accuracy on full images minus on its own 5% backward-selection subsets (points,
+  Table 1), and ``confidence drop``: the mean drop of the predicted class's confidence (4.1), each with
+  masked pixels at the mean pixel (the paper's) and at black (the mask factor);
+* ``BS - random`` and ``full - BS``: accuracy (points) of models retrained on the replicate's own 5%
+  subsets of ``retrain_images`` training images against random subsets and full images (4.2).
+
+Every model, backward selection and retrained model is an artifact; :func:`plan` lists them as
+``prepare`` units (``python -m overinterp prepare --study scale``), :func:`study` reads (or computes)
+them and returns one row per point, factor setting and measure with its 95% interval over replicates
+(:func:`overinterp.paper.intervals.replicate_interval`) and every replicate's value.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from overinterp.config.context import Run
+from overinterp.config.profiles import variant
+from overinterp.experiments import runs as A
+from overinterp.experiments import subsets as S
+from overinterp.experiments.factors import black_value
+from overinterp.experiments.prepare import Unit
+from overinterp.engine.sis import find_sis, pixel_subset, random_subset
+from overinterp.paper import numbers as paper
+from overinterp.paper.intervals import replicate_interval
+from overinterp.paper.numbers import SUBSET_FRAC
+from overinterp.zoo import data as D
+
+__all__ = ["Point", "MASKS", "MEASURES", "points", "point_run", "plan", "replicate_values", "study", "paper_values"]
+
+#: the mask factor: masked pixels at the mean pixel (the paper's, 3.3) or black (Fashion-MNIST's background)
+MASKS = ("mean pixel", "black")
+#: measure -> its unit: what each row of :func:`study` holds
+MEASURES = {"SIS size (%)": "% of pixels", "accuracy drop (points)": "points", "confidence drop": "probability",
+            "BS - random (points)": "points", "full - BS (points)": "points", "test accuracy (%)": "%"}
+
+
+@dataclass(frozen=True)
+class Point:
+    """One setting of the study: a curve's training images (None: all), epochs and initial filters."""
+    curve: str
+    train_size: int | None
+    epochs: int
+    width: int
+
+    def label(self) -> str:
+        n = "all" if self.train_size is None else f"{self.train_size}"
+        return f"{n} images, width {self.width}, {self.epochs} epochs"
+
+
+def points(run) -> list[Point]:
+    """The points of ``run.profile.scale``: the size curve, then the width curve."""
+    return [Point(*p) for p in run.profile.scale.points()]
+
+
+def point_run(run, point: Point, mask: str = "mean pixel") -> Run:
+    """A run of the profile narrowed to ``point``: its one architecture at the point's width, images
+    and epochs, the study's replicates, test sample and retraining, masked pixels at ``mask``."""
+    p, c = run.profile, run.profile.scale
+    engine = p.backselect if mask == "mean pixel" else replace(p.backselect, mask_value=black_value(run.dataset))
+    name = (f"{p.name}-scale-{c.arch}-n{point.train_size or 'all'}-w{point.width}-e{point.epochs}"
+            f"{'' if mask == 'mean pixel' else '-black'}")
+    prof = variant(p, name, archs=(c.arch,), widths=((c.arch, point.width),), replicates=c.replicates,
+                   train_size=point.train_size, test_size=c.test_images, train=replace(p.train, epochs=point.epochs),
+                   backselect=engine, backselect_train=None, sis_engine=c.sis_engine, sis_images=c.sis_images,
+                   retrain_images=c.retrain_images or None, retrain=c.retrain)
+    return Run(run.dataset, prof, run.device, run.seed)
+
+
+def plan(run) -> list[Unit]:
+    """The study's ``prepare`` units, cheapest evidence first: every point's models, then their backward
+    selections of the test sample (both masks) and SIS images, then the retraining."""
+    c, units = run.profile.scale, []
+    distinct = list({(p.train_size, p.epochs, p.width): p for p in points(run)}.values())  # the curves' shared point once
+    for pt in distinct:
+        pr = point_run(run, pt)
+        for r in range(c.replicates):
+            units.append(Unit("model", f"scale {pt.label()} seed {run.seed + r}",
+                              lambda pr=pr, s=run.seed + r: A.trained_model(pr.dataset, c.arch, pr.profile.name, seed=s,
+                                                                            device=pr.device, progress=False)))
+    for pt in distinct:
+        for r in range(c.replicates):
+            units.append(Unit("backselect", f"scale {pt.label()} seed {run.seed + r}",
+                              lambda pt=pt, r=r: _selections(run, pt, r)))
+    if c.retrain_images:
+        for pt in distinct:
+            for r in range(c.replicates):
+                units.append(Unit("retrained", f"scale {pt.label()} seed {run.seed + r}",
+                                  lambda pt=pt, r=r: _retrained(run, pt, r)))
+    return units
+
+
+def _selections(run, pt: Point, r: int) -> None:
+    for mask in MASKS:
+        pr = point_run(run, pt, mask)
+        A.backselect_set(pr, run.profile.scale.arch, A.selection(pr, "test"), run.seed + r, progress=False)
+    _pruned_sizes(point_run(run, pt), run.seed + r)
+
+
+def _pruned_sizes(pr: Run, seed: int) -> np.ndarray:
+    """SIS sizes (%) at tau by the study's engine of replicate ``seed``'s first confident test images
+    (:func:`overinterp.experiments.runs.sis_result`); empty where it has none."""
+    arch, tau = pr.profile.archs[0], pr.profile.sis_threshold
+    model = A.trained_model(pr.dataset, arch, pr.profile.name, seed=seed, device=pr.device, progress=False)
+    if not len(A.confident(model, *A.selection(pr, "test").load(), tau, pr.device)):
+        return np.zeros(0)
+    return 100 * np.asarray(A.sis_fractions(find_sis(A.sis_result(pr, arch, seed, tau), tau)), float)
+
+
+def _retrained(run, pt: Point, r: int) -> dict[str, np.ndarray]:
+    """Replicate ``r`` as the source of 4.2: one model retrained on each kind of its ``retrain_images``
+    training images (its BS subsets, random subsets, full images; seed seed + r + RETRAIN_SEED_OFFSET),
+    each tested on the same kind of test images: {kind: 1/0 per test image}."""
+    c, seed = run.profile.scale, run.seed + r
+    pr = point_run(run, pt)
+    src = Run(pr.dataset, pr.profile, pr.device, seed)        # retrain() seeds from the run's seed
+    out = {}
+    for set_name in ("train", "test"):
+        sel = A.selection(pr, set_name)
+        X, Y = sel.load()
+        res = A.backselect_set(pr, c.arch, sel, seed, progress=False)
+        out[set_name] = {"bs": pixel_subset(res, X, SUBSET_FRAC)[0], "full": X, "labels": Y,
+                         "random": random_subset(X, SUBSET_FRAC, seed=A.subset_seed(pr.dataset, set_name),
+                                                 block=res.block, mask_value=res.mask_value)[0]}
+    tr, te = out["train"], out["test"]
+    name = {"bs": f"bs{SUBSET_FRAC:g}", "random": f"random{SUBSET_FRAC:g}", "full": "full"}
+    return {k: A.correct(S.retrain(src, c.arch, tr[k], tr["labels"], name[k], False, replicates=1)[0], te[k],
+                         te["labels"], pr.device) for k in S.RETRAIN_KINDS}
+
+
+def replicate_values(run, pt: Point) -> dict[tuple[str, str], dict[str, list[np.ndarray]]]:
+    """Per (measure, setting): the :func:`~overinterp.paper.intervals.replicate_interval` groups of the
+    point, {condition: one per-image array per replicate}. Settings: the mask ("mean pixel", "black")
+    for the subsets' measures, the engine for SIS size, "mean pixel" for the retraining."""
+    c, tau = run.profile.scale, run.profile.sis_threshold
+    out: dict = {}
+
+    def add(measure: str, setting: str, condition: str, values: np.ndarray) -> None:
+        out.setdefault((measure, setting), {}).setdefault(condition, []).append(values)
+
+    for mask in MASKS:
+        pr = point_run(run, pt, mask)
+        X, Y = A.selection(pr, "test").load()
+        for r in range(c.replicates):
+            seed = run.seed + r
+            model = A.trained_model(pr.dataset, c.arch, pr.profile.name, seed=seed, device=pr.device, progress=False)
+            res = A.backselect_set(pr, c.arch, A.selection(pr, "test"), seed, progress=False)
+            x_bs = pixel_subset(res, X, SUBSET_FRAC)[0]
+            full, own = A.correct(model, X, Y, pr.device), A.correct(model, x_bs, Y, pr.device)
+            add("accuracy drop (points)", mask, "full", full)
+            add("accuracy drop (points)", mask, "bs", own)
+            add("confidence drop", mask, "drop", S.confidence_drop(model, X, x_bs, pr.device).double().numpy())
+            idx = A.confident(model, X, Y, tau, pr.device)[:c.sis_images]
+            engine = f"{pr.profile.backselect.describe()}, {mask}"
+            add("SIS size (%)", engine, "size",
+                100 * np.asarray(A.sis_fractions(find_sis(res[idx], tau)), float) if len(idx) else np.zeros(0))
+            if mask == "mean pixel":
+                add("test accuracy (%)", mask, "full", full)
+                add("SIS size (%)", f"{c.sis_engine.describe()}, {mask}", "size", _pruned_sizes(pr, seed))
+                if c.retrain_images:
+                    for k, v in _retrained(run, pt, r).items():
+                        add("retrained", mask, k, v)
+    return out
+
+
+_STATISTICS = {"accuracy drop (points)": lambda m: 100 * (m["full"] - m["bs"]),
+               "test accuracy (%)": lambda m: 100 * m["full"],
+               "BS - random (points)": lambda m: 100 * (m["bs"] - m["random"]),
+               "full - BS (points)": lambda m: 100 * (m["full"] - m["bs"])}
+
+
+def paper_values(arch: str) -> dict[str, float]:
+    """The paper's number for each measure on CIFAR-10 (ResNet20, ResNet18 and VGG16: Table 1 and 4.1):
+    SIS size its bound (< 5%), accuracy drop full minus BS subsets, confidence drop its mean, BS - random
+    and full - BS from the retrained models (Table 1's bs/bs and random/random against full/full)."""
+    t = {k: v[0][0] for k, v in paper.TABLE1.items() if k[0] == arch}
+    if not t:
+        return {"SIS size (%)": 100 * paper.SIS_MEAN_SIZE_BELOW}
+    full, bs = t[(arch, "full", "full")], t[(arch, "full", "bs")]
+    return {"SIS size (%)": 100 * paper.SIS_MEAN_SIZE_BELOW, "accuracy drop (points)": full - bs,
+            "confidence drop": paper.CONFIDENCE_DROP[arch][0], "test accuracy (%)": full,
+            "BS - random (points)": t[(arch, "bs", "bs")] - t[(arch, "random", "random")],
+            "full - BS (points)": full - t[(arch, "bs", "bs")]}
+
+
+def study(run, progress: bool = True) -> pd.DataFrame:
+    """One row per point, measure and setting: the estimate, its 95% interval over replicates (and the
+    images they share), the replicates' standard deviation and every replicate's value; computed from
+    the store (what is missing is computed and stored: a later call resumes)."""
+    from tqdm import tqdm
+    c, rows = run.profile.scale, []
+    theirs = paper_values(c.arch)
+    for pt in tqdm(points(run), desc="scale study", unit="point", disable=not progress):
+        for (measure, setting), groups in replicate_values(run, pt).items():
+            for name in (["BS - random (points)", "full - BS (points)"] if measure == "retrained" else [measure]):
+                if not any(len(v) for vs in groups.values() for v in vs):
+                    continue                      # e.g. no confident image in any replicate: no SIS sizes
+                stat = _STATISTICS.get(name, lambda m: m[next(iter(m))])
+                # SIS sizes: each replicate its own confident images; the rest: one test sample for all
+                iv = replicate_interval(groups, stat, paired_images=name != "SIS size (%)", seed=run.seed)
+                means = {k: np.array([np.nanmean(v) for v in vs]) for k, vs in groups.items()}
+                per_rep = np.atleast_1d(stat(means)).astype(float)
+                rows.append({"curve": pt.curve, "training images": pt.train_size or len(D.load(run.dataset, "train")),
+                             "width": pt.width, "epochs": pt.epochs, "measure": name, "setting": setting,
+                             "estimate": iv.estimate, "95% low": iv.low, "95% high": iv.high,
+                             "replicate sd": float(np.std(per_rep, ddof=1)) if len(per_rep) > 1 else np.nan,
+                             "replicates": len(per_rep),
+                             "images per replicate": int(np.median([len(v) for v in next(iter(groups.values()))])),
+                             "values": [round(float(v), 4) for v in per_rep], "paper": theirs.get(name, np.nan)})
+    return pd.DataFrame(rows)

@@ -1,0 +1,184 @@
+"""The scale study (:func:`overinterp.experiments.scale.study`) as JSON, tables and curves: what
+``python -m overinterp scale --json`` writes and the chapter "How the claims move with scale" reads.
+
+    doc = document(run, rows, seconds, device); write(path, doc)
+    rows = load(path)                  # the study's rows, with the provenance in rows.attrs
+    fig = curves(rows)                 # one panel per measure and curve: estimate, interval, replicates
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from overinterp.paper.formatting import MISSING, number
+from overinterp.paper.numbers import ARCH_NAMES
+from overinterp.store import code_version
+
+__all__ = ["rows_for", "document", "write", "load", "trend", "values", "table", "curves", "ORDER", "SHORT"]
+
+#: the measures in the order the chapter discusses them, with the axis label of each
+ORDER = {"test accuracy (%)": "test accuracy (%)", "SIS size (%)": "mean SIS size at τ (% of pixels)",
+         "accuracy drop (points)": "accuracy drop on own 5% subsets (points)",
+         "confidence drop": "confidence drop on own 5% subsets",
+         "BS - random (points)": "retrained: BS − random (points)",
+         "full - BS (points)": "retrained: full − BS (points)"}
+
+
+#: the glue names' short form of each measure (:func:`values`)
+SHORT = {"test accuracy (%)": "acc", "SIS size (%)": "sis", "accuracy drop (points)": "drop",
+         "confidence drop": "conf", "BS - random (points)": "bsrand", "full - BS (points)": "fullbs"}
+
+
+def document(run, rows: pd.DataFrame, seconds: float, device: str) -> dict:
+    """The JSON of one ``scale`` run: what produced it (commit, device, profile, the study's
+    configuration, seconds) and every row."""
+    return {"schema": 1, "dataset": run.dataset, "profile": run.profile.name, "seed": run.seed, "device": device,
+            "commit": code_version(), "tau": run.profile.sis_threshold, "recipe": asdict(run.profile.train),
+            "config": asdict(run.profile.scale), "seconds": round(seconds, 1),
+            "rows": json.loads(rows.to_json(orient="records"))}
+
+
+def write(path, doc: dict) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+
+
+def load(path) -> pd.DataFrame:
+    """The rows of a :func:`document` (a clear error naming the file when it is missing or not one);
+    the rest of the document in ``.attrs``."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no scale study at {path}: run python -m overinterp scale --json {path}")
+    doc = json.loads(path.read_text())
+    if doc.get("schema") != 1 or "rows" not in doc:
+        raise ValueError(f"{path} is not a scale study of python -m overinterp scale (schema 1)")
+    rows = pd.DataFrame(doc.pop("rows"))
+    rows["paper"] = pd.to_numeric(rows["paper"])       # JSON null: no number of the paper's
+    rows.attrs.update(doc)
+    return rows
+
+
+def rows_for(run, study: str | None = None) -> pd.DataFrame:
+    """The study a chapter shows: the file ``study``, else the profile's committed one
+    (``ScaleConfig.results``, from the repository root), else computed from the artifact store
+    (:func:`overinterp.experiments.scale.study`)."""
+    from overinterp.config.chapters import ROOT
+    from overinterp.experiments import scale
+    path = study or run.profile.scale.results
+    return load(ROOT / path) if path else scale.study(run, progress=False)
+
+
+def trend(rows: pd.DataFrame, measure: str, curve: str, setting: str | None = None) -> dict:
+    """How ``measure`` moves along ``curve`` (first setting unless given): its estimate [interval] at the
+    first and last point, the change, whether the two intervals are apart, and the largest replicate sd."""
+    r = rows[(rows["measure"] == measure) & (rows["curve"] == curve)]
+    r = r[r["setting"] == (setting or r["setting"].iloc[0])]
+    x = "training images" if curve == "size" else "width"
+    r = r.sort_values(x)
+    a, b = r.iloc[0], r.iloc[-1]
+    return {"from": a["estimate"], "from_low": a["95% low"], "from_high": a["95% high"], "from_x": int(a[x]),
+            "to": b["estimate"], "to_low": b["95% low"], "to_high": b["95% high"], "to_x": int(b[x]),
+            "change": b["estimate"] - a["estimate"], "apart": bool(b["95% low"] > a["95% high"] or
+                                                               b["95% high"] < a["95% low"]),
+            "max_sd": float(r["replicate sd"].max()), "paper": a["paper"]}
+
+
+def _main_setting(rows: pd.DataFrame, measure: str) -> str:
+    """The setting a measure's sentence reads: the pruned engine for SIS size, the mean pixel otherwise."""
+    settings = list(dict.fromkeys(rows.loc[rows["measure"] == measure, "setting"]))
+    return next((s for s in settings if s.startswith("pruned")), settings[0])
+
+
+def values(rows: pd.DataFrame, run=None) -> dict:
+    """The numbers and words the chapter's sentences glue: per measure (:data:`SHORT`) and curve, the
+    estimate and interval at the curve's first and last point (``sis_size_from``, ``sis_size_to_iv``, ...),
+    ``..._apart`` ("apart" or "overlapping" intervals), ``..._sd`` (the largest replicate sd); the factors:
+    ``engine_ratio_min/max`` (mean SIS size by the gradient engine over the pruned one, across points) and
+    ``mask_drop_mean/black`` (the accuracy drop with either mask at the size curve's last point); the
+    provenance (profile, device, commit, replicates, images) from the document where the rows came from
+    one, else from ``run``."""
+    out = {}
+    for m, key in SHORT.items():
+        digits = 3 if m == "confidence drop" else 1
+        for curve in ("size", "width"):
+            k = f"{key}_{curve}"
+            if m not in set(rows["measure"]):      # e.g. no confident image at any point: no SIS sizes
+                out.update({f"{k}_{f}": MISSING for f in ("from", "to", "from_iv", "to_iv", "apart", "sd",
+                                                          "from_x", "to_x")})
+                continue
+            t = trend(rows, m, curve, _main_setting(rows, m))
+            out.update({f"{k}_from": number(t["from"], digits), f"{k}_to": number(t["to"], digits),
+                        f"{k}_from_iv": f"[{number(t['from_low'], digits)}, {number(t['from_high'], digits)}]",
+                        f"{k}_to_iv": f"[{number(t['to_low'], digits)}, {number(t['to_high'], digits)}]",
+                        f"{k}_apart": "apart" if t["apart"] else "overlapping", f"{k}_sd": number(t["max_sd"], digits),
+                        f"{k}_from_x": f"{t['from_x']:,}", f"{k}_to_x": f"{t['to_x']:,}"})
+        paper = rows.loc[rows["measure"] == m, "paper"]
+        out[f"{key}_paper"] = number(paper.iloc[0] if len(paper) else np.nan, digits)
+    sis = rows[rows["measure"] == "SIS size (%)"]
+    out.update({"engine_ratio_min": MISSING, "engine_ratio_max": MISSING})
+    if len(sis):
+        by = sis.pivot_table(index=["curve", "training images", "width"], columns="setting", values="estimate")
+        pruned = _main_setting(rows, "SIS size (%)")
+        ratio = by.drop(columns=pruned).min(axis=1) / by[pruned]
+        out.update({"engine_ratio_min": number(ratio.min(), 2), "engine_ratio_max": number(ratio.max(), 2)})
+    last = rows[(rows["measure"] == "accuracy drop (points)") & (rows["curve"] == "size")]
+    last = last[last["training images"] == last["training images"].max()].set_index("setting")["estimate"]
+    out.update({f"mask_drop_{'mean' if k == 'mean pixel' else k}": number(v, 1) for k, v in last.items()})
+    a = rows.attrs
+    arch = a.get("config", {}).get("arch") or (run.profile.scale.arch if run else MISSING)
+    out.update({"study_arch": ARCH_NAMES.get(arch, arch),"study_profile": a.get("profile", run.profile.name if run else MISSING),
+                "study_device": a.get("device", str(run.device) if run else MISSING),
+                "study_commit": str(a.get("commit", "this execution"))[:12],
+                "study_replicates": int(rows["replicates"].max()),
+                "study_images": int(rows.loc[rows["measure"] == "accuracy drop (points)", "images per replicate"].max())})
+    return out
+
+
+def table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Estimate [95% interval] per point (rows) and measure and setting (columns), the paper's number first."""
+    r = rows.assign(cell=[f"{v:.3g} [{lo:.3g}, {hi:.3g}]" for v, lo, hi in
+                          zip(rows["estimate"], rows["95% low"], rows["95% high"])],
+                    column=rows["measure"] + ", " + rows["setting"])
+    out = r.pivot_table(index=["curve", "training images", "width", "epochs"], columns="column", values="cell",
+                        aggfunc="first", sort=False)
+    return out.reset_index()
+
+
+def curves(rows: pd.DataFrame, measures=None):
+    """One panel per measure (rows) and curve (columns: training images, width): per setting the
+    estimate with its 95% interval joined across the points, each replicate's value as a dot, the
+    paper's number (CIFAR-10) as a dashed line."""
+    measures = [m for m in (measures or ORDER) if m in set(rows["measure"])]
+    fig, axes = plt.subplots(len(measures), 2, figsize=(8.4, 2.1 * len(measures)), squeeze=False, sharex="col")
+    colors = {}
+    for i, m in enumerate(measures):
+        for j, (curve, x) in enumerate([("size", "training images"), ("width", "width")]):
+            ax, d = axes[i, j], rows[(rows["measure"] == m) & (rows["curve"] == curve)]
+            for k, (setting, g) in enumerate(d.groupby("setting", sort=False)):
+                g = g.sort_values(x)
+                c = colors.setdefault(setting, f"C{len(colors)}")
+                shift = 1 + 0.04 * (k - 0.5)      # settings side by side at a point
+                xs = g[x].to_numpy(float) * shift
+                ax.errorbar(xs, g["estimate"], yerr=[g["estimate"] - g["95% low"], g["95% high"] - g["estimate"]],
+                            color=c, marker="o", ms=4, lw=1, capsize=2, label=setting)
+                for xv, vals in zip(xs, g["values"]):
+                    ax.scatter(np.full(len(vals), xv), vals, s=6, color=c, alpha=0.45, lw=0)
+            if len(d) and np.isfinite(d["paper"].iloc[0]):
+                ax.axhline(d["paper"].iloc[0], color="k", ls="--", lw=0.8, label="paper (CIFAR-10)")
+            ax.set_xscale("log", base=10 if curve == "size" else 2)
+            ax.set_xticks(sorted(d[x].unique()), [f"{v:,}" for v in sorted(d[x].unique())])
+            ax.minorticks_off()
+            ax.tick_params(labelsize=7)
+            ax.set_title(ORDER[m], fontsize=8)
+            if i == len(measures) - 1:
+                ax.set_xlabel("training images" if curve == "size" else "initial filters (width)", fontsize=8)
+    handles = {lab: h for ax in axes.flat for h, lab in zip(*ax.get_legend_handles_labels())}
+    fig.legend(handles.values(), handles.keys(), loc="lower center", ncol=min(len(handles), 3), fontsize=7,
+               frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return fig

@@ -1,0 +1,108 @@
+"""The scale study (issue 27): its prepare units, its rows and intervals, its JSON and the chapter's glue."""
+import json
+import re
+
+import numpy as np
+import pytest
+
+from overinterp.__main__ import main
+from overinterp.config.context import make_run
+from overinterp.config.profiles import get_profile
+from overinterp.experiments import runs as A
+from overinterp.experiments import scale as X
+from overinterp.experiments.prepare import prepare
+from overinterp.pages import scale as SP
+from overinterp.pages.build import ROOT
+from overinterp.paper import numbers as paper
+
+
+@pytest.fixture(scope="module")
+def rows():
+    run = make_run(profile="tiny", device="cpu")
+    prepare(run, progress=False, study="scale")
+    return run, X.study(run, progress=False)
+
+
+def test_the_plan_lists_each_distinct_point_once_models_first():
+    run = make_run(profile="tiny", device="cpu")
+    c, units = run.profile.scale, X.plan(run)
+    distinct = {(p.train_size, p.epochs, p.width) for p in X.points(run)}
+    assert len(distinct) < len(X.points(run))          # the curves share a point ...
+    kinds = [u.kind for u in units]                     # ... computed once
+    assert kinds == (["model"] * len(distinct) * c.replicates + ["backselect"] * len(distinct) * c.replicates
+                     + ["retrained"] * len(distinct) * c.replicates)
+
+
+def test_a_point_with_the_profiles_recipe_reuses_the_zoos_models():
+    """The standard study's point of all training images at width 8 and 10 epochs is the standard zoo."""
+    run = make_run(profile="standard", device="cpu")
+    (pt,) = [p for p in X.points(run) if p.train_size is None]
+    pr = X.point_run(run, pt)
+    assert A.model_key(pr.dataset, "resnet20", pr.profile.name, 1) == A.model_key(run.dataset, "resnet20", "standard", 1)
+    other = X.point_run(run, X.points(run)[0])
+    assert A.model_key(other.dataset, "resnet20", other.profile.name, 1) != A.model_key(run.dataset, "resnet20",
+                                                                                        "standard", 1)
+
+
+def test_every_row_is_the_mean_of_its_replicates_inside_its_interval(rows):
+    run, df = rows
+    c = run.profile.scale
+    assert set(df["curve"]) == {"size", "width"}
+    assert {"test accuracy (%)", "accuracy drop (points)", "confidence drop", "BS - random (points)",
+            "full - BS (points)"} <= set(df["measure"])
+    assert set(df.loc[df["measure"] == "accuracy drop (points)", "setting"]) == set(X.MASKS)
+    for _, r in df.iterrows():
+        assert r["replicates"] == c.replicates == len(r["values"])
+        assert np.isclose(np.mean(r["values"]), r["estimate"], atol=1e-3)
+        assert r["95% low"] <= r["estimate"] <= r["95% high"]
+
+
+def test_the_shared_point_has_the_same_numbers_on_both_curves(rows):
+    _, df = rows
+    key = ["training images", "width", "epochs", "measure", "setting"]
+    shared = df.groupby(key).filter(lambda g: set(g["curve"]) == {"size", "width"})
+    assert len(shared)
+    for _, g in shared.groupby(key):
+        assert g["estimate"].nunique() == 1
+
+
+def test_the_papers_numbers_come_from_its_tables():
+    p = X.paper_values("resnet20")
+    full, bs = paper.TABLE1[("resnet20", "full", "full")][0][0], paper.TABLE1[("resnet20", "bs", "bs")][0][0]
+    assert p["full - BS (points)"] == pytest.approx(full - bs)
+    assert p["BS - random (points)"] == pytest.approx(bs - paper.TABLE1[("resnet20", "random", "random")][0][0])
+    assert p["confidence drop"] == paper.CONFIDENCE_DROP["resnet20"][0]
+    assert X.paper_values("cnn") == {"SIS size (%)": 100 * paper.SIS_MEAN_SIZE_BELOW}
+
+
+def test_the_json_round_trips_and_feeds_every_glue_of_the_chapter(rows, tmp_path):
+    run, df = rows
+    path = tmp_path / "scale.json"
+    SP.write(path, SP.document(run, df, 1.0, "cpu"))
+    back = SP.load(path)
+    assert back.attrs["profile"] == "tiny" and back.attrs["config"]["arch"] == run.profile.scale.arch
+    assert np.allclose(back["estimate"], df["estimate"])
+    values = SP.values(back, run)
+    cells = json.loads((ROOT / "book" / "06b_scale.ipynb").read_text())["cells"]
+    prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    used = set(re.findall(r"\{glue:text\}`(\w+)`", prose))
+    run_box = {"run_dataset", "run_profile"}
+    assert used - run_box <= set(values), used - run_box - set(values)
+    assert values["study_profile"] == "tiny" and values["study_arch"] == "small CNN"
+
+
+def test_a_missing_or_foreign_study_file_fails_in_one_line_naming_it(tmp_path, capsys):
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        SP.load(tmp_path / "nope.json")
+    (tmp_path / "foreign.json").write_text(json.dumps({"rows": []}))
+    with pytest.raises(ValueError, match="foreign.json"):
+        SP.load(tmp_path / "foreign.json")
+    from overinterp.config.chapters import CHAPTERS, resolve
+    with pytest.raises(ValueError, match="study="):
+        resolve(CHAPTERS["06b_scale"](study=str(tmp_path / "nope.json")), get_profile("tiny"))
+
+
+def test_prepare_lists_the_studys_units(capsys):
+    assert main(["prepare", "--profile", "tiny", "--study", "scale", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert "model      scale 256 images, width 4" in out and "retrained  scale" in out
