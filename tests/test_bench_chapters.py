@@ -64,10 +64,10 @@ def test_the_json_holds_each_chapter_and_the_page_reads_it(tmp_path):
     assert read == json.loads(json.dumps(out))
     words = I.values(read)
     assert "CPU (Toy, 2 threads)" in words["times_measured"] and "`quick` profile" in words["times_measured"]
-    assert words["pack_measured"].startswith("3.0 MiB (12 files)") and "chapter 04 then ran alone in 4 s" in words["pack_measured"]
+    assert words["pack_measured"].startswith("3.0 MiB (12 files)") and "chapter 3 then ran alone in 4 s" in words["pack_measured"]
     assert words["validated"].startswith("No chapter")
     checked = {**out, "validate": {"chapter": "04_pixel_subsets", "seconds_from_empty": 150.0, "upper_bound": 145.0}}
-    assert "chapter 04 alone from an empty store took 2.5 min, against its upper bound of 2.4 min" in I.values(checked)["validated"]
+    assert "chapter 3 alone from an empty store took 2.5 min, against its upper bound of 2.4 min" in I.values(checked)["validated"]
 
 
 def test_the_page_says_not_measured_without_the_file_and_refuses_another_schema(tmp_path):

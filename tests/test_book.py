@@ -96,7 +96,10 @@ def test_the_verdicts_command_gives_the_outcomes_the_chapters_show(built, capsys
     out, _ = built
     glued = _glued_records(out / "stage")
     claims = sorted({c for c, _ in glued})
-    assert claims == sorted(["sis", "accurate", "kept", "transfer", "beats", "near"])
+    from overinterp.paper.claims import CLAIMS
+    critiques = [c for c, v in CLAIMS.items() if v.chapter == "07b_critiques"]
+    assert len(critiques) == 9
+    assert claims == sorted(["sis", "accurate", "kept", "transfer", "beats", "near", *critiques])
     assert main(["verdicts", "--profile", "tiny", "--device", "cpu", "--only", *claims,
                  "--json", str(out / "verdicts.json")]) == 0
     rows = json.loads((out / "verdicts.json").read_text())["rows"]
@@ -146,3 +149,29 @@ def test_an_edition_is_saved_with_its_manifest_and_rendered_as_its_own_part(buil
     assert "<img" in page and "This execution" in page
     toc_page = (html_out / "html" / "book" / "02_model_zoo.html").read_text()
     assert "executed by this build (tiny profile)" in toc_page and "at the tiny profile, executed on CPU" in toc_page
+
+
+def test_an_edition_executed_a_few_chapters_at_a_time_keeps_the_earlier_ones(tmp_path):
+    """save_edition with --only: a later run adds its chapters to the edition of the same profile, dataset
+    and seed (with its own seconds and commit), and an edition of another seed replaces it."""
+    from overinterp.pages.build import editions, save_edition
+    folder = tmp_path / "editions"
+    params = {"dataset": "fashion-mnist", "profile": "tiny", "device": "cpu", "seed": 0}
+
+    def stage(*stems):
+        s = tmp_path / f"stage-{'-'.join(stems)}"
+        (s / "book").mkdir(parents=True)
+        for stem in stems:
+            (s / "book" / f"{stem}.ipynb").write_text(json.dumps({"cells": [], "stem": stem}))
+        return s
+    save_edition(stage("02_model_zoo", "03_sis"), params, {"02_model_zoo": 5.0, "03_sis": 7.0}, folder)
+    path = save_edition(stage("05_retraining"), params, {"05_retraining": 11.0}, folder)
+    (found,) = editions(folder)
+    assert sorted(p.name for p in (path / "book").glob("*.ipynb")) == ["02_model_zoo.ipynb", "03_sis.ipynb",
+                                                                       "05_retraining.ipynb"]
+    assert found["seconds"] == {"02_model_zoo": 5.0, "03_sis": 7.0, "05_retraining": 11.0}
+    assert set(found["chapters"]["05_retraining"]) == {"seconds", "commit", "date"}
+    save_edition(stage("04_pixel_subsets"), {**params, "seed": 5}, {"04_pixel_subsets": 3.0}, folder)
+    (found,) = editions(folder)
+    assert found["seconds"] == {"04_pixel_subsets": 3.0}
+    assert [p.name for p in (path / "book").glob("*.ipynb")] == ["04_pixel_subsets.ipynb"]

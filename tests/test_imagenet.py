@@ -159,7 +159,7 @@ def test_borders_verdict_holds_fails_or_cannot_be_tested():
     assert lo < 100 * (1 + area) / 2 < hi
     v = FV.borders_verdict([0.8] * 9 + [math.nan], area, 0.9)
     assert v.holds is None and v.numbers["images with an SIS"].item() == 9
-    assert "Verdict: the claim cannot be tested" in v._repr_markdown_()
+    assert "Verdict: the claim's outcome here is “cannot be tested”" in v._repr_markdown_()
     assert "71.88%" in v.criterion
 
 

@@ -83,7 +83,7 @@ def test_larger_sis_verdict_holds_fails_is_inconclusive_or_cannot_be_tested():
     assert FV.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [20, 3])).word == "inconclusive at this scale"
     assert FV.ensembles_increase_sis(_rows([2, 3], [0.5, 1.0], [3, 3])).word == "cannot be tested"
     v = FV.ensembles_increase_accuracy(_rows([2, 3], [0.5, 1.0], [500, 500]), min_images=100)
-    assert v.holds is True and "Verdict: the claim holds" in v._repr_markdown_()
+    assert v.holds is True and "Verdict: the claim's outcome here is “holds”" in v._repr_markdown_()
     d = FV.dropout_increases_sis(_rows([-2, 3], [-3.0, 1.0], [20, 20]))
     assert d.word == "does not hold" and "input dropout can each help mitigate" in d.claim
 

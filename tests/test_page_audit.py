@@ -1,7 +1,8 @@
-"""The page audit of issue 21 (:mod:`overinterp.pages.audit`): each check fails on a small
+"""The page audit of issues 21 and 28 (:mod:`overinterp.pages.audit`): each check fails on a small
 hand-written page with the defect and passes on the same page without it, in headless Chromium at
 the reader's 1400 px window; a figure's smallest text is measured from the font record its PNG
-carries. The whole tiny book is audited by the last test, skipped until the book's defects are fixed."""
+carries. The last tests check what the chapters' cells show (captions, counts, thresholds, the run box,
+the verdict box); the whole tiny book is audited in tests/test_book.py."""
 from __future__ import annotations
 
 import shutil
@@ -17,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from overinterp.pages import audit as A  # noqa: E402
 from overinterp.pages import chapter  # noqa: E402
+from overinterp.paper.formatting import MISSING  # noqa: E402
 
 needs_chromium = pytest.mark.skipif(shutil.which("chromium") is None, reason="needs a headless chromium")
 COLUMN = 800  # px, the content column of the hand-written pages
@@ -185,6 +187,163 @@ def test_command_line_prints_defects_and_exits_1_only_when_there_are_any(tmp_pat
     assert (good.returncode, good.stdout.strip()) == (0, "no defects")
 
 
+# --- issue 28: pages that read generated --------------------------------------------------------
+
+def titled(folder: Path, title: str, body: str = "", name: str = "p.html", number: str = "") -> Path:
+    """A page with an ``h1`` as Jupyter Book writes it: its number in a span, a "#" link after it."""
+    num = f'<span class="section-number">{number}. </span>' if number else ""
+    return page(folder, f'<section><h1>{num}{title}<a class="headerlink" href="#x">#</a></h1>{body}</section>', name)
+
+
+@needs_chromium
+def test_nan_anywhere_in_the_prose_fails_not_only_in_tables(tmp_path):
+    page(tmp_path / "bad", "<div class='admonition'><p class='admonition-title'>The result</p><p>The mean SIS size is "
+                           "nan% of the pixels (95% interval nan to +NaN).</p></div><div>Verdict</div><div>nan</div>")
+    defects = A.audit(tmp_path / "bad")
+    assert [d.kind for d in defects] == ["nan"] * 4          # the last "nan" only because blocks end lines
+    assert [d.detail.split(" in ")[0] for d in defects] == ["'nan'", "'nan'", "'+NaN'", "'nan'"]
+    page(tmp_path / "good", "<p>The mean SIS size, in % of the pixels: — (95% interval —). A nanometre; "
+                            "<code>np.nan</code> is numpy's.</p><div class='cell_input'><pre>x = float('nan')</pre></div>")
+    assert kinds(tmp_path / "good") == []
+
+
+def test_a_claims_outcome_word_without_a_verb_is_found_in_any_sentence_that_names_the_claim():
+    bad = ["…so the claim inconclusive at this scale here.",
+           "Verdict: the claim inconclusive at this scale here",
+           "the claim that subsets do not transfer inconclusive at this scale in this execution.",
+           "The claim that generated images are classified from sparse pixels “inconclusive at this scale” on the samples."]
+    assert [len(A.missing_verbs(t)) for t in bad] == [1, 1, 1, 1]
+    good = ["so the claim is inconclusive at this scale here.",
+            "Verdict: the claim's outcome here is “inconclusive at this scale”",
+            "**As accurate on their own 5% BS subsets (4.1)** inconclusive at this scale. Accuracy drop: 2.1.",
+            "The claim holds when both intervals lie above 0, does not hold when one lies wholly below 0, and is "
+            "inconclusive at this scale otherwise.",
+            "so the claim holds here; the claim does not hold here; the claim cannot be tested here.",
+            "The claim still remains inconclusive. Inconclusive at this scale: the claim's row."]
+    assert [A.missing_verbs(t) for t in good] == [[]] * len(good)
+
+
+@needs_chromium
+def test_the_missing_verb_template_on_a_page_fails(tmp_path):
+    page(tmp_path / "bad", "<div class='admonition'><p class='admonition-title'>Verdict: the claim inconclusive at this "
+                           "scale here</p><p>Scope. ResNet20</p></div><p>The drops run from 1 to 2 points, so the claim "
+                           "<span>inconclusive at this scale</span> here.</p>")
+    assert kinds(tmp_path / "bad") == ["verb", "verb"]
+    page(tmp_path / "good", "<div class='admonition'><p class='admonition-title'>Verdict: the claim's outcome here is "
+                            "“inconclusive at this scale”</p></div><p>So the claim's verdict in this execution is "
+                            "“<span>inconclusive at this scale</span>”.</p>")
+    assert kinds(tmp_path / "good") == []
+
+
+@needs_chromium
+def test_raw_floats_and_counts_with_decimals_fail_in_tables_and_prose(tmp_path):
+    page(tmp_path / "bad", "<p>At τ = 0.990000 and 0.30000000000000004.</p><table><caption>Table 4.1. X.</caption>"
+                           "<tr><th>τ</th><th>paper</th><th>members</th></tr><tr><th>0.990000</th><td>64.400000</td>"
+                           "<td>3.00</td></tr></table><table><tr><th></th><th>ResNet20</th></tr>"
+                           "<tr><th>members</th><td>5.0</td></tr></table>")
+    details = [d.detail for d in A.audit(tmp_path / "bad") if d.kind == "float"]
+    assert len(details) == 6 and details[0].startswith("raw float '0.990000'")
+    assert details[-2:] == ["a count with decimals, “3.00” in column “members”, row “0.990000” of table “Table 4.1. X.”",
+                            "a count with decimals, “5.0” in column “ResNet20”, row “members” of table “ResNet20”"]
+    page(tmp_path / "good", "<p>At τ = 0.99 with torch 2.5.1, a confidence drop of 1.000 and 0.1234 (doi:10.1145/"
+                            "3491102.3501965).</p><table>"
+                            "<tr><th>τ</th><th>paper</th><th>members</th><th>accuracy</th></tr><tr><th>0.99</th>"
+                            "<td>64.4</td><td>3</td><td>3.00</td></tr></table>")
+    assert kinds(tmp_path / "good") == []
+
+
+@needs_chromium
+def test_a_cells_column_is_named_through_column_and_row_spans(tmp_path):
+    """Two header rows (a spanning group above its columns) and an index cell spanning two rows: the
+    second row's "3.00" sits under "members", its "73.47" under "mean" (not under the first row's
+    "members" at the same cell index)."""
+    page(tmp_path / "bad", '<table><thead><tr><th></th><th></th><th colspan="2">increase</th><th></th></tr>'
+                           "<tr><th>model</th><th>τ</th><th>mean</th><th>low</th><th>members</th></tr></thead>"
+                           '<tbody><tr><th rowspan="2">ResNet20</th><th>0.5</th><td>71.2</td><td>60.1</td><td>3</td></tr>'
+                           "<tr><th>0.6</th><td>73.47</td><td>61.0</td><td>3.00</td></tr></tbody></table>")
+    (defect,) = A.audit(tmp_path / "bad")
+    assert defect.detail == "a count with decimals, “3.00” in column “members”, row “0.6” of table “increase”"
+    page(tmp_path / "good", '<table><thead><tr><th></th><th colspan="2">control models</th></tr>'
+                            "<tr><th>τ</th><th>mean</th><th>members</th></tr></thead>"
+                            "<tbody><tr><th>0.5</th><td>73.47</td><td>3</td></tr></tbody></table>")
+    assert kinds(tmp_path / "good") == []
+
+
+@needs_chromium
+def test_a_range_whose_ends_read_the_same_fails(tmp_path):
+    page(tmp_path / "bad", "<p>Some SIS are empty (3–3% of the images).</p><table><tr><th>x</th></tr>"
+                           "<tr><td>0.50–0.50</td></tr></table>")
+    assert kinds(tmp_path / "bad") == ["range", "range"]
+    page(tmp_path / "good", "<p>Some SIS are empty (3% of the images; elsewhere 2–5%, 3–30, 13–3 and 1.5–1.50).</p>")
+    assert kinds(tmp_path / "good") == []
+
+
+@needs_chromium
+def test_table_numbers_that_restart_lack_their_chapter_or_repeat_across_pages_fail(tmp_path):
+    book = tmp_path / "bad" / "book"
+    page(book, "<table><caption>Table 4.1. A.</caption></table><table><caption>Table 4.2. B.</caption></table>"
+               "<table><caption>Table 4.1. C.</caption></table>", "04.html")
+    page(book, "<p><strong>Table 1.</strong> Exact backward selection.</p><table></table>"
+               "<p>Table 2 puts a full run at 3 s.</p>", "13.html")
+    page(book, "<table><caption>Table 4.2. Again.</caption></table>", "05.html")
+    defects = sorted(A.audit(tmp_path / "bad"), key=lambda d: d.page)
+    assert [(d.page, d.kind) for d in defects] == [("book/04.html", "table"), ("book/05.html", "table"),
+                                                    ("book/13.html", "table")]
+    assert "numbering restarts" in defects[0].detail and "also a table of book/04.html" in defects[1].detail
+    assert "has no chapter number" in defects[2].detail
+    good = tmp_path / "good"
+    page(good / "book", "<table><caption>Table 4.1. A.</caption></table><p><strong>Table 4.2.</strong> B.</p>",
+         "04.html")
+    page(good / "book", "<table><caption>Table 5.1. A.</caption></table>", "05.html")
+    page(good / "editions" / "tiny" / "book", "<table><caption>Table 4.1. A.</caption></table>", "04.html")
+    assert kinds(good) == []
+
+
+def test_table_numbers_go_up_within_the_chapter_the_page_is_numbered():
+    assert A.table_numbers(["Table 13.1. A.", "Table 13.2. B.", "Figure 1. C.", "Table 13.3. D."], "13") == []
+    assert A.table_numbers(["Table 4.1. A.", "Table 4.3. B."]) == []              # a gap is no restart
+    assert A.table_numbers(["Table 6.1. A."], "5") == ["“Table 6.1.” on the page of chapter 5: “Table 6.1. A.”"]
+    assert A.table_numbers(["Table 5.2. A.", "Table 5.2. B."], "5") == [
+        "“Table 5.2.” after “Table 5.2.”: the numbering restarts: “Table 5.2. B.”"]
+    assert len(A.table_numbers(["Table 1. A.", "Table 13.1. B.", "Table 12.2. C."])) == 2
+
+
+@needs_chromium
+def test_a_title_that_asserts_the_papers_claims_fails_and_a_topic_or_question_passes(tmp_path):
+    for i, title in enumerate(["Sparse subsets are real statistical patterns", "Humans struggle with sparse subsets",
+                               "Ensembles mitigate overinterpretation"]):
+        titled(tmp_path / "bad", title, name=f"{i}.html", number=str(i + 4))
+    defects = A.audit(tmp_path / "bad")
+    assert [d.kind for d in defects] == ["title"] * 3
+    assert defects[0].detail.startswith("“Sparse subsets are real statistical patterns” asserts an outcome ('are real')")
+    for i, title in enumerate(["Retraining on 5% subsets", "Can people classify 5% subsets?",
+                               "Does SIS size predict accuracy?", "Ensembles and SIS size", "Why it holds or fails here"]):
+        titled(tmp_path / "good", title, name=f"{i}.html", number=str(i + 4))
+    assert kinds(tmp_path / "good") == []
+
+
+@needs_chromium
+def test_a_link_reading_chapter_n_must_reach_the_page_numbered_n(tmp_path):
+    titled(tmp_path, "Why it holds or fails here", name="06_why.html", number="5")
+    titled(tmp_path, "The model zoo", '<p>See <a href="06_why.html#x">chapter 6</a> and <a href="06_why.html">'
+                                      'chapter 5</a>.</p>', name="02_model_zoo.html", number="1")
+    (defect,) = A.audit(tmp_path)
+    assert (defect.page, defect.kind) == ("02_model_zoo.html", "xref")
+    assert defect.detail == "“chapter 6” links to 06_why.html, whose title is numbered “5”"
+    # an edition's unnumbered copies name the book's numbers: not a defect there
+    edition = tmp_path / "editions" / "fashion-mnist-standard"
+    titled(edition, "Why it holds or fails here", name="06_why.html", number="")
+    titled(edition, "The model zoo", '<p>See <a href="06_why.html">chapter 5</a>.</p>', name="02_model_zoo.html",
+           number="")
+    assert [d.page for d in A.audit(tmp_path)] == ["02_model_zoo.html"]
+
+
+@needs_chromium
+def test_a_title_is_read_without_its_number_and_link(tmp_path):
+    seen = A.probe(titled(tmp_path, "Retraining on 5% subsets", "<p>x</p>", number="4"))
+    assert seen["title"] == {"number": "4", "text": "Retraining on 5% subsets"}
+
+
 # --- the whole tiny book ------------------------------------------------------------------------
 
 def test_tables_show_an_undefined_value_as_a_dash_not_nan():
@@ -215,3 +374,84 @@ def test_captioned_tables_are_numbered_per_chapter_and_show_no_nan():
     second = C.verdict_table(v).to_html()
     assert "<caption>Table 4.2. The numbers behind the verdict (holds): per row, drop (points)" in second
     assert 'id="T_t4-2"' in second                                     # a fixed id: the same page on every build
+
+
+def test_captioned_tables_show_thresholds_counts_and_mixed_columns_as_a_reader_reads_them():
+    """Issue 28: no 0.990000 (a threshold in the index), 64.400000 (a paper's number in a column of mixed
+    values) or "members 3.00" (a count)."""
+    import re
+    import numpy as np
+    import pandas as pd
+    from overinterp.pages import chapter as C
+    C._TABLES.update(chapter=10, count=0)
+    df = pd.DataFrame({"gain": [1.234, np.nan], "members": [3.0, 5.0], "tau": [0.99, 0.5], "paper": [MISSING, 64.4],
+                       "plateaued": [True, False]},
+                      index=pd.MultiIndex.from_tuples([("ResNet20", 0.99), ("VGG", 0.5)], names=["model", "τ"]))
+    cells = re.findall(r">([^<>]+)</t[hd]>", C.captioned(df, "X.", 1).to_html())
+    assert cells[cells.index("ResNet20"):] == ["ResNet20", "0.99", "1.2", "3", "0.99", MISSING, "yes",
+                                               "VGG", "0.5", MISSING, "5", "0.5", "64.4", "no"]
+    assert not [c for c in cells if A.RAW_FLOAT.search(c)]
+    assert C._value(12.3456, 2) == "12.35" and C._value(7, 2) == "7" and C._value(float("nan"), 2) == MISSING
+
+
+def test_chapter_numbers_are_the_sidebars_counted_on_across_numbered_parts(tmp_path):
+    from overinterp.pages.chapter import chapter_number
+    toc = tmp_path / "_toc.yml"
+    toc.write_text("format: jb-book\nroot: book/01_intro\nparts:\n"
+                   "  - caption: I\n    numbered: true\n    chapters:\n      - file: book/02_a\n      - file: book/06b_x\n"
+                   "  - caption: II\n    chapters:\n      - file: book/07_unnumbered\n"
+                   "  - caption: III\n    numbered: true\n    chapters:\n      - file: book/08_c\n")
+    assert [chapter_number(s, toc) for s in ("01_intro", "02_a", "06b_x", "07_unnumbered", "08_c")] == [None, 1, 2,
+                                                                                                     None, 3]
+    # the book's own: the introduction is the root; 06b_scale is chapter 6, so 02-06 are 1-5 and 07 on keep their numbers
+    assert [chapter_number(s) for s in ("01_introduction", "02_model_zoo", "06_why", "06b_scale", "13_speed",
+                                        "17_instructors")] == [None, 1, 5, 6, 14, 18]
+
+
+def test_only_the_introduction_describes_the_execution_in_full():
+    from overinterp.config.context import make_run
+    from overinterp.pages.chapter import run_box
+    run = make_run("fashion-mnist", "tiny", "cpu", 0)
+    intro, chapter = run_box(run, "01_introduction"), run_box(run, "05_retraining")
+    assert run.describe() in intro and run.profile.doc not in chapter
+    assert chapter == (":::{note}\n**This execution:** profile `tiny`, dataset `fashion-mnist`, device `cpu`, seed 0; "
+                       "{doc}`the introduction <01_introduction>` describes the profile.\n:::")
+
+
+def test_a_verdict_box_reads_with_each_of_the_four_outcomes():
+    import numpy as np
+    import pandas as pd
+    from overinterp.paper import verdicts as V
+    for word in V.OUTCOMES:
+        box = V.Verdict("c", "k", word, pd.DataFrame())._repr_markdown_()
+        title = box.splitlines()[0]
+        assert title == f":::{{admonition}} Verdict: the claim's outcome here is “{word}”" and not A.missing_verbs(title)
+        assert "**Scope.**" not in box                                          # no table, no scope
+    borders = pd.DataFrame({"images with an SIS": [1], "mean share (%)": [np.nan], "95% low": [np.nan],
+                            "95% high": [np.nan], "margin": ["≥ 61"], "outcome": [V.UNTESTABLE]},
+                           index=["EfficientNet-Lite0"])
+    box = V.Verdict("c", "k", V.UNTESTABLE, borders)._repr_markdown_()
+    assert "**Scope.** EfficientNet-Lite0 (1 image with an SIS)" in box
+    assert "– EfficientNet-Lite0: no estimate, margin ≥ 61, cannot be tested" in box and not A.NAN_TEXT.search(box)
+    one = borders.assign(**{"mean share (%)": [55.25], "images with an SIS": [30]})
+    assert "EfficientNet-Lite0: 55.2 (no interval), margin" in V.Verdict("c", "k", V.UNTESTABLE, one)._repr_markdown_()
+
+
+def test_the_chapters_links_and_table_labels_give_the_numbers_of_the_sidebar():
+    """A link "{doc}`chapter 5 <06_why>`" in a chapter's Markdown names the number Jupyter Book gives
+    06_why, and a table label written in Markdown ("**Table 13.2.**") the number of its own chapter (the
+    rendered checks are the audit's ``xref`` and ``table``); the file names' numbers are not the chapters'.
+    When a chapter joins or leaves a numbered part of _toc.yml, this lists what to renumber."""
+    import json
+    import re
+    from overinterp.pages.build import chapters
+    from overinterp.pages.chapter import chapter_number
+    links, labels = [], []
+    for nb in chapters():
+        for cell in json.loads(nb.read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                text = "".join(cell["source"])
+                links += re.findall(r"\{doc\}`(?:[Cc]hapters? )?(\d+) <(\w+)>`", text)
+                labels += [(n, nb.stem) for n in re.findall(r"\*\*Table (\d+)\.\d+\.\*\*", text)]
+    assert len(links) > 20 and len(labels) >= 6
+    assert [(n, stem) for n, stem in links + labels if chapter_number(stem) != int(n)] == []

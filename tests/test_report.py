@@ -21,12 +21,13 @@ def test_the_edition_table_keeps_every_row_with_its_interval_sample_and_decision
     report.write(path, {"schema": 1, "profile": "standard", "dataset": "fashion-mnist", "rows": rows})
     t = report.table(report.load(path))
     assert len(t) == 3 and list(t["model"]) == ["ResNet20", "VGG16", "ResNet20"]
-    d = CLAIMS["sis"].digits
-    assert t["estimate [95%]"][0] == f"{number(3.2109, d)} [{number(2.5, d)}, {number(4.01, d)}]"
-    assert t["replicates × images"][0] == "5 × 40"
+    d, c = CLAIMS["sis"].digits, CLAIMS["sis"]
+    ours = t["ours [95%] (replicates × images)"]
+    assert ours[0] == f"{number(3.2109, d)} [{number(2.5, d)}, {number(4.01, d)}] (5 × 40)"
+    assert t["claim"][0] == f"{c.short} ({c.section}; paper: {c.paper}): inconclusive at this scale"
+    assert t["claim"][1] == "" and t["claim"][2].endswith(": cannot be tested")   # a claim named once
     assert t["outcome"][1] == "inconclusive at this scale (9 replicates to decide)"
-    assert t["estimate [95%]"][2] == "—" and t["outcome"][2] == "—"
-    assert t["paper"][0] == CLAIMS["sis"].paper and t["part"][0] == CLAIMS["sis"].part
+    assert ours[2] == "— (5 × 40)" and t["outcome"][2] == "—"
 
 
 def test_a_missing_or_foreign_verdicts_file_fails_naming_it(tmp_path):

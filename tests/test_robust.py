@@ -276,6 +276,10 @@ def test_sis_accuracy_and_verdict_values_for_the_prose():
     assert v["sparse_counted"] == "5 + 2 images with an SIS over 2 replicates"
     assert (v["diff"], v["diff_low"], v["diff_high"]) == ("+3.0", "+3.0", "+3.0")
     assert v["diff_counted"] == "5 images over 1 replicate pairs"
+    assert v["diff_interval"] == "+3.0 to +3.0" and v["sparse_interval"] == f"{v['sparse_low']} to {v['sparse_high']}"
+    # no image with an SIS: the estimate and its interval do not exist, and read as one dash each, not "nan"
+    none = R.verdict_values(FV.robust_sis_sparse({"robust A": [[np.nan] * 3, [np.nan] * 3]}, 0.99), diff, 0)
+    assert (none["robust_mean_sis"], none["sparse_interval"]) == ("—", "—") and none["sparse_word"] == "cannot be tested"
 
 
 def test_the_classes_take_turns_in_a_balanced_selection():

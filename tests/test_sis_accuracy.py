@@ -265,6 +265,7 @@ def test_empty_sis_shares_per_group_and_the_increase_without_them():
     v = S.empty_values(images, pooled, (0.5,), 2, 200, 0)
     assert (v["empty_test_c_min"], v["empty_test_i_max"], v["empty_ood_c_max"], v["empty_ood_i_min"]) == \
         ("25", "50", "0", "50")
+    assert (v["empty_test_c_range"], v["empty_ood_i_range"]) == ("25", "50")     # one group each: printed once
     # without empty SIS: test 20 over 5 -> +300%; ood keeps one misclassified image, below min_images
     assert (v["ne_test_min"], v["ne_test_n"], v["ne_ood_n"]) == ("300", 1, 0)
     assert v["ne_ood_min"] == "—" and v["ne_test_above"] == 1

@@ -109,7 +109,8 @@ def test_zoo_table_names_the_confident_share_by_a_structured_column_and_display_
     assert shown.columns.tolist() == ["test accuracy", "mean confidence", "test at ≥ 0.99 (%)",
                                       "final training loss", "plateaued"]
     assert shown.loc["m", "test accuracy"] == "37.50 ± 17.68" and shown.loc["m", "plateaued"] == "0% of replicates"
-    assert A.zoo_values(stats) == {"conf_min": "1.00", "conf_max": "1.00", "share_min": "100", "share_max": "100"}
+    assert A.zoo_values(stats) == {"conf_min": "1.00", "conf_max": "1.00", "share_min": "100", "share_max": "100",
+                                   "share_range": "100"}                         # a range with equal ends: once
     assert A.training_values(_run(), A.zoo_histories({"cnn": models["m"]})) == {
         "n_models": 2, "n_plateau": 0, "epochs": get_profile("tiny").train.epochs}
 
@@ -273,6 +274,7 @@ def test_retraining_verdicts_read_the_runs_without_augmentation():
     v = S.retraining_verdict_values(beats, near)
     assert v["beats"] == beats.word and v["near"] == near.word
     assert v["rnd_min"] == "54.0" and v["full_max"] == "53.5" and v["bs_min"] == "52.0" and v["bs_max"] == "52.5"
+    assert (v["bs_range"], v["rnd_range"]) == ("52.0–52.5", f"{v['rnd_min']}–{v['rnd_max']}")
     assert v["retrain_images"] == 100 and v["retrain_replicates"] == 2 and v["n_archs"] == 2
     assert v["far_more"] == "10" and v["diff_min"] == "-2.0"
     assert v["n_beating_control"] == int((near.numbers["95% high"] < 0).sum())
@@ -322,8 +324,9 @@ def test_sis_sizes_box_and_retrain_bars_draw_on_fresh_axes():
 
 def test_empty_values_give_the_range_of_the_share_of_empty_sis():
     sizes = {"a": [np.array([0.0, 0.02, np.nan]), np.array([0.0, 0.01])], "b": [np.array([0.03, 0.04])]}
-    assert A.empty_values(sizes) == {"sis_empty_min": "0", "sis_empty_max": "50"}      # a: 2 of 4; b: none
-    assert A.empty_values({"c": [np.array([np.nan])]}) == {"sis_empty_min": "—", "sis_empty_max": "—"}
+    assert A.empty_values(sizes) == {"sis_empty_min": "0", "sis_empty_max": "50",      # a: 2 of 4; b: none
+                                     "sis_empty_range": "0–50"}
+    assert A.empty_values({"c": [np.array([np.nan])]}) == {"sis_empty_min": "—", "sis_empty_max": "—", "sis_empty_range": "—"}
 
 
 def test_sis_sizes_come_from_the_profiles_own_sis_engine_on_each_replicates_confident_images(monkeypatch):

@@ -158,7 +158,7 @@ def test_no_transfer_three_outcomes_and_untestable_without_lift():
     # a source no better on its own subsets than on random ones cannot test the claim
     flat = V.no_transfer(own={"s": [_hits(36)]}, others={"s": [[_hits(33)]]}, random={"s": rnd[:1]})
     assert flat.holds is None and flat.word == "cannot be tested"
-    assert "cannot be tested here" in flat._repr_markdown_()
+    assert "outcome here is “cannot be tested”" in flat._repr_markdown_()
 
 
 def test_retraining_verdicts_three_outcomes_and_a_control_near_chance():

@@ -107,6 +107,22 @@ class Humans(RunConfig):
 
 
 @dataclass(frozen=True)
+class Critiques(RunConfig):
+    """The paper against its published critiques (Springer 2022; Jain et al. 2022; ReCalX)."""
+    tau: float | None = param(None, TAU, inherit="sis_threshold", check="threshold")
+    frac: float = param(0.05, "fraction of pixels kept (the paper: 5%)", check="fraction")
+    kernels: tuple = param((3, 5), "dilation kernels, odd sizes in pixels; the verdicts read the first (Springer: 3)")
+    smoothgrad_samples: int = param(16, "noisy copies SmoothGrad averages per image (Smilkov et al.: 50)")
+    smoothgrad_sigma: float = param(0.15, "SmoothGrad noise as a share of the pixel range (Smilkov et al.: 0.1-0.2)",
+                                    check="fraction")
+    saliency_images: int = param(50, "first test images whose subsets get SmoothGrad")
+    fractions: tuple = param((0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), "kept fractions of the insertion curves",
+                             check="fraction")
+    bins: int = param(15, "equal-width confidence bins of the calibration error (Guo et al.: 15)", check="min2")
+    n_show: int = param(6, "example images shown")
+
+
+@dataclass(frozen=True)
 class SISAccuracy(RunConfig):
     taus: tuple = param((0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), TAUS, check="threshold")
     n_resamples: int = param(2000, "bootstrap resamples of each interval")
@@ -189,7 +205,8 @@ class Instructors(BenchmarkResults):
 #: notebook stem -> its parameters
 CHAPTERS = {
     "01_introduction": Introduction, "02_model_zoo": ModelZoo, "03_sis": SIS, "04_pixel_subsets": PixelSubsets,
-    "05_retraining": Retraining, "06_why": Why, "06b_scale": Scale, "07_humans": Humans, "08_sis_accuracy": SISAccuracy,
+    "05_retraining": Retraining, "06_why": Why, "06b_scale": Scale, "07_humans": Humans, "07b_critiques": Critiques,
+    "08_sis_accuracy": SISAccuracy,
     "09_robust": Robust, "10_ensembles": Ensembles, "11_input_dropout": InputDropout, "12_imagenet": ImageNet,
     "13_speed": Speed, "14_shared_interest": SharedInterest, "15_input_reduction": InputReduction,
     "16_bayes_trex": BayesTrEx, "17_instructors": Instructors,

@@ -198,3 +198,46 @@ def table(vs: dict) -> list[dict]:
     chapter and the claim's own outcome (JSON-ready)."""
     return [{**r, "part": CLAIMS[c].part, "chapter": CLAIMS[c].chapter, "verdict": v.word}
             for c, v in vs.items() for r in records(v, c)]
+
+
+# ----------------------------------------------------------------------------- Part I: the paper against its critiques
+
+from overinterp.experiments import critiques as CR  # noqa: E402
+
+
+def _dilated(run, p):
+    return CR.dilation_verdicts(CR.dilation(run, p.kernels, p.frac, p.tau), CR.check_kernels(p.kernels)[0],
+                                seed=run.seed)
+
+
+def _dilated_retraining(run, p):
+    k = CR.check_kernels(p.kernels)[0]
+    return CR.retraining_verdicts(run, CR.dilated_retraining(run, k, p.frac), k)
+
+
+def _boundary(run, p):
+    shares = CR.saliency_shares(run, p.frac, p.saliency_images, p.smoothgrad_samples, p.smoothgrad_sigma)
+    return CR.boundary_verdict(shares, seed=run.seed)
+
+
+def _blank(run, p):
+    return CR.blank_verdict(run, CR.blank_inputs(run, p.frac))
+
+
+def _mask_shape(run, p):
+    return CR.mask_shape_verdict(CR.mask_shape(run, p.frac), seed=run.seed)
+
+
+def _calibration(run, p):
+    images = CR.calibration_images(run, p.frac)
+    return CR.calibration_verdict(CR.calibration_errors(images, p.bins, p.tau), images["image"].nunique(), p.bins,
+                                  seed=run.seed)
+
+
+def _insertion(run, p):
+    return CR.insertion_verdict(CR.insertion(run, p.fractions, p.frac), p.frac, seed=run.seed)
+
+
+MEASURES.update({("dilated", "dilated_sis"): _dilated, ("dilated_beats", "dilated_near"): _dilated_retraining,
+                 ("boundary",): _boundary, ("blank",): _blank, ("mask_shape",): _mask_shape,
+                 ("calibration",): _calibration, ("insertion",): _insertion})

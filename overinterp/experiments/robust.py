@@ -50,7 +50,7 @@ from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import find_sis, sis_size_pct
 from overinterp.experiments import runs as A
 from overinterp.experiments.runs import confident_selection, mean_std, model_config
-from overinterp.paper.formatting import number
+from overinterp.paper.formatting import bounds, number
 from overinterp.paper.numbers import ARCH_NAMES, MADRY_ACCURACY, MADRY_TRAINING
 from overinterp.paper.intervals import replicate_interval
 from overinterp.zoo import data as D
@@ -413,7 +413,8 @@ def verdict_values(sparse, difference: pd.DataFrame, n_pairs: int) -> dict:
     row, d = sparse.numbers.iloc[0], difference.iloc[0]
     return {"n_pairs": n_pairs, "sparse_word": sparse.word, "robust_mean_sis": number(row['mean SIS size (%)']),
             "sparse_low": number(row['95% low']), "sparse_high": number(row['95% high']),
+            "sparse_interval": bounds(row['95% low'], row['95% high']),
             "sparse_counted": f"{row['per replicate']} images with an SIS over {len(row['per replicate'].split(' + '))} replicates",
             "diff": number(d['difference (points)'], sign=True), "diff_low": number(d['95% low'], sign=True),
-            "diff_high": number(d['95% high'], sign=True), "diff_counted": f"{d['images per replicate']} images over "
-                                                               f"{int(d['replicates'])} replicate pairs"}
+            "diff_high": number(d['95% high'], sign=True), "diff_interval": bounds(d['95% low'], d['95% high'], sign=True),
+            "diff_counted": f"{d['images per replicate']} images over {int(d['replicates'])} replicate pairs"}

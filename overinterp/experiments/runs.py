@@ -27,7 +27,7 @@ from overinterp.zoo import data as D
 from overinterp.engine.backselect import BackSelectConfig, BackSelectResult
 from overinterp.zoo.data import Selection
 from overinterp.zoo.models import Ensemble
-from overinterp.paper.formatting import MISSING, number
+from overinterp.paper.formatting import MISSING, number, span
 from overinterp.paper import numbers as paper
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper.verdicts import Verdict
@@ -203,7 +203,7 @@ def zoo_values(stats: pd.DataFrame) -> dict:
     their share of confident test images."""
     conf, share = stats[("mean confidence", "mean")], stats[(CONFIDENT, "mean")]
     return {"conf_min": f"{conf.min():.2f}", "conf_max": f"{conf.max():.2f}",
-            "share_min": f"{share.min():.0f}", "share_max": f"{share.max():.0f}"}
+            "share_min": f"{share.min():.0f}", "share_max": f"{share.max():.0f}", "share_range": span(share, 0)}
 
 
 def zoo_accuracy(models: dict[str, list[nn.Module]], ens: dict[str, Ensemble], sets: dict[str, tuple],
@@ -358,11 +358,12 @@ def sis_sizes_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
 def empty_values(by_replicate: dict[str, list]) -> dict:
     """Chapter 3's prose on empty SIS (size 0: the fully masked image alone reaches tau, so the
     decision needs no pixel of the image): the range over architectures of the share (%) of images
-    with an SIS whose SIS is empty, pooled over replicates."""
+    with an SIS whose SIS is empty, pooled over replicates (``sis_empty_range``: both ends in one value,
+    printed once where they read the same)."""
     shares = [100 * float(np.mean(v[~np.isnan(v)] == 0)) for v in pooled(by_replicate).values()
               if (~np.isnan(v)).any()]
     lo, hi = (min(shares), max(shares)) if shares else (np.nan, np.nan)
-    return {"sis_empty_min": number(lo, 0), "sis_empty_max": number(hi, 0)}
+    return {"sis_empty_min": number(lo, 0), "sis_empty_max": number(hi, 0), "sis_empty_range": span(shares, 0)}
 
 
 def pooled(by_replicate: dict[str, list]) -> dict[str, np.ndarray]:

@@ -24,7 +24,7 @@ from overinterp.experiments import runs as A
 from overinterp.experiments.runs import trained_model
 from overinterp.methods.shared_interest import (CASES, EC, GTC, IOU, METRICS, SALIENCY_METHODS, binarize, cases,
                                                 coverage, saliency_map, silhouette)
-from overinterp.paper.formatting import number
+from overinterp.paper.formatting import number, span
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper.verdicts import Verdict
 from overinterp.zoo import data as D
@@ -235,5 +235,5 @@ def verdict_values(verdict: Verdict) -> dict:
     explanation coverage against random pixels."""
     nums = verdict.numbers
     return {"verdict": verdict.word, "v_ec_min": number(nums['mean EC of SIS'].min(), 2),
-            "v_ec_max": number(nums['mean EC of SIS'].max(), 2),
+            "v_ec_max": number(nums['mean EC of SIS'].max(), 2), "v_ec_range": span(nums['mean EC of SIS'], 2),
             "v_rand": number(nums['random pixels (|G| / HW)'].mean(), 2)}

@@ -41,7 +41,7 @@ import torch
 from overinterp.experiments import runs as A
 from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import find_sis
-from overinterp.paper.formatting import MISSING, number
+from overinterp.paper.formatting import MISSING, number, span
 from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES
 
@@ -254,6 +254,7 @@ def empty_values(images: pd.DataFrame, pooled: pd.DataFrame, taus: Sequence[floa
             e = big.loc[rows & (big["correct"] == flag), "empty"]
             out[f"empty_{where}_{group}_min"] = prose_number(e.min(), 0)
             out[f"empty_{where}_{group}_max"] = prose_number(e.max(), 0)
+            out[f"empty_{where}_{group}_range"] = span(e, 0)
     t = percentage_increase(images[images[SIZE] > 0], taus=taus, n_resamples=n_resamples, seed=seed)
     nonempty = t[(t["correct images"] >= min_images) & (t["incorrect images"] >= min_images)]
     for where, rows in {"test": nonempty["set"] == "test", "ood": nonempty["set"] != "test"}.items():

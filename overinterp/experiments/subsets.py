@@ -20,7 +20,7 @@ import torch
 import torch.nn as nn
 
 from overinterp.zoo import data as D
-from overinterp.paper.formatting import number
+from overinterp.paper.formatting import number, span
 from overinterp.paper import numbers as paper
 from overinterp.paper import verdicts as V
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
@@ -334,6 +334,8 @@ def retraining_verdict_values(beats: V.Verdict, near: V.Verdict) -> dict:
             "bs_min": f"{b['BS subsets'].min():.1f}", "bs_max": f"{b['BS subsets'].max():.1f}",
             "rnd_min": f"{b['random subsets'].min():.1f}", "rnd_max": f"{b['random subsets'].max():.1f}",
             "full_min": f"{n['full images'].min():.1f}", "full_max": f"{n['full images'].max():.1f}",
+            "bs_range": span(b["BS subsets"]), "rnd_range": span(b["random subsets"]),
+            "full_range": span(n["full images"]),
             "diff_min": f"{b['difference (points)'].min():.1f}", "diff_low_min": f"{b['95% low'].min():.1f}",
             "diff_halfwidth_max": f"{((b['95% high'] - b['95% low']) / 2).max():.1f}",
             "far_more": f"{V.FAR_MORE_POINTS:g}", "near_drop_min": f"{n['drop (points)'].min():.1f}",

@@ -1,10 +1,30 @@
-"""What a reader of the rendered book must not meet (issue 21, "Pages a reader trusts"), checked on
-the built HTML pages as headless Chromium lays them out at a 1400 px wide window:
+"""What a reader of the rendered book must not meet (issue 21, "Pages a reader trusts"; issue 28, pages
+that read generated), checked on the built HTML pages as headless Chromium lays them out at a 1400 px
+wide window:
 
 - ``repr``: raw Python reprs in the page text (``<IPython.``, ``Verdict(``, ``Styler at``,
   ``<Figure size``, ``Text(``, ``<matplotlib``, ``… object at 0x…``): output nobody meant to show.
   Shown code (``.cell_input``) is not page text.
-- ``nan``: a table cell printing ``NaN``/``nan`` (as a word) or exactly ``None``/``NaT``/``<NA>``.
+- ``nan``: a table cell printing ``NaN``/``nan`` (as a word) or exactly ``None``/``NaT``/``<NA>``, or
+  ``nan`` (any case, as a word, with or without a sign) anywhere in the page's prose: a value that does
+  not exist is written "—" (:data:`overinterp.paper.formatting.MISSING`), never "nan%" or "nan to nan".
+- ``verb``: a sentence about "the claim" whose outcome word "inconclusive" follows no form of "to be"
+  (:data:`LINKING`): "so the claim inconclusive at this scale here", the trace of a verdict word glued into a
+  sentence written for "holds". "the claim is “inconclusive at this scale”" passes; so does a label ("**As
+  accurate (4.1)** inconclusive at this scale"), which names no claim.
+- ``float``: a raw float, in prose or a table cell: four or more decimals ending in three zeros
+  (pandas' six decimals, ``0.990000``, ``64.400000``) or seven or more decimals (``0.30000000000000004``);
+  and a count with decimals, a cell such as ``3.00`` in a column or row named by :data:`COUNTS`.
+- ``range``: a range whose two ends read the same ("3–3%"): printed once ("3%").
+- ``table``: the numbers of the tables' captions ("Table 4.2." opening a ``<caption>`` or a paragraph):
+  a number without its chapter ("Table 1.", which reads as the paper's Table 1), a chapter other than the
+  number of the page's title, numbers that do not go up one page's tables in order within one chapter (a
+  restart), and a number used on two pages of one book (the pages of one folder: an edition's copies are
+  a book of their own).
+- ``title``: a chapter title (``h1``, without its number) that asserts an outcome of the paper's claims
+  rather than naming a topic or asking: it is not a question and contains one of :data:`ASSERTING`
+  ("Sparse subsets are real statistical patterns", "Humans struggle …", "Ensembles mitigate …").
+- ``xref``: a link that reads "chapter N" to a page whose title is not numbered N.
 - ``overflow``: a ``table``, ``pre`` or ``div.cell_output`` wider (``scrollWidth``) than the content
   box of the main column (``article.bd-article``), so that part of it hides behind a scroll bar.
   Collapsed ``<details>`` are opened first; of nested overflowing elements the outermost is reported.
@@ -31,7 +51,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-__all__ = ["Defect", "MIN_PX", "WINDOW", "text_sizes", "figure_png", "font_record", "probe", "pages", "audit"]
+__all__ = ["Defect", "MIN_PX", "WINDOW", "COUNTS", "LINKING", "ASSERTING", "text_sizes", "figure_png", "font_record",
+           "probe", "missing_verbs", "table_numbers", "pages", "audit"]
 
 MIN_PX = 8.0           # smallest legible text in a figure, CSS px at page width
 WINDOW = (1400, 1000)  # the reader's window, px (width, height)
@@ -40,6 +61,25 @@ FONT_KEY = "overinterp-fonts"  # the PNG text chunk holding a figure's font reco
 REPRS = re.compile(r"<(?:IPython\.|matplotlib|Figure size|Axes:)[^<>]*>?|<[\w.]+ object at 0x[0-9a-f]+>"
                    r"|\bVerdict\(|Styler at|\bText\(")
 NAN_CELL = re.compile(r"(?<![\w.])(?:nan|NaN)(?!\w)|^(?:None|NaT|<NA>)$")
+NAN_TEXT = re.compile(r"(?<![\w.])[+-]?nan(?!\w)", re.I)   # "nan%", "(95% interval nan to nan)", "+NaN"
+#: forms of "to be" (and adverbs that may stand between it and the word) after which "inconclusive" reads
+LINKING = {"is", "are", "was", "were", "be", "been", "being", "remains", "remain", "stays", "stay", "seems", "seem",
+           "appears", "appear", "still", "also", "now", "thus", "therefore", "then", "so"}
+SENTENCE = re.compile(r"[.;:!?](?=\s)|[.;:!?]$|\n")   # where a sentence (or a box's title) ends
+# a number with four or more decimals ending in 000, or with seven or more decimals; not part of a version (2.5.1)
+# or of a path or DOI (10.1145/3491102.3501965)
+RAW_FLOAT = re.compile(r"(?<![\w./])\d+\.(?:\d+000|\d{7,})(?!\w|\.\d)")
+EQUAL_RANGE = re.compile(r"(?<![\w.,])([+-]?\d+(?:\.\d+)?)–\1(?!\w|\.\d)")
+DECIMAL = re.compile(r"^[+-]?\d+\.\d+$")
+#: names of columns (or rows of a turned table) that count things: their cells are whole numbers
+COUNTS = {"replicates", "images", "sources", "other models", "members", "treated models", "control models", "tested",
+          "thresholds", "interval above 0", "interval below 0", "correct images", "incorrect images", "images larger",
+          "images smaller", "images with an SIS"}
+#: words by which a title asserts what the paper's claims found (a title that is a question may use them)
+ASSERTING = re.compile(r"\b(?:are|is) real\b|\bstruggles?\b|\bmitigates?\b|\breveals?\b|\bpredicts?\b|\bproves?\b"
+                       r"|\bconfirms?\b|\bshows? that\b", re.I)
+TABLE_LABEL = re.compile(r"^Table (\d+(?:\.\d+)?)\.(?:\s|$)")
+CHAPTER_LINK = re.compile(r"^chapter (\d+)$", re.I)
 SKIP = {"genindex.html", "search.html", "py-modindex.html"}
 
 # Runs in the page once it has loaded: opens collapsed boxes, measures, and writes what it saw into
@@ -49,18 +89,52 @@ PROBE = """<script>window.addEventListener("load", () => setTimeout(() => {
   const col = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
   const cs = getComputedStyle(col), width = col.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
   const label = (e) => (e.innerText || e.textContent).replace(/\\s+/g, " ").trim().slice(0, 70);
+  const grids = new Map();
+  const columns = (t) => {  // each cell of table t -> the first column it covers, with row and column spans
+    if (!grids.has(t)) {
+      const at = new Map(), taken = [];
+      [...t.rows].forEach((r, i) => {
+        let x = 0;
+        for (const c of r.cells) {
+          while (taken[i] && taken[i][x]) x++;
+          at.set(c, x);
+          for (let dy = 0; dy < c.rowSpan; dy++) for (let dx = 0; dx < c.colSpan; dx++) (taken[i + dy] ||= [])[x + dx] = true;
+          x += c.colSpan;
+        }
+      });
+      grids.set(t, at);
+    }
+    return grids.get(t);
+  };
   const wide = [...col.querySelectorAll("table, pre, div.cell_output")].filter((e) => e.scrollWidth > width + 1);
   const text = col.cloneNode(true);
-  text.querySelectorAll(".cell_input, script, style").forEach((e) => e.remove());
+  text.querySelectorAll(".cell_input, script, style, .headerlink").forEach((e) => e.remove());
+  // the end of a block ends a line, so that the words of two blocks do not run together
+  text.querySelectorAll("p, div, li, td, th, tr, caption, figcaption, pre, dt, dd, section, blockquote, "
+                        + "h1, h2, h3, h4, h5, h6").forEach((e) => e.append("\\n"));
+  const prose = text.cloneNode(true);
+  prose.querySelectorAll("table").forEach((e) => e.remove());
+  const h1 = col.querySelector("h1"), title = h1 && h1.cloneNode(true);
+  title?.querySelectorAll(".section-number, .headerlink").forEach((e) => e.remove());
   const out = document.createElement("pre");
   out.id = "overinterp-audit";
   out.textContent = JSON.stringify({window: window.innerWidth, column: width, text: text.textContent,
+    prose: prose.textContent,
+    title: h1 ? {number: (h1.querySelector(".section-number")?.textContent || "").replace(/[.\\s]+$/, "").trim(),
+                 text: title.textContent.replace(/\\s+/g, " ").trim()} : null,
+    labels: [...col.querySelectorAll("caption, p")].map(label).filter((t) => /^Table \\S+\\.(\\s|$)/.test(t)),
+    links: [...col.querySelectorAll("a[href]")].filter((a) => /^chapter \\d+$/i.test(a.textContent.trim()))
+                 .map((a) => ({text: a.textContent.trim(), href: a.href})),
     overflow: wide.filter((e) => !wide.some((o) => o !== e && o.contains(e)))
                   .map((e) => ({tag: e.tagName.toLowerCase(), width: e.scrollWidth, label: label(e)})),
     cells: [...col.querySelectorAll("td, th")].map((c) => {
-      const t = c.closest("table"), r = c.closest("tr"), head = t.querySelector("tr");
+      const t = c.closest("table"), r = c.closest("tr"), head = t.querySelector("tr"), at = columns(t);
+      const heads = t.tHead ? [...t.tHead.rows] : [head], x = at.get(c);
+      // the column's name: the innermost header cell over the cell's column that says something
+      const names = heads.flatMap((h) => [...h.cells]).filter((h) => at.get(h) <= x && x < at.get(h) + h.colSpan)
+                         .map(label).filter((s) => s);
       return {text: c.textContent.trim(), row: label(r.children[0]), table: label(t.querySelector("caption") || head),
-              column: head && head !== r ? label(head.children[c.cellIndex] || head) : ""}; }),
+              column: heads.includes(r) ? "" : names[names.length - 1] || ""}; }),
     images: [...col.querySelectorAll("img")].map((i) => ({src: i.currentSrc, width: i.getBoundingClientRect().width,
       caption: label(i.closest("figure")?.querySelector("figcaption") || i)}))});
   document.body.appendChild(out);
@@ -70,7 +144,8 @@ PROBE = """<script>window.addEventListener("load", () => setTimeout(() => {
 @dataclasses.dataclass(frozen=True)
 class Defect:
     """One thing a reader should not meet: on ``page`` (relative to the book's HTML folder), of
-    ``kind`` (repr, nan, overflow, font, unmeasured), described by ``detail``."""
+    ``kind`` (repr, nan, verb, float, range, table, title, xref, overflow, font, unmeasured), described by
+    ``detail``."""
     page: str
     kind: str
     detail: str
@@ -139,14 +214,82 @@ def probe(page: Path, timeout: float = 120) -> dict:
     return json.loads(html.unescape(found.group(1)))
 
 
+def _around(text: str, start: int, end: int, before: int = 30, after: int = 50) -> str:
+    return " ".join(text[max(0, start - before):end + after].split())
+
+
+def _where(c: dict) -> str:
+    return f"in column “{c['column']}”, row “{c['row']}” of table “{c['table']}”"
+
+
+def missing_verbs(text: str) -> list[str]:
+    """The sentences of ``text`` that name "the claim" and put its outcome word "inconclusive" after
+    anything but a form of "to be" (:data:`LINKING`), quotes and emphasis between them allowed."""
+    found = []
+    for sentence in SENTENCE.split(text):
+        if not re.search(r"\bthe claim\b", sentence, re.I):
+            continue
+        for m in re.finditer(r"\binconclusive\b", sentence, re.I):
+            before = re.findall(r"\w+", sentence[:m.start()])
+            if not before or before[-1].lower() not in LINKING:
+                found.append(" ".join(sentence.split()))
+                break
+    return found
+
+
+def table_numbers(labels: list[str], chapter: str = "") -> list[str]:
+    """What is wrong with the numbers of one page's table captions, in order: a number without its
+    chapter ("Table 1."), one of another chapter than the page's title number ``chapter`` (where it has
+    one), or one that does not follow the one before it within the same chapter."""
+    out, last = [], None
+    for text in labels:
+        m = TABLE_LABEL.match(text)
+        if not m:
+            continue
+        number = m.group(1)
+        if "." not in number:
+            out.append(f"“Table {number}.” has no chapter number and reads as the paper's Table {number}: "
+                       f"“{text}”")
+            continue
+        key = tuple(int(x) for x in number.split("."))
+        if chapter and str(key[0]) != chapter:
+            out.append(f"“Table {number}.” on the page of chapter {chapter}: “{text}”")
+        elif last is not None and (key[0] != last[0] or key[1] <= last[1]):
+            out.append(f"“Table {number}.” after “Table {last[0]}.{last[1]}.”: the numbering restarts: "
+                       f"“{text}”")
+        last = key
+    return out
+
+
 def _check(name: str, seen: dict) -> list[Defect]:
     """The defects of one page from what :func:`probe` saw of it."""
     out = []
     for m in REPRS.finditer(seen["text"]):
-        context = " ".join(seen["text"][max(0, m.start() - 30):m.end() + 50].split())
-        out.append(Defect(name, "repr", f"{m.group(0)!r} in “{context}”"))
-    out += [Defect(name, "nan", f"“{c['text'][:70]}” in column “{c['column']}”, row “{c['row']}” of table "
-                   f"“{c['table']}”") for c in seen["cells"] if NAN_CELL.search(c["text"])]
+        out.append(Defect(name, "repr", f"{m.group(0)!r} in “{_around(seen['text'], m.start(), m.end())}”"))
+    out += [Defect(name, "nan", f"“{c['text'][:70]}” {_where(c)}")
+            for c in seen["cells"] if NAN_CELL.search(c["text"])]
+    prose = seen.get("prose", "")
+    out += [Defect(name, "nan", f"{m.group(0)!r} in “{_around(prose, m.start(), m.end())}”")
+            for m in NAN_TEXT.finditer(prose)]
+    out += [Defect(name, "verb", f"“the claim … inconclusive” without a verb: “{s[:160]}”")
+            for s in missing_verbs(prose)]
+    out += [Defect(name, "float", f"raw float {m.group(0)!r} in “{_around(prose, m.start(), m.end())}”")
+            for m in RAW_FLOAT.finditer(prose)]
+    for c in seen["cells"]:
+        if RAW_FLOAT.search(c["text"]):
+            out.append(Defect(name, "float", f"raw float “{c['text'][:70]}” {_where(c)}"))
+        elif DECIMAL.match(c["text"]) and {c["column"], c["row"]} & COUNTS:
+            out.append(Defect(name, "float", f"a count with decimals, “{c['text']}” {_where(c)}"))
+    out += [Defect(name, "range", f"{m.group(0)!r}: both ends read the same, in "
+                                  f"“{_around(prose, m.start(), m.end())}”") for m in EQUAL_RANGE.finditer(prose)]
+    out += [Defect(name, "range", f"“{c['text'][:70]}”: both ends read the same, {_where(c)}")
+            for c in seen["cells"] if EQUAL_RANGE.search(c["text"])]
+    title = seen.get("title") or {}
+    out += [Defect(name, "table", p) for p in table_numbers(seen.get("labels", []), title.get("number", ""))]
+    asserting = ASSERTING.search(title.get("text", ""))
+    if asserting and not title["text"].rstrip().endswith("?"):
+        out.append(Defect(name, "title", f"“{title['text']}” asserts an outcome ({asserting.group(0)!r}): "
+                                         "name the topic or ask the question"))
     out += [Defect(name, "overflow", f"{o['tag']} {o['width']} px wide in a {seen['column']:.0f} px column: "
                    f"“{o['label']}”") for o in seen["overflow"]]
     for img in seen["images"]:
@@ -173,10 +316,42 @@ def pages(html_dir: Path) -> list[Path]:
                   and not re.search(r'http-equiv="refresh"', p.read_text(encoding="utf-8")[:2000], re.I))
 
 
+def _across(html_dir: Path, seen: dict[Path, dict]) -> list[Defect]:
+    """The defects between pages (``seen``: what :func:`probe` saw of each, by resolved path): a table
+    number used on two pages of one book (one folder), and a link reading "chapter N" to a page whose
+    title has another number, or none."""
+    def rel(page: Path) -> str:
+        return page.relative_to(html_dir).as_posix() if page.is_relative_to(html_dir) else page.name
+
+    out, first = [], {}
+    for page, s in seen.items():
+        for text in s.get("labels", []):
+            m = TABLE_LABEL.match(text)
+            if not m:
+                continue
+            key = (page.parent, m.group(1))
+            if first.setdefault(key, page) != page:
+                out.append(Defect(rel(page), "table",
+                                  f"“Table {m.group(1)}.” is also a table of {rel(first[key])}: “{text}”"))
+        # an edition's pages (editions/<name>/) are unnumbered copies of the chapters: their "chapter N"
+        # names the number the book's own part gives that chapter
+        edition = page.is_relative_to(html_dir) and page.relative_to(html_dir).parts[:1] == ("editions",)
+        for link in [] if edition else s.get("links", []):
+            url = urlparse(link["href"])
+            target = Path(unquote(url.path)).resolve()
+            number = (seen.get(target, {}).get("title") or {}).get("number", "")
+            if url.scheme == "file" and number != CHAPTER_LINK.match(link["text"]).group(1):
+                out.append(Defect(rel(page), "xref", f"“{link['text']}” links to {rel(target)}, whose title is "
+                                                     f"numbered “{number or 'nothing'}”"))
+    return out
+
+
 def audit(html_dir: Path) -> list[Defect]:
     """Every defect of every page of the book rendered in ``html_dir``."""
     html_dir = Path(html_dir)
-    return [d for p in pages(html_dir) for d in _check(p.relative_to(html_dir).as_posix(), probe(p))]
+    seen = {p.resolve(): probe(p) for p in pages(html_dir)}
+    return ([d for p, s in seen.items() for d in _check(p.relative_to(html_dir.resolve()).as_posix(), s)]
+            + _across(html_dir.resolve(), seen))
 
 
 if __name__ == "__main__":

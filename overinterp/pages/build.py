@@ -124,22 +124,30 @@ def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | 
 
 def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = EDITIONS,
                  name: str | None = None) -> Path:
-    """Copy the executed chapters of ``stage`` into ``folder/<name>/book`` with a manifest."""
+    """Copy the executed chapters of ``stage`` into ``folder/<name>/book`` with a manifest. An edition of
+    the same profile, dataset and seed already there keeps the chapters this run did not execute (an
+    edition can be executed a few chapters at a time, ``--only``); each chapter's seconds, commit and date
+    are in the manifest's ``chapters``. Another profile, dataset or seed replaces it."""
     from datetime import datetime, timezone
     from overinterp.store import code_version
     from overinterp.zoo.train import device_name
     profile = parameters.get("profile") or default_profile()
     name = name or f"{parameters.get('dataset', 'fashion-mnist')}-{profile}"
     target = Path(folder) / name
-    if target.exists():
+    old = json.loads((target / "manifest.json").read_text()) if (target / "manifest.json").is_file() else None
+    same = old and all(old.get("parameters", {}).get(k) == parameters.get(k) for k in ("profile", "dataset", "seed"))
+    if target.exists() and not same:
         shutil.rmtree(target)
-    (target / "book").mkdir(parents=True)
+    (target / "book").mkdir(parents=True, exist_ok=True)
     for nb in sorted((stage / "book").glob("*.ipynb")):
         shutil.copy(nb, target / "book" / nb.name)
+    now, commit = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), code_version()
+    chapters_done = {**(old.get("chapters", {}) if same else {}),
+                     **{stem: {"seconds": sec, "commit": commit, "date": now} for stem, sec in timings.items()}}
     manifest = {"name": name, "profile": profile, "dataset": parameters.get("dataset", "fashion-mnist"),
                 "device": device_name(parameters.get("device", "auto")), "torch": torch.__version__,
-                "commit": code_version(), "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                "seconds": timings, "parameters": parameters}
+                "commit": commit, "date": now, "seconds": {k: v["seconds"] for k, v in chapters_done.items()},
+                "chapters": chapters_done, "parameters": parameters}
     (target / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return target
 

@@ -4,9 +4,14 @@
 its dataclass in :mod:`overinterp.config.chapters`) from the notebook's namespace, checks them (an
 error names the bad parameter), resolves the ones that default to the profile's values, builds the
 :class:`overinterp.config.context.Run`, glues the run for the prose, and shows what this execution
-used with the profile's deviations from the paper's protocol:
+used with the profile's deviations from the paper's protocol (the introduction in full, every other
+chapter in one line):
 
     run, p = setup("03_sis", globals(), deviations=("models", "backselect"))    # p.tau: resolved
+
+Tables are numbered "Table <chapter>.<k>" with the chapter's number in the book's numbered table of
+contents (:func:`chapter_number`, the numbers of the sidebar and the titles); a verdict shows itself as a
+box (:meth:`overinterp.paper.verdicts.Verdict._repr_markdown_`).
 """
 from __future__ import annotations
 
@@ -21,15 +26,22 @@ import json
 import numpy as np
 import pandas as pd
 
+from functools import lru_cache
+from pathlib import Path
+
 from overinterp.config.chapters import chapter_config, resolve
 from overinterp.config.context import make_run
 from overinterp.config.profiles import deviations_box
-from overinterp.pages.audit import figure_png
+from overinterp.pages.audit import COUNTS, figure_png
 from overinterp.paper.formatting import MISSING, number
 from overinterp.paper import claims as CL
+from overinterp.paper import verdicts as V
 
-__all__ = ["setup", "deviations_box", "deviations_table", "captioned", "verdict_table", "table_html",
-           "show_tables_without_nan", "glue_all", "figure", "record"]
+__all__ = ["setup", "chapter_number", "run_box", "deviations_box", "deviations_table", "captioned", "verdict_table",
+           "table_html", "show_tables_without_nan", "glue_all",
+           "figure", "record"]
+
+ROOT = Path(__file__).resolve().parents[2]   # the repository: _toc.yml and book/
 
 
 def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), show: bool = True,
@@ -40,7 +52,7 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
     the run and show it in a box with the profile's deviations from the paper's protocol on the
     ``deviations`` topics (:meth:`overinterp.config.profiles.Profile.deviations`)."""
     show_tables_without_nan()
-    _TABLES.update(chapter=int(chapter[:2]) if chapter[:2].isdigit() else 0, count=0)
+    _TABLES.update(chapter=chapter_number(chapter) or 0, count=0)
     cls = chapter_config(chapter)
     given = {f.name: namespace[f.name] for f in dataclasses.fields(cls) if f.name in (namespace or {})}
     params = cls(**{**given, **values})
@@ -48,13 +60,49 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
     params = resolve(dataclasses.replace(params, profile=run.profile.name), run.profile)
     if show:
         devs = run.profile.deviations(*deviations) if deviations else []
-        display(Markdown(f":::{{note}}\n{run.describe()}\n:::"))
+        display(Markdown(run_box(run, chapter)))
         if devs:
             display(Markdown(deviations_box(devs)))
         glue("run_dataset", run.dataset, display=False)
         glue("run_profile", run.profile.name, display=False)
         glue("run_device", run.device.type, display=False)
     return run, params
+
+
+@lru_cache(maxsize=None)
+def _numbers(toc: Path) -> dict[str, int]:
+    import yaml
+    parts = yaml.safe_load(toc.read_text())
+    parts = parts.get("parts") or [{"chapters": parts.get("chapters", []), **parts.get("options", {})}]
+    out, k = {}, 0
+    for part in parts:
+        for entry in part.get("chapters", []):
+            if part.get("numbered") and "file" in entry:
+                k += 1
+                out[Path(entry["file"]).stem] = k
+    return out
+
+
+def chapter_number(chapter: str, toc: Path | None = None) -> int | None:
+    """The number Jupyter Book gives ``chapter`` (a notebook stem) in the sidebar and its title: its place
+    among the chapters of the numbered parts of ``toc`` (default: the book's ``_toc.yml``), counted on
+    across parts as Jupyter Book 1.x does; None for a page outside them (the introduction, the book's root)."""
+    return _numbers(Path(toc or ROOT / "_toc.yml")).get(chapter)
+
+
+def _root(toc: Path | None = None) -> str:
+    import yaml
+    return Path(yaml.safe_load(Path(toc or ROOT / "_toc.yml").read_text()).get("root", "")).stem
+
+
+def run_box(run, chapter: str) -> str:
+    """The box that says what this execution used: in full (profile's purpose, torch) on the book's first
+    page, the introduction; elsewhere one line that leaves the rest to it."""
+    if chapter == _root():
+        return f":::{{note}}\n{run.describe()}\n:::"
+    return (f":::{{note}}\n**This execution:** profile `{run.profile.name}`, dataset `{run.dataset}`, "
+            f"device `{run.device.type}`, seed {run.seed}; {{doc}}`the introduction <{_root()}>` describes the "
+            "profile.\n:::")
 
 
 def deviations_table(run):
@@ -72,19 +120,56 @@ _TABLES = {"chapter": 0, "count": 0}   # the chapter being executed (set by setu
 
 def captioned(df, caption: str, digits: int = 2):
     """``df`` shown with a numbered caption above it, "Table <chapter>.<k>. <caption>" (numbered in the
-    order the chapter shows its tables), numbers to ``digits`` decimals and "—" for an undefined value."""
+    order the chapter shows its tables; chapter 0 is the unnumbered introduction), and its values as a
+    reader should meet them: measures to ``digits`` decimals, counts (:data:`overinterp.pages.audit.COUNTS`)
+    whole, thresholds and the labels of rows and columns as written (0.99, not 0.990000), "—" for an
+    undefined value."""
     _TABLES["count"] += 1
-    label = f"{_TABLES['chapter']}.{_TABLES['count']}" if _TABLES["chapter"] else str(_TABLES["count"])
-    num = df.select_dtypes("number").columns
-    return (df.style.format(precision=digits, na_rep=MISSING, subset=list(num)).format(na_rep=MISSING, subset=[
-        c for c in df.columns if c not in num]).set_caption(f"Table {label}. {caption}")
+    label = f"{_TABLES['chapter']}.{_TABLES['count']}"
+    num = [c for c in df.select_dtypes("number").columns if not pd.api.types.is_bool_dtype(df[c])]
+    kind = {c: "count" if _name(c) in COUNTS else "label" if _name(c) in THRESHOLDS else "measure" for c in num}
+    other = [c for c in df.columns if c not in kind]
+    return (df.style.format(precision=digits, na_rep=MISSING, subset=[c for c in num if kind[c] == "measure"])
+            .format(precision=0, na_rep=MISSING, subset=[c for c in num if kind[c] == "count"])
+            .format(_label, subset=[c for c in num if kind[c] == "label"])
+            .format(lambda v: _value(v, digits), subset=other)
+            .format_index(_label, axis=0).format_index(_label, axis=1)
+            .set_caption(f"Table {label}. {caption}")
             .set_uuid(f"t{label.replace('.', '-')}").set_table_attributes('class="dataframe"'))
 
 
-#: columns of a verdict's table that count things (shown as whole numbers when the table is turned)
-COUNTS = {"replicates", "images", "sources", "other models", "members", "treated models", "control models", "tested",
-          "thresholds", "interval above 0", "interval below 0", "correct images", "incorrect images", "images larger",
-          "images smaller", "images with an SIS"}
+#: columns holding a setting rather than a measure (shown as written: τ = 0.99 whatever the table's decimals)
+THRESHOLDS = {"tau", "τ", "threshold"}
+
+
+def _name(column) -> str:
+    """A column's name; a column of a two-level header by its last level."""
+    return str(column[-1] if isinstance(column, tuple) else column)
+
+
+def _label(v) -> str:
+    """A label or setting as written: 0.99, 0.5, 3 (no trailing zeros, at most 6 decimals); "—" where undefined."""
+    if isinstance(v, (bool, np.bool_, str)) or not isinstance(v, (int, float, np.number)):
+        return str(v)
+    if not np.isfinite(v):
+        return MISSING
+    return np.format_float_positional(float(v), precision=6, trim="-")
+
+
+def _value(v, digits: int) -> str:
+    """A cell of a column of mixed values: text as it is, yes/no, whole numbers whole, a number with at most
+    ``digits`` decimals as written (the paper's 64.4) and any other to ``digits`` decimals; "—" where undefined."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v)):
+        return MISSING
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return _label(v) if round(float(v), digits) == float(v) else number(v, digits)
+    return str(v)
 
 
 def verdict_table(verdict, digits: int = 2, max_columns: int = 8):
@@ -108,7 +193,11 @@ def _cell(v, column: str, digits: int) -> str:
         return "yes" if v else "no"
     if column in COUNTS:
         return number(v, 0)
+    if column in THRESHOLDS:
+        return _label(v) if v is not None else MISSING
     return number(v, digits)
+
+
 
 
 def table_html(df) -> str:

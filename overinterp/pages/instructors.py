@@ -38,6 +38,8 @@ TEACHING = {
     "06b_scale": ("how Part I's measures and their spread between replicates move with training-set size and width",
                   ()),
     "07_humans": ("the human benchmark: classify 5%, 30% and 50% subsets yourself (3.4, 4.3)", ("fracs", "threshold")),
+    "07b_critiques": ("the paper against its critiques: dilated subsets, saliency on the mask's edge, the blank input, "
+                      "the mask's shape, calibration, insertion curves", ("kernels", "smoothgrad_samples")),
     "08_sis_accuracy": ("SIS size of correctly classified against misclassified images, per threshold (4.4, Figure 5)",
                         ("taus", "min_images")),
     "09_robust": ("adversarially robust models and their SIS (4.5)", ("tau",)),
@@ -119,13 +121,14 @@ def values(bench: dict | None) -> dict:
     if not bench:
         return {"times_measured": "Not measured yet (see the note below the table)", "pack_measured": "not measured yet",
                 "validated": "No chapter has been measured alone from an empty store beside its bound yet."}
+    from overinterp.pages.chapter import chapter_number     # the sidebar's number, not the file name's
     pack, check = bench.get("pack") or {}, bench.get("validate")
-    validated = (f"Measured once to check the bound: chapter {check['chapter'][:2]} alone from an empty store took "
+    validated = (f"Measured once to check the bound: chapter {chapter_number(check['chapter'])} alone from an empty store took "
                  f"{_seconds(check['seconds_from_empty'])}, against its upper bound of {_seconds(check['upper_bound'])}."
                  if check else "No chapter has been measured alone from an empty store beside its bound yet.")
     times = (f"Measured at the `{bench['profile']}` profile on {bench['device']} ({bench['date']}); the whole book, "
              f"executed in order from an empty store, took {_seconds(bench['full_build_seconds'])}")
     packed = (f"{pack['bytes'] / 2**20:.1f} MiB ({pack['files']} files); unpacking it into an empty store took "
-              f"{_seconds(pack['unpack_seconds'])}, and chapter {pack['chapter'][:2]} then ran alone in "
+              f"{_seconds(pack['unpack_seconds'])}, and chapter {chapter_number(pack['chapter'])} then ran alone in "
               f"{_seconds(pack['chapter_seconds_after_unpack'])}") if pack else "not measured yet"
     return {"times_measured": times, "pack_measured": packed, "validated": validated}

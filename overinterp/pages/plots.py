@@ -139,6 +139,20 @@ def heatmaps(freqs: dict[str, torch.Tensor], titles: dict[str, str] | None = Non
     return fig
 
 
+def transfer_matrix(table, size: float = 8.4):
+    """Section 4.1's transfer as a heatmap: accuracy (%) of every model (columns) on the 5% BS subsets of
+    every source replicate (rows), each cell annotated; it fits the page at any number of replicates."""
+    n = max(table.shape)
+    fig, ax = plt.subplots(figsize=(size, size * table.shape[0] / table.shape[1] * 0.8 + 0.8))
+    sns.heatmap(table, ax=ax, vmin=0, vmax=100, cmap="viridis", annot=True, fmt=".0f",
+                annot_kws={"fontsize": 9 if n <= 9 else 7}, cbar_kws={"label": "accuracy (%)", "shrink": 0.7})
+    ax.set_xlabel("classified by")
+    ax.set_ylabel("5% BS test subsets of")
+    ax.tick_params(labelsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def training_curves(histories: dict[str, list[dict]], key: str = "loss", ax=None, ylabel: str = "training loss"):
     """One line per model of a per-epoch statistic of :func:`overinterp.zoo.train.fit`'s history."""
     ax = ax or plt.subplots(figsize=(7, 3.4))[1]

@@ -63,22 +63,24 @@ def load(path) -> dict:
 
 
 def table(doc: dict):
-    """One row per claim and model of a :func:`document`, by part: the claim (section), the paper's number
-    as quoted, the estimate [95% interval], replicates x images, margin, the row's outcome and the claim's
-    verdict (with how many replicates would decide an inconclusive row)."""
+    """One row per claim and model of a :func:`document`, in five columns that fit a page: the claim
+    (section, the paper's number as quoted, the claim's verdict; on its first row only), the model, ours
+    (estimate [95% interval], replicates × images), the margin, and the row's outcome (with how many
+    replicates would decide an inconclusive one)."""
     import pandas as pd
-    out = []
+    out, seen = [], set()
     for r in doc["rows"]:
         c = CLAIMS[r["claim"]]
         d = c.digits
         ends = "" if r["low"] is None else f" [{number(r['low'], d)}, {number(r['high'], d)}]"
         n = " × ".join(str(int(r[k])) for k in ("replicates", "images") if r.get(k) is not None)
-        out.append({"part": c.part, "claim": f"{c.short} ({c.section})", "paper": c.paper, "model": r["model"],
-                    "estimate [95%]": number(r["estimate"], d) + ends, "replicates × images": n or MISSING,
-                    "margin": r["margin"] or MISSING,
+        first = r["claim"] not in seen
+        seen.add(r["claim"])
+        out.append({"claim": f"{c.short} ({c.section}; paper: {c.paper}): {r['verdict']}" if first else "",
+                    "model": r["model"], "ours [95%] (replicates × images)": number(r["estimate"], d) + ends
+                    + (f" ({n})" if n else ""), "margin": r["margin"] or MISSING,
                     "outcome": (r["outcome"] or MISSING) + (f" ({r['to decide']} replicates to decide)"
-                                                             if r.get("to decide") else ""),
-                    "verdict": r["verdict"]})
+                                                             if r.get("to decide") else "")})
     return pd.DataFrame(out)
 
 

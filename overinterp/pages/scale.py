@@ -140,12 +140,14 @@ def values(rows: pd.DataFrame, run=None) -> dict:
 
 
 def table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Estimate [95% interval] per point (rows) and measure and setting (columns), the paper's number first."""
+    """Estimate [95% interval] per measure and setting (rows) and distinct point (columns: "1,500 images,
+    width 8" ...; the curves' shared point once), with the paper's number."""
     r = rows.assign(cell=[f"{v:.3g} [{lo:.3g}, {hi:.3g}]" for v, lo, hi in
                           zip(rows["estimate"], rows["95% low"], rows["95% high"])],
-                    column=rows["measure"] + ", " + rows["setting"])
-    out = r.pivot_table(index=["curve", "training images", "width", "epochs"], columns="column", values="cell",
-                        aggfunc="first", sort=False)
+                    point=[f"{n:,} images, width {w}" for n, w in zip(rows["training images"], rows["width"])])
+    out = r.pivot_table(index=["measure", "setting"], columns="point", values="cell", aggfunc="first", sort=False)
+    paper = r.groupby(["measure", "setting"], sort=False)["paper"].first()
+    out.insert(0, "paper (CIFAR-10)", [number(v, 3) for v in paper.reindex(out.index)])
     return out.reset_index()
 
 

@@ -1,4 +1,4 @@
-"""Figures that compare models' SIS sizes: chapter 8 "SIS size predicts accuracy" (``book/08_sis_accuracy``;
+"""Figures that compare models' SIS sizes: chapter 8 "Does SIS size predict accuracy?" (``book/08_sis_accuracy``;
 paper 4.4, Figure 5 and S3), chapter 9 "Adversarially robust models" (``book/09_robust``; paper 4.5,
 Figure 1 "Adv. Robust") and chapters 10 and 11 on ensembles and input dropout
 (``book/10_ensembles``, ``book/11_input_dropout``; paper 4.6, Figure 6).
@@ -35,7 +35,7 @@ def _tau_axis(ax, taus: Sequence[float]) -> None:
     ax.set_xlabel("SIS threshold τ")
 
 
-# ----------------------------------------------------------------------------- SIS size predicts accuracy (chapter 8)
+# ----------------------------------------------------------------------------- does SIS size predict accuracy? (chapter 8)
 
 def increase_figure(increase: pd.DataFrame, sets: Sequence[str] | None = None, size: float = 4.0):
     """Figure 5: percentage increase vs tau with its 95% interval (error bars), one line per

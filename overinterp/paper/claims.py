@@ -147,3 +147,36 @@ def result_text(verdict: V.Verdict, claim: str) -> str:
         ends = "" if r["low"] is None or r["high"] is None else f" [{f.format(r['low'])}, {f.format(r['high'])}]"
         return f.format(r["estimate"]) + ends
     return "; ".join(f"{r['model']} {one(r)}" for r in records(verdict, claim))
+
+
+# ----------------------------------------------------------------------------- the paper against its critiques (07b)
+# The claims of the chapter "Is the model reading the pixels or the mask?", which closes Part I: each tests what one
+# published critique says of the paper's method (section = the critique). They join Part I after its last claim, so
+# that the registry (and every table and listing that follows its order) keeps the parts together.
+
+_CRITIQUES = [
+    Claim("dilated", "I", "07b_critiques", "Springer 2022", "3×3-dilated 5% BS subsets keep the prediction",
+          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)"),
+    Claim("dilated_sis", "I", "07b_critiques", "Springer 2022", "3×3-dilated SIS keep the prediction",
+          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)"),
+    Claim("dilated_beats", "I", "07b_critiques", "Springer 2022 (proposed test of 4.2)",
+          "retrained on dilated BS subsets far above matched random ones", "proposed, no number",
+          "difference (points)"),
+    Claim("dilated_near", "I", "07b_critiques", "Springer 2022 (proposed test of 4.2)",
+          "retrained on dilated BS subsets near full images", "proposed, no number", "drop (points)"),
+    Claim("boundary", "I", "07b_critiques", "Springer 2022",
+          "SmoothGrad of subset images concentrates on the mask's edge", "no number (saliency maps)",
+          "ring − area (points)"),
+    Claim("blank", "I", "07b_critiques", "SIS reference code (sis.py)", "the fully masked input is uninformative",
+          "no number (\"tends to the mean or prior\")", "top-class probability", 3),
+    Claim("mask_shape", "I", "07b_critiques", "Jain et al. 2022 (missingness bias)",
+          "the 5% BS mask's shape alone gives the subset's class", "no number for pixel masks",
+          "excess over the prior (points)"),
+    Claim("calibration", "I", "07b_critiques", "Decker et al. 2025 (ReCalX)", "worse calibrated on masked inputs",
+          "no number quoted", "ECE increase (points)"),
+    Claim("insertion", "I", "07b_critiques", "our question", "BS order far above a saliency order at 5%",
+          "not in the paper", "difference (points)"),
+]
+_ordered = [c for c in CLAIMS.values() if c.part == "I"] + _CRITIQUES + [c for c in CLAIMS.values() if c.part != "I"]
+CLAIMS.clear()
+CLAIMS.update({c.id: c for c in _ordered})

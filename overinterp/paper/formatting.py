@@ -6,12 +6,15 @@ Every glued number, table cell and command-line line goes through :func:`number`
     number(12.345)              # '12.3'
     number(float("nan"))        # '—'
     number(0.5, 2, sign=True)   # '+0.50'
+    span([2.04, 4.96], 0)       # '2–5'
+    span([3.04, 2.96], 0)       # '3': a range whose ends read the same is printed once
+    bounds(2.5, float("nan"))   # '—': an interval with an undefined end does not exist
 """
 from __future__ import annotations
 
 import math
 
-__all__ = ["MISSING", "number"]
+__all__ = ["MISSING", "number", "span", "bounds"]
 
 MISSING = "—"
 
@@ -26,3 +29,21 @@ def number(x, digits: int = 1, sign: bool = False, suffix: str = "") -> str:
     if not math.isfinite(x):
         return MISSING
     return f"{x:{'+' if sign else ''}.{digits}f}{suffix}"
+
+
+def span(values, digits: int = 1, sign: bool = False, suffix: str = "") -> str:
+    """'lo–hi' of the finite ``values`` as :func:`number` writes them, with ``suffix`` once at the end;
+    'lo' alone where both ends read the same (so no page prints "3–3%"); :data:`MISSING` where no
+    value is finite."""
+    shown = [x for x in values if number(x) != MISSING]
+    if not shown:
+        return MISSING
+    lo, hi = number(min(shown), digits, sign), number(max(shown), digits, sign)
+    return f"{lo}{suffix}" if lo == hi else f"{lo}–{hi}{suffix}"
+
+
+def bounds(low, high, digits: int = 1, sign: bool = False) -> str:
+    """An interval's ends, 'low to high' as :func:`number` writes them; :data:`MISSING` alone where
+    either end does not exist (not "— to —")."""
+    lo, hi = number(low, digits, sign), number(high, digits, sign)
+    return MISSING if MISSING in (lo, hi) else f"{lo} to {hi}"

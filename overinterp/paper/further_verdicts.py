@@ -292,3 +292,215 @@ def sparse_pixels(generated: Sequence[float], real: Sequence[float], tau: float,
         numbers.loc[name, "empty SIS (%)"] = 100 * (x == 0).mean() if len(x) else np.nan
     v.numbers = numbers
     return v
+
+
+# ----------------------------------------------------------------------------- the paper against its critiques (chapter 07b)
+
+from overinterp.paper.verdicts import FAR_MORE_POINTS, TOLERANCE_POINTS, retrain_near_full  # noqa: E402
+
+__all__ += ["BLANK_PRIOR_MULTIPLE", "dilation_keeps_prediction", "dilated_retraining_verdicts", "saliency_on_boundary",
+            "blank_uninformative", "mask_shape_leaks", "masked_miscalibrated", "search_beats_saliency"]
+
+#: The fully masked input counts as uninformative while its top-class probability is at most this multiple of the
+#: largest class prior (balanced classes: 2 / classes, 0.2 for ten). The SIS reference code asks that "the
+#: prediction on the fully-masked input is uninformative ... (e.g. ... tends to the mean or prior over the training
+#: data)"; twice the prior lets a model lean toward a class without deciding for it.
+BLANK_PRIOR_MULTIPLE = 2.0
+
+
+def _drop_empty(groups: dict) -> dict:
+    """Per condition, the replicates where every condition has at least one value (a replicate without a
+    confident image has no SIS to dilate)."""
+    n = min(len(v) for v in groups.values())
+    ok = [r for r in range(n) if all(len(np.asarray(v[r]).ravel()) for v in groups.values())]
+    return {k: [np.asarray(v[r], float).ravel() for r in ok] for k, v in groups.items()}
+
+
+def _difference_rows(a: Mapping, b: Mapping, name: str, margin: Margin, labels: tuple, paired_images: bool,
+                     seed: int, resamples: int, scale: float = 100.0) -> dict:
+    """Per model: the mean of ``a`` and of ``b`` (scaled) and the interval of a - b (:func:`replicate_interval`
+    over the replicates of each model, ``paired_images``: every replicate on the same images); a model without
+    a replicate that has values in both cannot be tested."""
+    rows = {}
+    for model in a:
+        g = _drop_empty({"a": _reps(a[model]), "b": _reps(b[model])})
+        if not g["a"]:
+            rows[model] = {labels[0]: math.nan, labels[1]: math.nan, name: math.nan, "95% low": math.nan,
+                           "95% high": math.nan, "margin": str(margin), "outcome": UNTESTABLE}
+            continue
+        iv = replicate_interval(g, lambda m: scale * (m["a"] - m["b"]), paired_images=paired_images,
+                                n_resamples=resamples, seed=seed)
+        rows[model] = interval_row(iv, margin, name, replicates=len(g["a"]),
+                                   images=len(g["a"][0]) if paired_images else sum(map(len, g["a"])),
+                                   **{labels[0]: scale * np.mean([x.mean() for x in g["a"]]),
+                                      labels[1]: scale * np.mean([x.mean() for x in g["b"]])})
+    return rows
+
+
+def dilation_keeps_prediction(undilated: Mapping, dilated: Mapping, kernel: int, subsets: str,
+                              paired_images: bool = True, seed: int = 0, resamples: int = 2000) -> Verdict:
+    """Springer (2022): if the kept pixels are sufficient evidence, giving their neighbours back their true
+    values (the keep-mask dilated by ``kernel`` x ``kernel``) should not take the prediction away; Springer
+    finds that it does. ``undilated`` / ``dilated``: model -> per replicate, 1/0 per image (the class predicted
+    on the full image kept or not) on the ``subsets`` ("BS subsets": the replicates share the test images;
+    "SIS": each replicate its own confident images, ``paired_images=False``).
+
+    The measure is the change dilated - undilated in points; the claim that the kept pixels suffice holds
+    where it is at least -TOLERANCE_POINTS (chapter 4's flat margin for "about as accurate": a few hundred
+    images do not resolve finer). Can hold: a model that reads the kept pixels keeps (or gains) predictions
+    when true pixels come back; can fail: predictions that rest on the mask's edge collapse, tens of points."""
+    margin = Margin(low=-TOLERANCE_POINTS, words=f"change at least −{TOLERANCE_POINTS:g} points")
+    rows = _difference_rows(dilated, undilated, "change (points)", margin, ("dilated (%)", "undilated (%)"),
+                            paired_images, seed, resamples)
+    images = "the same test images" if paired_images else "each replicate's own confident test images"
+    return from_rows(
+        f"The kept pixels of the {subsets} are sufficient evidence for the model's prediction: dilating each "
+        f"keep-mask by {kernel}×{kernel} (every kept pixel stays, its neighbours come back with their true values) "
+        "does not take the prediction away (the paper's reading of 4.1; Springer 2022 finds that dilating each SIS "
+        "drops an ImageNet ResNet-50's confidence to near zero and reads SIS images as adversarial examples).",
+        f"for every architecture, the 95% interval (a t interval over the replicates, {images}) of the change in "
+        f"the share of images still classified as on the full image, from the undilated to the {kernel}×{kernel}-"
+        f"dilated {subsets}, lies at or above −{TOLERANCE_POINTS:g} points (chapter 4's flat margin for \"about as "
+        "accurate\": a few hundred images do not resolve a finer drop; a gain holds); does not hold if it lies "
+        "wholly below; inconclusive if it straddles. Cannot be tested without a replicate that has such images.",
+        rows)
+
+
+def dilated_retraining_verdicts(bs: Mapping, random: Mapping, full: Mapping, chance: float, kernel: int,
+                                seed: int = 0) -> tuple[Verdict, Verdict]:
+    """Springer's proposed test: section 4.2's two claims on models retrained on ``kernel``-dilated 5% BS
+    subsets (``bs``), on random masks with as many pixels (``random``) and on full images (``full``, chapter
+    5's control): model -> per retrained replicate, 1/0 per test image (each model on its kind of image).
+    The margins are section 4.2's (:func:`overinterp.paper.verdicts.retrain_beats_random`: at least
+    FAR_MORE_POINTS; ``retrain_near_full``: a drop of at most TOLERANCE_POINTS). Can hold: if the kept
+    pixels carry learnable patterns, dilation (which only adds true pixels) keeps them; can fail: patterns
+    that lived in the mask's exact edge vanish once it moves."""
+    beats = retrain_beats_random(bs, random, seed=seed)
+    near = retrain_near_full(bs, full, chance, seed=seed)
+    what = (f"({kernel}×{kernel}-dilated 5% BS subsets; the random subsets keep as many pixels as the dilated BS "
+            "subsets of the same image)")
+    beats.claim = (f"Models trained and tested on {kernel}×{kernel}-dilated 5% BS subsets are far more accurate than "
+                   "models trained and tested on random subsets with as many pixels (Springer 2022's proposed test "
+                   "of section 4.2: retraining on dilated subsets).")
+    near.claim = (f"Models trained and tested on {kernel}×{kernel}-dilated 5% BS subsets are nearly as accurate as "
+                  "models trained on full images (section 4.2's second claim under Springer 2022's dilation).")
+    beats.criterion += f" {what}"
+    near.criterion += f" {what}"
+    return beats, near
+
+
+def saliency_on_boundary(attribution: Mapping, area: Mapping, seed: int = 0, resamples: int = 2000) -> Verdict:
+    """Springer (2022): SmoothGrad saliency of SIS images concentrates on the boundary between kept and
+    masked pixels. ``attribution`` / ``area``: model -> per replicate, per image the share of its SmoothGrad
+    attribution on the one-pixel ring of masked pixels around the kept ones, and the ring's share of the
+    image's area (the replicates share the test images). The measure is their difference in points; the
+    ring "concentrates" the attribution where it holds more than its share of the area (Springer gives no
+    size; :data:`~overinterp.paper.verdicts.ABOVE_ZERO`). Can hold: maps drawn to the mask's edge; can
+    fail: maps on the kept pixels or spread over the image leave the ring less than its area."""
+    margin = Margin(low=0.0, words="the ring's share of the attribution above its share of the area")
+    rows = _difference_rows(attribution, area, "ring − area (points)", margin,
+                            ("ring's share of the attribution (%)", "ring's share of the area (%)"), True, seed,
+                            resamples)
+    return from_rows(
+        "SmoothGrad saliency of a masked subset image concentrates on the boundary between the kept and the masked "
+        "pixels (Springer 2022, on SIS images of an ImageNet ResNet-50; here on the 5% BS subsets).",
+        "for every architecture, the 95% interval (a t interval over the replicates, the test images shared) of "
+        "the share of the SmoothGrad attribution on the one-pixel ring of masked pixels that touch a kept pixel, "
+        "minus the ring's share of the image's area, lies above 0 points: holds if the whole interval is above 0, "
+        "does not hold if it lies wholly below, inconclusive if it contains 0 (Springer gives no size).", rows)
+
+
+def blank_uninformative(confidence: Mapping, classes: int, predicted: Mapping | None = None,
+                        seed: int = 0) -> Verdict:
+    """The SIS reference code's check: "one should check that the function's prediction on the fully-masked
+    input is uninformative". ``confidence``: row (architecture and mask value) -> the top-class probability of
+    each replicate on the fully masked image; ``classes``: the number of classes (the prior of each is taken
+    as 1 / classes, balanced); ``predicted``: row -> the classes predicted, for the table. The measure is the
+    mean top-class probability over the replicates (a t interval); uninformative up to
+    BLANK_PRIOR_MULTIPLE / classes. Can hold: a blank input spread over the classes; can fail: a blank
+    input classified confidently, which makes the empty set an SIS of that class."""
+    high = BLANK_PRIOR_MULTIPLE / classes
+    margin = Margin(high=high, words=f"top-class probability at most {high:g}")
+    rows = {}
+    for name, values in confidence.items():
+        v = [np.asarray([x], float) for x in values]
+        iv = replicate_interval({"p": v}, paired_images=False, seed=seed)
+        rows[name] = interval_row(iv, margin, "top-class probability", replicates=len(v),
+                                  **({"predicted class": predicted[name]} if predicted else {}))
+    return from_rows(
+        "The model's prediction on the fully masked input is uninformative (the SIS reference code, google-research "
+        "sis.py: \"one should check that the function's prediction on the fully-masked input is uninformative\"; "
+        "its README: \"tends to the mean or prior over the training data\").",
+        f"for every architecture and mask value (the mean pixel, the paper's; black), the 95% interval (a t "
+        f"interval over the replicates) of the probability of the class predicted on the image whose every pixel "
+        f"is masked lies at or below {high:g}, {BLANK_PRIOR_MULTIPLE:g} times the prior of a class ({classes} "
+        "balanced classes): a model may lean toward a class but not decide for it. Does not hold if the whole "
+        "interval lies above; inconclusive if it straddles.", rows)
+
+
+def mask_shape_leaks(same: Mapping, prior: Mapping, fill: str, seed: int = 0, resamples: int = 2000) -> Verdict:
+    """Missingness bias (Jain et al. 2022): masking with a constant biases a CNN's predictions, and the mask's
+    pattern can push the model toward a class. ``same`` / ``prior``: model -> per replicate, per test image
+    (shared), 1/0 whether the input that keeps the shape of the replicate's own 5% BS mask, its kept pixels
+    set to ``fill``, is given the class the BS subset was given, and the share of that class among the
+    replicate's predictions on full images (what a prediction blind to the shape would match). The measure
+    is their difference in points, above 0 where the shape leaks the class. Can hold: a shape that carries
+    its class; can fail: a shape read no better than the class prior."""
+    rows = _difference_rows(same, prior, "excess over the prior (points)", ABOVE_ZERO,
+                            ("same class as the subset (%)", "class prior (%)"), True, seed, resamples)
+    return from_rows(
+        "The shape of a 5% BS mask alone, without the kept pixels' values, moves the original model toward the "
+        "class its BS subset was given (missingness bias, Jain et al. 2022: the masking pattern itself biases a "
+        "CNN's prediction).",
+        f"for every architecture, the 95% interval (a t interval over the replicates, the test images shared) of "
+        f"the share of mask-shape inputs (the kept pixels set to {fill}, the rest to the mask value) given the BS "
+        "subset's class, minus the mean prior of that class among the model's predictions on full images, lies "
+        "above 0 points: holds if the whole interval is above 0, does not hold if it lies wholly below, "
+        "inconclusive if it contains 0.", rows)
+
+
+def masked_miscalibrated(masked: Mapping, full: Mapping, images: int, bins: int = 15, seed: int = 0) -> Verdict:
+    """ReCalX (Decker et al. 2025): models are miscalibrated on the masked inputs that perturbation-based
+    explanations feed them, which moves any confidence threshold such as the SIS's tau. ``masked`` / ``full``:
+    row (architecture and masked input) -> the expected calibration error (``bins`` equal-width bins, as a
+    fraction) of each replicate on the masked inputs and on the full images, over the same ``images`` test
+    images. The measure is masked - full in points; miscalibrated above 0 (ReCalX gives no size we could
+    confirm). The interval is a t interval over the replicates' differences: an ECE is not a mean over
+    images, so the image error the replicates share is not added (each replicate's own is in their
+    scatter). Can hold: overconfident subsets; can fail: subsets as well calibrated as full images."""
+    rows = {}
+    for name in masked:
+        m, f = np.asarray(masked[name], float), np.asarray(full[name], float)
+        iv = replicate_interval({"d": [np.asarray([x]) for x in m - f]}, paired_images=False, seed=seed)
+        rows[name] = interval_row(iv, ABOVE_ZERO, "ECE increase (points)", 100, replicates=len(m), images=images,
+                                  **{"ECE on full images (%)": 100 * f.mean(), "ECE masked (%)": 100 * m.mean()})
+    return from_rows(
+        "Models are worse calibrated on masked inputs than on full images (ReCalX, Decker et al. 2025: models "
+        "produce unreliable probabilities under the perturbations explanations use, which moves a confidence "
+        "threshold such as the SIS's τ).",
+        f"for every architecture and masked input (each replicate's own 5% BS subsets; random 5% subsets), the 95% "
+        f"interval (a t interval over the replicates) of the expected calibration error ({bins} equal-width bins) on "
+        "the masked inputs minus that on the full images, in points, lies above 0: holds if the whole interval is "
+        "above 0, does not hold if it lies wholly below, inconclusive if it contains 0. The replicates share the "
+        "test images, whose error an ECE difference cannot split off: the interval holds it only through the "
+        "replicates' scatter.", rows)
+
+
+def search_beats_saliency(bs: Mapping, saliency: Mapping, frac: float, seed: int = 0, resamples: int = 2000) -> Verdict:
+    """Is the sufficiency of 5% subsets a product of backward selection's search over masked inputs? ``bs`` /
+    ``saliency``: model -> per replicate, 1/0 per test image (shared) of the model's accuracy with the last
+    ``frac`` of its backward-selection order kept, and with the same number of its most salient pixels (the
+    absolute input gradient on the full image, which never sees a masked input). The measure is bs - saliency
+    in points; "far more" from FAR_MORE_POINTS (chapter 5's margin). Can hold: a search that finds what a
+    gradient does not; can fail: the most salient pixels do about as well."""
+    margin = Margin(low=FAR_MORE_POINTS, words=f"difference at least {FAR_MORE_POINTS:g} points")
+    rows = _difference_rows(bs, saliency, "difference (points)", margin,
+                            ("backward-selection order (%)", "saliency order (%)"), True, seed, resamples)
+    return from_rows(
+        f"Backward selection's {100 * frac:g}% subsets are classified far more accurately than the same number of the "
+        "most salient pixels by the input gradient on the full image (our question: whether the subsets' "
+        "sufficiency needs a search over masked inputs).",
+        f"for every architecture, the 95% interval (a t interval over the replicates, the test images shared) of "
+        f"the accuracy with the last {100 * frac:g}% of the backward-selection order kept minus the accuracy with as "
+        f"many of the most salient pixels kept lies at or above {FAR_MORE_POINTS:g} points (\"far more\", chapter "
+        "5's margin); does not hold if it lies wholly below; inconclusive if it straddles.", rows)

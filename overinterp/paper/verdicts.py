@@ -30,7 +30,11 @@ import numpy as np
 import pandas as pd
 
 from overinterp.paper import numbers as paper
+from overinterp.paper.formatting import MISSING, number
 from overinterp.paper.intervals import Interval, replicate_interval, replicates_needed
+
+#: the counts a verdict's scope names, in this order
+SCOPE = ("replicates", "images", "images with an SIS")
 
 __all__ = ["Verdict", "Margin", "MARKS", "HOLDS", "FAILS", "INCONCLUSIVE", "UNTESTABLE", "OUTCOMES", "combine", "spread",
            "sis_size", "subsets_accurate", "confidence_kept", "no_transfer", "retrain_beats_random",
@@ -148,24 +152,27 @@ class Verdict:
         parts = []
         for name, row in self.numbers.iterrows():
             name = " / ".join(map(str, name)) if isinstance(name, tuple) else str(name)
-            counts = [f"{int(row[k])} {k if int(row[k]) != 1 else k[:-1]}" for k in ("replicates", "images")
-                      if k in row and pd.notna(row[k])]
+            counts = [f"{int(row[k])} {k if int(row[k]) != 1 else k.replace('images', 'image').replace('replicates', 'replicate')}"
+                      for k in SCOPE if k in row and pd.notna(row[k])]
             parts.append(name + (f" ({', '.join(counts)})" if counts else ""))
         return "; ".join(parts)
 
     def per_model(self) -> str:
-        """Each row's estimate and interval against the margin, and its outcome: 'ResNet20 2.0 [0.5, 3.1],
-        margin ≤ 5: holds'; empty where the table has no interval."""
+        """Each row's estimate and interval against the margin, and its outcome: '✔ ResNet20: 2.0 [0.5, 3.1],
+        margin ≤ 5, holds'; "no estimate" or "no interval" where they do not exist (the book's one number
+        rule, :func:`overinterp.paper.formatting.number`); empty where the table has no interval."""
         cols = list(self.numbers.columns)
         if "95% low" not in cols or "outcome" not in cols:
             return ""
-        measure = cols[cols.index("95% low") - 1]
-        out = []
+        measure, out = cols[cols.index("95% low") - 1], []
         for name, row in self.numbers.iterrows():
             name = " / ".join(map(str, name)) if isinstance(name, tuple) else str(name)
-            est, lo, hi = row[measure], row["95% low"], row["95% high"]
-            d = 1 if max(abs(est), abs(lo), abs(hi)) >= 1 else 3
-            value = "no estimate" if pd.isna(est) else f"{est:.{d}f} [{lo:.{d}f}, {hi:.{d}f}]"
+            ends = [row[measure], row["95% low"], row["95% high"]]
+            finite = [abs(float(x)) for x in ends if number(x) != MISSING]
+            d = 1 if finite and max(finite) >= 1 else 3
+            est, lo, hi = (number(x, d) for x in ends)
+            value = ("no estimate" if est == MISSING else
+                     f"{est} [{lo}, {hi}]" if MISSING not in (lo, hi) else f"{est} (no interval)")
             margin = f", margin {row['margin']}" if row.get("margin") else ""
             decide = row.get("replicates to decide")
             decide = f" ({decide} replicates would decide it)" if isinstance(decide, str) and decide[:1] in "ao" else ""
@@ -173,7 +180,10 @@ class Verdict:
         return f"**{measure}, per model.** " + "; ".join(out)
 
     def _repr_markdown_(self) -> str:
-        lines = [f":::{{admonition}} Verdict: the claim {self.word} here", f":class: {BOX.get(self.outcome, 'note')}"]
+        """The box a chapter shows: its outcome in a title that reads with each of the four outcomes, the
+        scope, each row against the margin, the claim, the criterion and the note."""
+        lines = [f":::{{admonition}} Verdict: the claim's outcome here is “{self.word}”",
+                 f":class: {BOX.get(self.outcome, 'note')}"]
         if len(self.numbers):
             lines.append(f"**Scope.** {self.scope()}\n")
         if self.per_model():

@@ -1,0 +1,426 @@
+"""The paper tested against its published critiques: the runs of the chapter "Is the model reading the pixels
+or the mask?" (the methods are :mod:`overinterp.methods.critiques`; the verdicts
+:mod:`overinterp.paper.further_verdicts`).
+
+Everything starts from what chapters 2-5 stored: the zoo, the backward selections of the test selection by
+every replicate (chapter 4's 5% BS subsets) and of the training selection by replicate ``run.seed``
+(chapter 5's), and chapter 5's full-image control. Each function returns numbers only, one row per image
+(or per bin), and the functions at the bottom pick from them what each verdict reads:
+
+* :func:`dilation` -- Springer (2022): BS subsets and SIS grown by k x k (every kept pixel stays, its
+  neighbours come back with their true values), beside random masks with as many pixels;
+* :func:`dilated_retraining` -- Springer's proposed test: section 4.2's retraining on dilated subsets
+  (new models through :func:`overinterp.experiments.subsets.retrain`, which stores them);
+* :func:`saliency_shares` -- where SmoothGrad puts the attribution of a subset image: kept pixels, the
+  one-pixel ring around them, elsewhere;
+* :func:`blank_inputs` -- the fully masked input (the SIS reference code's check), both mask values;
+* :func:`mask_shape` -- missingness bias (Jain et al. 2022): the BS mask's shape without its values;
+* :func:`calibration_images` -- confidence and correctness on full images and 5% subsets (ReCalX);
+* :func:`insertion` -- accuracy as the kept fraction grows, by backward-selection, saliency or random order.
+
+    df = dilation(run, kernels=(3, 5), frac=0.05, tau=0.99)
+    bs, sis = dilation_verdicts(df, kernel=3)
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from overinterp.engine.backselect import apply_keep
+from overinterp.engine.runner import fingerprint
+from overinterp.engine.sis import find_sis, pixel_subset, random_subset
+from overinterp.experiments import runs as A
+from overinterp.experiments import subsets as S
+from overinterp.experiments.factors import black_value
+from overinterp.methods.critiques import (REGIONS, attribution_shares, dilate, expected_calibration_error,
+                                          matched_random_keep, reliability, smoothgrad, top_keep)
+from overinterp.methods.shared_interest import saliency_map
+from overinterp.paper import further_verdicts as FV
+from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
+from overinterp.zoo import data as D
+from overinterp.zoo.train import predict
+
+__all__ = ["BS", "SIS", "MASKS", "FILLS", "INPUTS", "ORDERS", "NOISE_SEED", "check_kernels", "dilation",
+           "example_masks", "dilated_retraining", "saliency_shares", "blank_inputs", "mask_shape", "calibration_images",
+           "calibration_errors", "reliability_bins", "insertion", "per_replicate", "dilation_verdicts",
+           "retraining_verdicts", "boundary_verdict", "blank_verdict", "mask_shape_verdict", "calibration_verdict",
+           "insertion_verdict"]
+
+BS, SIS = "BS subsets", "SIS"                       # the subsets :func:`dilation` grows
+MASKS = ("BS", "random, same count")                # a subset's own mask, and random pixels as many
+FILLS = ("mean pixel", "black", "uniform noise")    # what a mask-shape input's kept pixels are set to
+INPUTS = ("full images", "own BS subsets", "random subsets")
+ORDERS = ("backward selection", "saliency (gradient)", "random")
+NOISE_SEED = 0                                      # the mask-shape inputs' uniform noise, the same for every model
+VERDICT_FILL = "uniform noise"                      # the mask-shape verdict's fill (see mask_shape_verdict)
+
+
+def check_kernels(kernels) -> tuple[int, ...]:
+    """The dilation kernels as odd integers >= 3, in the order given (a ``ValueError`` names the parameter)."""
+    ks = tuple(int(k) for k in (kernels if isinstance(kernels, (tuple, list)) else [kernels]))
+    if not ks or any(k < 3 or k % 2 == 0 or k != float(x) for k, x in zip(ks, kernels)):
+        raise ValueError(f"parameter kernels={kernels!r} is not valid: odd sizes of at least 3 pixels, e.g. (3, 5)")
+    return ks
+
+
+def _test(run) -> tuple[torch.Tensor, torch.Tensor]:
+    return A.selection(run, "test").load()
+
+
+def _replicates(run):
+    """(arch, replicate r, model, backward selection of the test selection by it) for every zoo replicate."""
+    sel = A.selection(run, "test")
+    for arch, models in A.zoo(run).items():
+        for r, model in enumerate(models):
+            yield arch, r, model, A.backselect_set(run, arch, sel, seed=run.seed + r, progress=False)
+
+
+def _classify(model, images: torch.Tensor, target: torch.Tensor, device) -> tuple[np.ndarray, np.ndarray]:
+    """(1/0: the model predicts ``target``; its probability of ``target``) per image, float64."""
+    p = predict(model, images, device=device)
+    target = target.cpu()
+    return (p.argmax(1) == target).double().numpy(), p.gather(1, target[:, None]).squeeze(1).double().numpy()
+
+
+def _frame(**columns) -> pd.DataFrame:
+    n = max(len(v) for v in columns.values() if np.ndim(v))
+    return pd.DataFrame({k: (np.asarray(v) if np.ndim(v) else np.repeat(v, n)) for k, v in columns.items()})
+
+
+_SEEN: dict = {}   # the predictions of :func:`_basic`, by replicate, weights, images and fraction
+
+
+def _basic(run, model, res, frac: float) -> dict[str, torch.Tensor]:
+    """A replicate's softmax probabilities (N, K) on the test selection's full images, its own ``frac`` BS
+    subsets and chapter 4's random ``frac`` subsets (:data:`INPUTS`): what several measures read, computed
+    once per replicate and fraction in this process (keyed by the model's weights and the images)."""
+    X, _ = _test(run)
+    key = (fingerprint(model), fingerprint(X), fingerprint(res.order), float(frac), str(run.device))
+    if key not in _SEEN:
+        rnd = random_subset(X, frac, seed=A.subset_seed(run.dataset, "test"), block=res.block,
+                            mask_value=res.mask_value)[0]
+        _SEEN[key] = {name: predict(model, x, device=run.device)
+                      for name, x in zip(INPUTS, (X, pixel_subset(res, X, frac)[0], rnd))}
+    return _SEEN[key]
+
+
+# ----------------------------------------------------------------------------- Springer (2022): dilation
+
+def _sis(run, arch: str, r: int, full: torch.Tensor, tau: float):
+    """(images, backward selection, SIS at ``tau``, their indices in the test selection) of replicate r's
+    confidently classified test images (:func:`overinterp.experiments.runs.sis_result`), those with an SIS;
+    ``full``: its probabilities on the test selection (the confident images are
+    :func:`overinterp.experiments.runs.confident`'s: correct, probability >= ``tau``)."""
+    X, Y = _test(run)
+    conf, pred = full.max(1)
+    idx = torch.nonzero((pred == Y) & (conf >= tau)).flatten()
+    res = A.sis_result(run, arch, run.seed + r, tau)
+    idx = idx[:len(res)]
+    sis = find_sis(res, tau)
+    has = (sis.size >= 0).cpu()
+    return X[idx][has], res[has.nonzero().flatten()], sis.mask.cpu()[has], idx[has]
+
+
+def dilation(run, kernels=(3, 5), frac: float = SUBSET_FRAC, tau: float | None = None) -> pd.DataFrame:
+    """Springer's test: every zoo replicate on its own ``frac`` BS subsets of the test selection and on the
+    SIS at ``tau`` of its confidently classified test images (subset "BS subsets" / "SIS"), each grown by
+    every kernel of ``kernels`` (kernel 1: as it is; kept pixels take their true values, the rest the mask
+    value of the backward selection), and on random masks with as many pixels per image (mask "random,
+    same count", :func:`overinterp.methods.critiques.matched_random_keep`, seeded per set). One row per
+    image: "kept pixels (%)", "prediction kept" (1/0: the class predicted on the full image) and
+    "confidence" (its probability)."""
+    kernels = (1, *check_kernels(kernels))
+    tau = run.profile.sis_threshold if tau is None else float(tau)
+    X, _ = _test(run)
+    seed = A.subset_seed(run.dataset, "test")
+    rows = []
+    for arch, r, model, res in _replicates(run):
+        basic = _basic(run, model, res, frac)
+        xs, sres, smask, sidx = _sis(run, arch, r, basic[INPUTS[0]], tau)
+        cases = [(BS, X, pixel_subset(res, X, frac)[1].cpu(), res.pred, torch.arange(len(X)), res.mask_value),
+                 (SIS, xs, smask, sres.pred, sidx, sres.mask_value)]
+        for subset, images, keep, target, index, mv in cases:
+            if not len(images):
+                continue
+            for k in kernels:
+                grown = dilate(keep, k)
+                for mask, m in zip(MASKS, (grown, matched_random_keep(grown, seed))):
+                    if subset == BS and k == 1 and mask == MASKS[0]:          # chapter 4's subset: predicted already
+                        p = basic[INPUTS[1]]
+                        kept = (p.argmax(1) == res.pred.cpu()).double().numpy()
+                        conf = p.gather(1, res.pred.cpu()[:, None]).squeeze(1).double().numpy()
+                    else:
+                        kept, conf = _classify(model, apply_keep(images, m, mv), target, run.device)
+                    rows.append(_frame(model=ARCH_NAMES[arch], replicate=r, subset=subset, mask=mask, kernel=k,
+                                       image=index.numpy(), **{"kept pixels (%)": 100 * m.flatten(1).double()
+                                                               .mean(1).numpy(), "prediction kept": kept,
+                                                               "confidence": conf}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def example_masks(run, n: int, kernels=(3, 5), frac: float = SUBSET_FRAC) -> tuple:
+    """The first ``n`` test images, the ``frac`` BS subset keep-masks of replicate ``run.seed`` of the first
+    architecture as selected and dilated ({kernel: (n, H, W) bool}, kernel 1 first) and random masks with as
+    many pixels as the first dilation. Returns (images, labels, keeps, random)."""
+    X, Y = _test(run)
+    arch = run.profile.archs[0]
+    res = A.backselect_set(run, arch, A.selection(run, "test"), progress=False)[torch.arange(n)]
+    keep = pixel_subset(res, X[:n], frac)[1].cpu()
+    keeps = {k: dilate(keep, k) for k in (1, *check_kernels(kernels))}
+    first = keeps[check_kernels(kernels)[0]]
+    return X[:n], Y[:n], keeps, matched_random_keep(first, A.subset_seed(run.dataset, "test"))
+
+
+def dilated_retraining(run, kernel: int = 3, frac: float = SUBSET_FRAC) -> dict[str, dict[str, list]]:
+    """Springer's proposed test of section 4.2: per architecture, new models (the profile's retraining
+    recipe, no augmentation, every retrained replicate) trained on the ``frac`` BS subsets of chapter 5's
+    training selection dilated by ``kernel`` ("bs"), and on random masks with as many pixels per image
+    ("random"), each tested on the same transformation of the test selection; and chapter 5's full-image
+    control ("full", loaded). Returns {architecture name: {kind: one 1/0 array per retrained model over the
+    test images}}."""
+    kernel = check_kernels((kernel,))[0]
+    out = {}
+    for a in run.profile.archs:
+        subs = S.subsets(run, a, frac, train=True)
+        made = {}
+        for s in ("train", "test"):
+            images, keep = subs[s]["full"][0], dilate(subs[s]["bs"][1].cpu(), kernel)
+            mv = run.profile.engine(s).mask_value
+            made[s] = {"bs": apply_keep(images, keep, mv),
+                       "random": apply_keep(images, matched_random_keep(keep, A.subset_seed(run.dataset, s)), mv)}
+        ytr, yte = subs["train"]["labels"], subs["test"]["labels"]
+        got = {}
+        for kind, name in (("bs", f"bs{frac:g}-dilated{kernel}"), ("random", f"random{frac:g}-as-bs-dilated{kernel}")):
+            models = S.retrain(run, a, made["train"][kind], ytr, name, augment=False,
+                               eval_data=(made["test"][kind], yte))
+            got[kind] = [A.correct(m, made["test"][kind], yte, run.device) for m in models]
+        full = S.retrain_on_subsets(run, a, "full", False, frac, subs)
+        got["full"] = [A.correct(m, subs["test"]["full"][0], yte, run.device) for m in full]
+        out[ARCH_NAMES[a]] = got
+    return out
+
+
+def saliency_shares(run, frac: float = SUBSET_FRAC, images: int = 50, samples: int = 16,
+                    sigma: float = 0.15) -> pd.DataFrame:
+    """Where SmoothGrad (:func:`overinterp.methods.critiques.smoothgrad`, ``samples`` noisy copies, noise
+    ``sigma`` times the range of the pixel values) puts the attribution of every zoo replicate's own
+    ``frac`` BS subset images of the first ``images`` test images, for the class predicted on the full
+    image: one row per (image, region of :data:`~overinterp.methods.critiques.REGIONS`) with its
+    "attribution share" and "area share"."""
+    X, _ = _test(run)
+    X = X[:images]
+    split = D.load(run.dataset, "test")
+    noise = float(sigma) * float(np.mean([1 / s for s in split.std]))     # pixels span [0, 1] / std
+    rows = []
+    for arch, r, model, res in _replicates(run):
+        res = res[torch.arange(len(X))]
+        x, keep = pixel_subset(res, X, frac)
+        attr = smoothgrad(model.to(run.device), x.to(run.device), res.pred.to(run.device), samples, noise,
+                          seed=run.seed + r)
+        a, area = attribution_shares(attr, keep.cpu()), attribution_shares(torch.ones_like(attr), keep.cpu())
+        for j, region in enumerate(REGIONS):
+            rows.append(_frame(model=ARCH_NAMES[arch], replicate=r, image=np.arange(len(X)), region=region,
+                               **{"attribution share": a[:, j].numpy(), "area share": area[:, j].numpy()}))
+    return pd.concat(rows, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------- the fully masked input, mask shape
+
+def _mask_values(run) -> dict[str, torch.Tensor]:
+    """{"mean pixel": 0, "black": the normalised black}, per channel."""
+    C = len(D.load(run.dataset, "test").mean)
+    black = torch.as_tensor(black_value(run.dataset), dtype=torch.float32).reshape(-1).expand(C)
+    return {"mean pixel": torch.zeros(C), "black": black}
+
+
+def blank_inputs(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
+    """The SIS reference code's check: every zoo replicate on the fully masked image, every pixel the mean
+    pixel (the paper's mask) or black. One row per (replicate, mask): the predicted "class" (its name),
+    "confidence" (its probability) and the "class prior (%)" of that class among the replicate's
+    predictions on the full test images."""
+    X, _ = _test(run)
+    names = D.load(run.dataset, "test").classes
+    rows = []
+    for arch, r, model, res in _replicates(run):
+        full = _basic(run, model, res, frac)[INPUTS[0]].argmax(1)       # (``frac`` only shares the cache)
+        for mask, v in _mask_values(run).items():
+            p = predict(model, v.view(1, -1, 1, 1).expand(1, -1, *X.shape[2:]).clone(), device=run.device)[0]
+            c = int(p.argmax())
+            rows.append({"model": ARCH_NAMES[arch], "replicate": r, "mask": mask, "class": names[c],
+                         "confidence": float(p[c]), "class prior (%)": 100 * float((full == c).double().mean())})
+    return pd.DataFrame(rows)
+
+
+def _fill_images(run, X: torch.Tensor, fill: str) -> torch.Tensor:
+    if fill == "uniform noise":                                   # uniform on [0, 1] in pixel units, normalised
+        split = D.load(run.dataset, "test")
+        u = torch.rand(X.shape, generator=torch.Generator().manual_seed(NOISE_SEED))
+        return (u - torch.tensor(split.mean).view(1, -1, 1, 1)) / torch.tensor(split.std).view(1, -1, 1, 1)
+    return _mask_values(run)[fill].view(1, -1, 1, 1).expand_as(X).clone()
+
+
+def mask_shape(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
+    """Missingness bias (Jain et al. 2022) on the original models: each zoo replicate's own ``frac`` BS mask
+    of every test image with its kept pixels set to one of :data:`FILLS` and the rest to the mask value, so
+    that the input keeps the mask's shape and none of its values. One row per (replicate, fill, image):
+    "subset class" (predicted on the BS subset), "shape class" (on the mask-shape input), "same class" (1/0)
+    and "class prior" (the share of the subset class among the replicate's predictions on full images)."""
+    X, _ = _test(run)
+    K = len(D.load(run.dataset, "test").classes)
+    rows = []
+    for arch, r, model, res in _replicates(run):
+        basic = _basic(run, model, res, frac)
+        full, c_bs = basic[INPUTS[0]].argmax(1), basic[INPUTS[1]].argmax(1)
+        prior = torch.bincount(full, minlength=K).double() / len(full)
+        keep = pixel_subset(res, X, frac)[1]
+        for fill in FILLS:
+            c = predict(model, apply_keep(_fill_images(run, X, fill), keep.cpu(), res.mask_value.cpu()),
+                        device=run.device).argmax(1)
+            rows.append(_frame(model=ARCH_NAMES[arch], replicate=r, fill=fill, image=np.arange(len(X)),
+                               **{"subset class": c_bs.numpy(), "shape class": c.numpy(),
+                                  "same class": (c == c_bs).double().numpy(), "class prior": prior[c_bs].numpy()}))
+    return pd.concat(rows, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------- calibration (ReCalX)
+
+def calibration_images(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
+    """Every zoo replicate on the test selection's full images, its own ``frac`` BS subsets and chapter 4's
+    random ``frac`` subsets (:data:`INPUTS`): one row per image with the "confidence" of the predicted class
+    and "correct" (1/0)."""
+    X, Y = _test(run)
+    rows = []
+    for arch, r, model, res in _replicates(run):
+        for name, p in _basic(run, model, res, frac).items():
+            conf, pred = p.max(1)
+            rows.append(_frame(model=ARCH_NAMES[arch], replicate=r, input=name, image=np.arange(len(X)),
+                               confidence=conf.double().numpy(), correct=(pred == Y).double().numpy()))
+    return pd.concat(rows, ignore_index=True)
+
+
+def calibration_errors(images: pd.DataFrame, bins: int = 15, tau: float = 0.99) -> pd.DataFrame:
+    """Per (model, replicate, input) of :func:`calibration_images`: "ECE (%)" (``bins`` equal-width bins),
+    "accuracy (%)", "mean confidence", the share of the images at confidence >= ``tau`` and their accuracy
+    (NaN where there is none)."""
+    def one(g):
+        sure = g[g["confidence"] >= tau]
+        return pd.Series({"ECE (%)": 100 * expected_calibration_error(g["confidence"], g["correct"], bins),
+                          "accuracy (%)": 100 * g["correct"].mean(), "mean confidence": g["confidence"].mean(),
+                          "at confidence ≥ τ (%)": 100 * len(sure) / len(g),
+                          "accuracy there (%)": 100 * sure["correct"].mean() if len(sure) else np.nan})
+    return images.groupby(["model", "replicate", "input"], sort=False).apply(one, include_groups=False).reset_index()
+
+
+def reliability_bins(images: pd.DataFrame, bins: int = 15) -> pd.DataFrame:
+    """The reliability diagram of every (model, input) of :func:`calibration_images`, its replicates
+    pooled: :func:`overinterp.methods.critiques.reliability` rows with the model and input."""
+    out = [reliability(g["confidence"], g["correct"], bins).assign(model=m, input=i)
+           for (m, i), g in images.groupby(["model", "input"], sort=False)]
+    return pd.concat(out, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------- insertion curves
+
+def insertion(run, fractions=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), frac: float = SUBSET_FRAC) -> pd.DataFrame:
+    """Insertion curves: every zoo replicate on the test selection with the ``fractions`` (and ``frac``) of
+    the features kept by each of :data:`ORDERS`: the last ones of its backward selection
+    (:func:`overinterp.engine.sis.pixel_subset`), the most salient ones by the absolute input gradient of the
+    class predicted on the full image (Captum's ``Saliency``, :func:`overinterp.methods.critiques.top_keep`)
+    and chapter 4's seeded random ones. One row per (replicate, order, fraction, image): "correct" (1/0)
+    and "confidence" (the probability of the class predicted on the full image)."""
+    X, Y = _test(run)
+    fractions = sorted({float(f) for f in fractions} | {float(frac)})
+    seed = A.subset_seed(run.dataset, "test")
+    rows = []
+    for arch, r, model, res in _replicates(run):
+        basic = _basic(run, model, res, frac)
+        sal = saliency_map(model.to(run.device), X.to(run.device), "saliency", res.pred).cpu()
+        for f in fractions:
+            keeps = {ORDERS[0]: pixel_subset(res, X, f)[1].cpu(), ORDERS[1]: top_keep(sal, f, res.block),
+                     ORDERS[2]: random_subset(X, f, seed=seed, block=res.block)[1].cpu()}
+            for order, keep in keeps.items():
+                if f == 1.0 or (f == frac and order != ORDERS[1]):    # the full image, chapter 4's subsets
+                    p = basic[INPUTS[0] if f == 1.0 else INPUTS[1] if order == ORDERS[0] else INPUTS[2]]
+                else:
+                    p = predict(model, apply_keep(X, keep, res.mask_value.cpu()), device=run.device)
+                rows.append(_frame(model=ARCH_NAMES[arch], replicate=r, order=order, fraction=f,
+                                   image=np.arange(len(X)), correct=(p.argmax(1) == Y).double().numpy(),
+                                   confidence=p.gather(1, res.pred.cpu()[:, None]).squeeze(1).double().numpy()))
+    return pd.concat(rows, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------- what each verdict reads
+
+def per_replicate(df: pd.DataFrame, column: str, **where) -> dict[str, list[np.ndarray]]:
+    """{model: one array of ``column`` per replicate (rows in image order)} of the rows of ``df`` whose
+    columns equal ``where``'s values."""
+    for k, v in where.items():
+        df = df[df[k] == v]
+    return {m: [g.sort_values("image")[column].to_numpy(float) for _, g in gm.groupby("replicate")]
+            for m, gm in df.groupby("model", sort=False)}
+
+
+def dilation_verdicts(df: pd.DataFrame, kernel: int = 3, seed: int = 0) -> tuple:
+    """Springer's claim on :func:`dilation`'s rows, for BS subsets (the replicates share the test images)
+    and for SIS (each replicate its own confident images):
+    :func:`overinterp.paper.further_verdicts.dilation_keeps_prediction` at ``kernel``."""
+    out = []
+    for subset, shared in ((BS, True), (SIS, False)):
+        rows = df[(df["subset"] == subset) & (df["mask"] == MASKS[0])]
+        out.append(FV.dilation_keeps_prediction(per_replicate(rows, "prediction kept", kernel=1),
+                                                per_replicate(rows, "prediction kept", kernel=kernel), kernel,
+                                                subset, paired_images=shared, seed=seed))
+    return tuple(out)
+
+
+def retraining_verdicts(run, correct: dict, kernel: int = 3) -> tuple:
+    """Section 4.2's two verdicts on :func:`dilated_retraining` (far above random; near full images)."""
+    pick = {k: {m: v[k] for m, v in correct.items()} for k in ("bs", "random", "full")}
+    return FV.dilated_retraining_verdicts(pick["bs"], pick["random"], pick["full"],
+                                          chance=100 / len(D.CLASSES[run.dataset]), kernel=kernel, seed=run.seed)
+
+
+def boundary_verdict(shares: pd.DataFrame, seed: int = 0):
+    """Springer's saliency claim on :func:`saliency_shares`: the ring's share of the attribution against
+    its share of the area (:func:`overinterp.paper.further_verdicts.saliency_on_boundary`)."""
+    ring = shares[shares["region"] == REGIONS[1]]
+    return FV.saliency_on_boundary(per_replicate(ring, "attribution share"), per_replicate(ring, "area share"),
+                                   seed=seed)
+
+
+def blank_verdict(run, blank: pd.DataFrame):
+    """The SIS reference code's check on :func:`blank_inputs` (one row per architecture and mask value)."""
+    conf = {f"{m}, {k}": g.sort_values("replicate")["confidence"].tolist()
+            for (m, k), g in blank.groupby(["model", "mask"], sort=False)}
+    classes = {f"{m}, {k}": ", ".join(dict.fromkeys(g["class"])) for (m, k), g in blank.groupby(["model", "mask"],
+                                                                                                 sort=False)}
+    return FV.blank_uninformative(conf, len(D.CLASSES[run.dataset]), classes)
+
+
+def mask_shape_verdict(shape: pd.DataFrame, fill: str = VERDICT_FILL, seed: int = 0):
+    """Missingness bias on :func:`mask_shape`'s ``fill`` rows: the shape input's class is the subset's more
+    often than the class prior (:func:`overinterp.paper.further_verdicts.mask_shape_leaks`)."""
+    rows = shape[shape["fill"] == fill]
+    return FV.mask_shape_leaks(per_replicate(rows, "same class"), per_replicate(rows, "class prior"), fill,
+                               seed=seed)
+
+
+def calibration_verdict(errors: pd.DataFrame, images: int, bins: int = 15, seed: int = 0):
+    """ReCalX's claim on :func:`calibration_errors`: per model and masked input, the ECE against the full
+    images' (:func:`overinterp.paper.further_verdicts.masked_miscalibrated`)."""
+    masked, full = {}, {}
+    for m, g in errors.groupby("model", sort=False):
+        base = g[g["input"] == INPUTS[0]].sort_values("replicate")["ECE (%)"].to_numpy() / 100
+        for i in INPUTS[1:]:
+            masked[f"{m}, {i}"] = g[g["input"] == i].sort_values("replicate")["ECE (%)"].to_numpy() / 100
+            full[f"{m}, {i}"] = base
+    return FV.masked_miscalibrated(masked, full, images, bins, seed=seed)
+
+
+def insertion_verdict(curves: pd.DataFrame, frac: float = SUBSET_FRAC, seed: int = 0):
+    """Backward selection's order against the saliency order at ``frac`` on :func:`insertion`'s rows
+    (:func:`overinterp.paper.further_verdicts.search_beats_saliency`)."""
+    at = curves[np.isclose(curves["fraction"], frac)]
+    return FV.search_beats_saliency(per_replicate(at, "correct", order=ORDERS[0]),
+                                    per_replicate(at, "correct", order=ORDERS[1]), frac, seed=seed)

@@ -1,0 +1,29 @@
+"""The one number rule (:mod:`overinterp.paper.formatting`): fixed decimals, '—' where a value does
+not exist, and a range printed once where its two ends read the same."""
+import math
+
+from overinterp.paper.formatting import MISSING, bounds, number, span
+
+
+def test_number_writes_fixed_decimals_and_a_dash_for_what_does_not_exist():
+    assert (number(12.345), number(0.5, 2, sign=True), number(3, 0, suffix="%")) == ("12.3", "+0.50", "3%")
+    assert {number(float("nan")), number(None), number(math.inf), number("x")} == {MISSING}
+
+
+def test_a_range_whose_ends_read_the_same_is_printed_once():
+    assert span([2.04, 4.96], 0) == "2–5"
+    assert span([3.04, 2.96], 0) == "3"                     # both ends read "3": not "3–3"
+    assert span([3.04, 2.96], 2) == "2.96–3.04"
+    assert span([5.0, 1.0, 3.0], 0, suffix="%") == "1–5%"
+    assert span([-0.5, 0.25], 2, sign=True) == "-0.50–+0.25"
+
+
+def test_a_range_leaves_out_missing_values_and_is_a_dash_without_any():
+    assert span([float("nan"), 2.0, None, 4.0], 0) == "2–4"
+    assert span([float("nan"), 2.0], 0) == "2"
+    assert span([], 0) == span([float("nan")], 0) == MISSING
+
+
+def test_an_interval_with_an_undefined_end_is_one_dash():
+    assert bounds(2.54, 3.06) == "2.5 to 3.1" and bounds(-1, 2, 2, sign=True) == "-1.00 to +2.00"
+    assert bounds(float("nan"), float("nan")) == bounds(2.5, None) == MISSING
