@@ -33,21 +33,16 @@ from overinterp.experiments import runs as A
 from overinterp.experiments import subsets as S
 from overinterp.experiments.factors import black_value
 from overinterp.experiments.prepare import Unit
-from overinterp.engine.sis import find_sis, pixel_subset, random_subset
+from overinterp.engine.sis import find_sis, pixel_subset
 from overinterp.paper import numbers as paper
 from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import SUBSET_FRAC
 from overinterp.zoo import data as D
 
-__all__ = ["Point", "MASKS", "MEASURES", "points", "point_run", "plan", "replicate_values", "study", "paper_values"]
+__all__ = ["Point", "MASKS", "points", "point_run", "plan", "replicate_values", "study", "paper_values"]
 
 #: the mask factor: masked pixels at the mean pixel (the paper's, 3.3) or black (Fashion-MNIST's background)
 MASKS = ("mean pixel", "black")
-#: measure -> its unit: what each row of :func:`study` holds
-MEASURES = {"SIS size (%)": "% of pixels", "accuracy drop (points)": "points", "confidence drop": "probability",
-            "BS - random (points)": "points", "full - BS (points)": "points", "test accuracy (%)": "%"}
-
-
 @dataclass(frozen=True)
 class Point:
     """One setting of the study: a curve's training images (None: all), epochs and initial filters."""
@@ -76,7 +71,7 @@ def point_run(run, point: Point, mask: str = "mean pixel") -> Run:
     prof = variant(p, name, archs=(c.arch,), widths=((c.arch, point.width),), replicates=c.replicates,
                    train_size=point.train_size, test_size=c.test_images, train=replace(p.train, epochs=point.epochs),
                    backselect=engine, backselect_train=None, sis_engine=c.sis_engine, sis_images=c.sis_images,
-                   retrain_images=c.retrain_images or None, retrain=c.retrain)
+                   retrain_images=c.retrain_images or None, retrain=c.retrain, retrain_replicates=1)
     return Run(run.dataset, prof, run.device, run.seed)
 
 
@@ -122,23 +117,14 @@ def _pruned_sizes(pr: Run, seed: int) -> np.ndarray:
 
 def _retrained(run, pt: Point, r: int) -> dict[str, np.ndarray]:
     """Replicate ``r`` as the source of 4.2: one model retrained on each kind of its ``retrain_images``
-    training images (its BS subsets, random subsets, full images; seed seed + r + RETRAIN_SEED_OFFSET),
-    each tested on the same kind of test images: {kind: 1/0 per test image}."""
-    c, seed = run.profile.scale, run.seed + r
+    training images (:func:`overinterp.experiments.subsets.retrain_on_subsets`: its BS subsets, random
+    subsets, full images; seed seed + r + RETRAIN_SEED_OFFSET), each tested on the same kind of test
+    images: {kind: 1/0 per test image}."""
     pr = point_run(run, pt)
-    src = Run(pr.dataset, pr.profile, pr.device, seed)        # retrain() seeds from the run's seed
-    out = {}
-    for set_name in ("train", "test"):
-        sel = A.selection(pr, set_name)
-        X, Y = sel.load()
-        res = A.backselect_set(pr, c.arch, sel, seed, progress=False)
-        out[set_name] = {"bs": pixel_subset(res, X, SUBSET_FRAC)[0], "full": X, "labels": Y,
-                         "random": random_subset(X, SUBSET_FRAC, seed=A.subset_seed(pr.dataset, set_name),
-                                                 block=res.block, mask_value=res.mask_value)[0]}
-    tr, te = out["train"], out["test"]
-    name = {"bs": f"bs{SUBSET_FRAC:g}", "random": f"random{SUBSET_FRAC:g}", "full": "full"}
-    return {k: A.correct(S.retrain(src, c.arch, tr[k], tr["labels"], name[k], False, replicates=1)[0], te[k],
-                         te["labels"], pr.device) for k in S.RETRAIN_KINDS}
+    src = Run(pr.dataset, pr.profile, pr.device, run.seed + r)      # retrain() seeds from the run's seed
+    subs = S.subsets(src, run.profile.scale.arch, SUBSET_FRAC, train=True, sets=("train", "test"))
+    return {k: S.retrained_correct(src, S.retrain_on_subsets(src, run.profile.scale.arch, k, False, SUBSET_FRAC, subs),
+                                   k, {"test": subs["test"]})["test"][0] for k in S.RETRAIN_KINDS}
 
 
 def replicate_values(run, pt: Point) -> dict[tuple[str, str], dict[str, list[np.ndarray]]]:
@@ -202,7 +188,7 @@ def study(run, progress: bool = True) -> pd.DataFrame:
     the store (what is missing is computed and stored: a later call resumes)."""
     from tqdm import tqdm
     c, rows = run.profile.scale, []
-    theirs = paper_values(c.arch)
+    theirs, all_images = paper_values(c.arch), len(D.load(run.dataset, "train"))
     for pt in tqdm(points(run), desc="scale study", unit="point", disable=not progress):
         for (measure, setting), groups in replicate_values(run, pt).items():
             for name in (["BS - random (points)", "full - BS (points)"] if measure == "retrained" else [measure]):
@@ -213,7 +199,7 @@ def study(run, progress: bool = True) -> pd.DataFrame:
                 iv = replicate_interval(groups, stat, paired_images=name != "SIS size (%)", seed=run.seed)
                 means = {k: np.array([np.nanmean(v) for v in vs]) for k, vs in groups.items()}
                 per_rep = np.atleast_1d(stat(means)).astype(float)
-                rows.append({"curve": pt.curve, "training images": pt.train_size or len(D.load(run.dataset, "train")),
+                rows.append({"curve": pt.curve, "training images": pt.train_size or all_images,
                              "width": pt.width, "epochs": pt.epochs, "measure": name, "setting": setting,
                              "estimate": iv.estimate, "95% low": iv.low, "95% high": iv.high,
                              "replicate sd": float(np.std(per_rep, ddof=1)) if len(per_rep) > 1 else np.nan,

@@ -60,12 +60,15 @@ def location_frequency(keep: torch.Tensor) -> torch.Tensor:
     return keep.float().mean(0)
 
 
-def subsets(run, arch: str, frac: float = SUBSET_FRAC, train: bool = False, seed: int | None = None) -> dict[str, dict]:
-    """Per set of :func:`eval_selections`: the ``frac`` backward-selection subsets of ``arch``
-    (replicate ``seed``, default run.seed) and the random ``frac`` subsets:
+def subsets(run, arch: str, frac: float = SUBSET_FRAC, train: bool = False, seed: int | None = None,
+            sets: tuple | None = None) -> dict[str, dict]:
+    """Per set of :func:`eval_selections` (those named in ``sets`` if given): the ``frac`` backward-selection
+    subsets of ``arch`` (replicate ``seed``, default run.seed) and the random ``frac`` subsets:
     {"bs": (images, keep), "random": (images, keep), "full": (images, all-True keep), "labels": labels}."""
     out = {}
     for name, sel in eval_selections(run, train).items():
+        if sets is not None and name not in sets:
+            continue
         X, Y = sel.load()
         res = backselect_set(run, arch, sel, seed)
         out[name] = {"bs": pixel_subset(res, X, frac), "labels": Y,
