@@ -1,6 +1,7 @@
-"""The chapters' exercises (issue 22): every chapter of Part I and chapters 8, 10 and 14 end with an
+"""The chapters' exercises (issue 22): every chapter of Part I and chapters 9, 11 and 15 end with an
 Exercises section of 2-3 sphinx-exercise exercises, each with a folded solution; a command changes
-only parameters the chapter has; a number in a solution is glued, from a key its notebook glues."""
+only parameters the chapter has; a number in a solution is glued, from a key its notebook glues; a
+solution says what the reader should see and why (issue 28), not only where to look."""
 import html as html_lib
 import json
 import re
@@ -108,6 +109,20 @@ def test_every_number_a_solution_quotes_is_glued_from_a_key_its_notebook_glues(s
         prose = re.sub(r"```.*?```|\{[\w:]+\}`[^`]*`|`[^`]*`", "", body, flags=re.S)
         prose = re.sub(r"\b95%\s+intervals?|\b5%\s+(BS\s+)?subsets", "", prose)   # definitions, not results
         assert not re.search(r"\d\s*(%|points|s\b|min\b)", prose), f"{label}: a number written by hand: {prose}"
+
+
+@pytest.mark.parametrize("stem", WITH_EXERCISES)
+def test_a_solution_says_what_the_reader_should_see_and_why(stem):
+    for _, label, _, body in SOLUTIONS_OF(stem):
+        body = body.strip()
+        assert body.startswith("**What you should see:**"), f"{label}: no expectation first"
+        assert "**Why:**" in body, f"{label}: no reason"
+        expectation = body.split("**Why:**")[0]
+        assert "out.ipynb" not in expectation.replace("`out.ipynb`'s", ""), f"{label}: the expectation points elsewhere"
+
+
+def SOLUTIONS_OF(stem):
+    return SOLUTION.findall(section(stem))
 
 
 def test_sweep_values_read_each_measure_along_the_settings():

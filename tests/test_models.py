@@ -83,3 +83,17 @@ def test_fuse_conv_bn_fuses_inside_a_module_it_cannot_trace():
     assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in fused.modules())
     x = torch.randn(3, 1, 28, 28)
     torch.testing.assert_close(fused(x), model(x), rtol=1e-4, atol=1e-4)
+
+
+def test_criterion_counts_models_meeting_both_the_accuracy_and_the_confidence_floor():
+    from types import SimpleNamespace
+    from overinterp.experiments.runs import criterion_values
+    from overinterp.paper.formatting import MISSING
+    whole = {"resnet20": [(88.0, 40.0), (87.9, 60.0)], "vgg16": [(91.25, 29.0), (90.0, 30.0)]}
+    prof = SimpleNamespace(min_accuracy=88.0, min_confident=30.0, sis_threshold=0.99)
+    v = criterion_values(SimpleNamespace(dataset="fashion-mnist", profile=prof), whole)
+    assert (v["n_meet"], v["n_whole_models"], v["whole_min"], v["whole_max"]) == (2, 4, "87.9", "91.2")
+    assert (v["min_accuracy"], v["min_confident"], v["whole_conf_min"], v["n_whole_test"]) == ("88%", "30%", "29", 10000)
+    none = SimpleNamespace(min_accuracy=None, min_confident=None, sis_threshold=0.99)
+    v = criterion_values(SimpleNamespace(dataset="fashion-mnist", profile=none), whole)
+    assert v["n_meet"] == v["min_accuracy"] == v["min_confident"] == MISSING

@@ -46,7 +46,7 @@ def test_references_are_listed_and_every_citation_resolves(page):
     assert len(cites) == len(TITLES)
     assert all('<a class="reference internal" href="#' in c for c in cites), cites   # none left as "[]"
     assert "{cite}" not in html and "could not find bibtex key" not in html
-    intro = _paragraph(html, "This book is an executable reproduction")
+    intro = _paragraph(html, "This book re-runs")
     assert "Carter <em>et al.</em>, 2021" in intro
 
 

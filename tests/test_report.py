@@ -36,3 +36,218 @@ def test_a_missing_or_foreign_verdicts_file_fails_naming_it(tmp_path):
     (tmp_path / "x.json").write_text(json.dumps({"rows": []}))
     with pytest.raises(ValueError, match="x.json"):
         report.load(tmp_path / "x.json")
+
+
+# ----------------------------------------------------------------------------- issue 28: bottom line, table, report
+
+import re
+
+from overinterp.paper.claims import of_the_paper, quoted
+from overinterp.paper.formatting import MISSING
+
+
+def _doc(profile, verdicts: dict, **extra):
+    """A verdicts document with one row per (claim, model) of ``verdicts`` = {claim: (verdict, [row outcome,...])}."""
+    rows = []
+    for claim, (verdict, outcomes) in verdicts.items():
+        for i, o in enumerate(outcomes):
+            rows.append({**_row(claim, f"M{i}", 1.0 + i, 0.5, 2.0 + i, o, verdict=verdict), "margin": "≤ 5", **extra})
+    return {"schema": 1, "profile": profile, "dataset": "fashion-mnist", "seed": 0, "device": "cpu", "rows": rows}
+
+
+def test_the_registry_says_which_numbers_are_quoted_and_which_claims_are_the_papers():
+    assert quoted("transfer") == ("share 0.21", "derived from 4.1's accuracies")
+    assert quoted("sis") == ("mean below 5%", "")
+    paper = [c for c in CLAIMS if of_the_paper(c)]
+    assert len(paper) == 12 and "road" not in paper and "dilated" not in paper and "background" not in paper
+    assert {"sis", "accurate", "kept", "transfer", "beats", "near", "dropout", "borders"} <= set(paper)
+
+
+def test_the_bottom_line_lists_the_papers_claims_per_outcome_and_counts_what_an_edition_did_not_compute():
+    doc = _doc("standard", {"sis": ("does not hold", ["does not hold"]), "beats": ("holds", ["holds", "holds"]),
+                            "near": ("inconclusive at this scale", ["holds", "inconclusive at this scale"]),
+                            "road": ("holds", ["holds"])})
+    v = report.bottom_line(doc, "std")
+    assert v["std_paper"] == 12 and v["std_tested"] == 3 and v["std_missing"] == 9
+    assert v["std_reproduced"] == f"{CLAIMS['beats'].short} (4.2)" and v["std_reproduced_n"] == 1
+    assert v["std_not"] == f"{CLAIMS['sis'].short} (4.1)" and v["std_inconclusive_n"] == 1
+    assert v["std_untestable"] == "none" and v["std_added"] == 1 and v["std_added_holds"] == 1   # road: the book's
+    empty = report.bottom_line(None, "x")
+    assert empty["x_tested"] == 0 and empty["x_reproduced"] == "none"
+
+
+def test_the_smaller_scale_is_read_against_the_larger_one():
+    big = _doc("standard", {"sis": ("does not hold", ["does not hold"]), "beats": ("holds", ["holds"])})
+    small = _doc("quick", {"sis": ("does not hold", ["does not hold"]), "beats": ("does not hold", ["does not hold"]),
+                           "robust": ("cannot be tested", ["cannot be tested"])})
+    v = report.agreement(big, small, "cmp")
+    assert (v["cmp_both"], v["cmp_agree"], v["cmp_only"]) == (2, 1, 1)
+    assert v["cmp_differ"] == f"{CLAIMS['beats'].short} (4.2): reproduced → not reproduced"
+    assert v["cmp_only_untestable"] == f"{CLAIMS['robust'].short} (4.5)" and v["cmp_only_reproduced"] == "none"
+
+
+def test_every_verdict_is_one_table_grouped_by_part_with_a_dash_where_an_edition_did_not_compute_it():
+    from overinterp.pages.chapter import chapter_number
+    docs = {"standard edition": _doc("standard", {"sis": ("does not hold", ["does not hold", "does not hold"])}),
+            "this execution (quick)": None}
+    frame = report.verdict_frame(docs)
+    assert list(frame.index) == list(range(len(CLAIMS))) and len(frame) == len(CLAIMS)
+    assert list(dict.fromkeys(frame["group"]))[0].startswith("Part I") and frame["group"].iloc[-1].startswith("Part III")
+    sis = frame.iloc[list(CLAIMS).index("sis")]
+    assert sis["standard edition"].startswith("<b>✘ does not hold</b><br>✘ M0: 1.0 [0.5,\u00a02.0] (5\u00a0replicates, ")
+    assert sis["this execution (quick)"] == MISSING and sis["margin"] == "≤\u00a05"
+    assert "<sup>a</sup>" in sis["claim"]                                  # the engine's note
+    assert frame.iloc[list(CLAIMS).index("transfer")]["the source's number"] == "share 0.21†"
+    assert (frame["standard edition"] == MISSING).sum() == len(CLAIMS) - 1
+    n = chapter_number("03_sis")
+    assert sis["chapter"] == f'<a href="03_sis.html">chapter\u00a0{n}</a>'
+    html = report.verdict_table(docs).data
+    assert html.count('class="group"') == frame["group"].nunique() and html.count("<tr>") == len(CLAIMS) + 1 + 4
+    assert not re.search(r"\bnan\b|None|<caption", html)                # no number: the page that pastes it says
+
+
+def test_a_one_sided_interval_and_a_missing_estimate_are_written_as_such():
+    assert report._value({"estimate": -25.4, "low": -50.2, "high": None}, 1) == "-25.4 (lowest\u00a095%\u00a0end\u00a0-50.2)"
+    assert report._value({"estimate": None, "low": None, "high": None, "images": 64}, 1) == "— (64\u00a0images)"
+
+
+def test_the_forest_plot_draws_every_claim_with_an_estimate_against_its_margin_in_legible_text():
+    import matplotlib
+    matplotlib.use("Agg")
+    from overinterp.pages.audit import text_sizes
+    docs = {"standard edition": _doc("standard", {"sis": ("does not hold", ["does not hold"] * 3)}),
+            "this execution (tiny)": _doc("tiny", {"sis": ("does not hold", ["does not hold"]),
+                                                   "beats": ("holds", ["holds"]),
+                                                   "robust": ("cannot be tested", ["cannot be tested"])})}
+    docs["this execution (tiny)"]["rows"][-1].update(estimate=None, low=None, high=None)   # robust: no estimate
+    fig = report.forest_figure(docs)
+    axes = [ax for ax in fig.axes]
+    assert len(axes) == 2                                                  # sis and beats; robust has no number
+    assert axes[0].get_title(loc="left").startswith("4.1: mean SIS size")
+    assert min(text_sizes(fig)) >= 8
+    assert report._margin([{"margin": "≥ 10"}]) == (10.0, float("inf")) and report._margin([{"margin": ""}]) is None
+
+
+def test_the_results_are_decided_by_the_largest_scale_that_computed_each_claim():
+    docs = {"standard edition": _doc("standard", {"sis": ("does not hold", ["does not hold"])}),
+            "this execution (quick)": _doc("quick", {"sis": ("holds", ["holds"]), "road": ("holds", ["holds"])})}
+    t = report.results_table(docs)
+    sis = t.iloc[list(CLAIMS).index("sis")]
+    assert (sis["result"], sis["decided by"], sis["this execution (quick)"]) == ("not reproduced", "standard edition",
+                                                                                "✔ holds")
+    road = t.iloc[list(CLAIMS).index("road")]
+    assert (road["stated by"], road["result"], road["decided by"]) == ("the book", "holds", "this execution (quick)")
+    assert t.iloc[list(CLAIMS).index("near")]["result"] == MISSING
+
+
+def test_the_compute_budget_counts_every_run_and_those_not_kept(tmp_path):
+    std = {"device": "machine A", "stages": {"model zoo": {"units": 3, "process_seconds": 7200.0}},
+           "edition_chapters_seconds": {"02": 1800.0}, "verdicts_seconds": 360,
+           "not_recorded": "a first run was stopped; its units were resumed"}
+    book = {"profile": "quick", "device": "machine B", "total_minutes": 48.0,
+            "earlier_run_same_machine": {"execute_seconds": 3600.0, "notes": "the run before: killed, resumed"}}
+    (tmp_path / "c.json").write_text(json.dumps(std))
+    (tmp_path / "b.json").write_text(json.dumps(book))
+    f = report.compute_frame(tmp_path / "c.json", tmp_path / "b.json", tmp_path / "none.json")
+    assert list(f["kept"]) == ["yes", "yes", "yes", "no: stopped", "yes", "no: superseded"]
+    assert list(f["run"])[3] == "a first run was stopped" and list(f["run"])[5] == "the run before"
+    assert list(f.index)[0] == "standard: machine A" and list(f.index)[1] == ""
+    v = report.compute_values(f)
+    assert (v["standard_process_hours"], v["standard_wall_hours"], v["standard_discarded"]) == ("2.00", "0.60", 1)
+    assert (v["quick_wall_hours"], v["quick_process_hours"], v["quick_discarded"]) == ("0.80", MISSING, 1)
+
+
+def test_the_engines_are_read_from_the_fidelity_benchmark(tmp_path):
+    from overinterp.engine.backselect import BackSelectConfig
+    runs = [{"method": "exact", "s_per_image": 80.4, "sis": [{"tau": 0.99, "mean_size_ratio_vs_exact": 1.0}]},
+            {"method": "pruned", "m": 16, "sis": [{"tau": 0.99, "mean_size_ratio_vs_exact": 1.06}]},
+            {"method": "gradient", "k": 4, "sis": [{"tau": 0.99, "mean_size_ratio_vs_exact": 1.44}]},
+            {"method": "gradient", "k": 16, "sis": [{"tau": 0.99, "mean_size_ratio_vs_exact": 1.97}]}]
+    (tmp_path / "b.json").write_text(json.dumps({"fidelity": {"images": 8, "runs": runs}}))
+    v = report.engine_values({"std": BackSelectConfig("pruned", m=16), "q": BackSelectConfig("gradient", k=8)},
+                             path=tmp_path / "b.json")
+    assert (v["std_engine"], v["std_ratio"], v["q_ratio"]) == ("pruned (m=16)", "1.06", MISSING)
+    assert (v["gradient_ratios"], v["gradient_ks"], v["fidelity_images"], v["exact_seconds"]) == ("1.44–1.97", "4, 16",
+                                                                                                  8, "80")
+    assert report.engine_values({}, path=tmp_path / "none.json")["gradient_ratios"] == MISSING
+
+
+def test_citation_cff_is_valid_citation_file_format_and_names_the_paper_it_reproduces():
+    import importlib.resources
+    import jsonschema
+    import yaml
+    schema = json.loads(importlib.resources.files("check_jsonschema.builtin_schemas.vendor")
+                        .joinpath("citation-file-format.json").read_text())
+    cff = report.citation()
+    jsonschema.validate(cff, schema)
+    assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
+    paper = cff["references"][0]
+    bib = (report.ROOT / "book" / "references.bib").read_text()
+    assert paper["title"] in bib and f"pages     = {{{paper['start']}--{paper['end']}}}" in bib
+    assert any(r.get("repository-code") == "https://github.com/gifford-lab/overinterpretation" for r in cff["references"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({k: v for k, v in cff.items() if k != "authors"}, schema)
+    v = report.citation_values(cff)
+    assert v["bibtex_book"].startswith("@software{overinterp,") and "{{the overinterp authors}}" in v["bibtex_book"]
+    assert v["bibtex_paper"].startswith("@inproceedings{carter2021overinterpretation,")
+    assert max(len(line) for line in (v["bibtex_book"] + "\n" + v["bibtex_paper"]).splitlines()) <= 76
+    assert yaml.safe_load((report.ROOT / "CITATION.cff").read_text()) == cff
+
+
+def _glue_keys(text: str, doc: str | None = None) -> set[str]:
+    """The glue keys a Markdown cell pastes: its own ({glue:text}`key`) or another document's."""
+    if doc:
+        return set(re.findall(rf"\{{glue(?::\w+)?\}}`{re.escape(doc)}::(\w+)(?::\w*)?`", text)) | \
+            set(re.findall(rf"```\{{glue(?::any)?\}} (\w+)\n:doc: {re.escape(doc)}", text))
+    return set(re.findall(r"\{glue(?::\w+)?\}`(\w+)(?::\w*)?`", text)) | set(re.findall(r"```\{glue:figure\} (\w+)", text))
+
+
+def _markdown(stem: str) -> str:
+    cells = json.loads((report.ROOT / "book" / f"{stem}.ipynb").read_text())["cells"]
+    return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
+def _report_keys() -> set[str]:
+    """Every key the report page glues (its functions run on empty inputs, and the few glued by name)."""
+    from overinterp.config.profiles import get_profile
+    from overinterp.engine.backselect import BackSelectConfig
+    p = get_profile("tiny")
+    keys = {**report.bottom_line(None, "std"), **report.bottom_line(None, "exec"), **report.agreement(None, None, "cmp"),
+            **report.gpu_values(), **report.scale_values(p, "fashion-mnist", "std"),
+            **report.scale_values(p, "fashion-mnist", "exec"), **report.accuracy_values(([], None), "std"),
+            **report.accuracy_values(([], None), "exec"), **report.control_values({}),
+            **report.engine_values({"std": BackSelectConfig(), "exec": BackSelectConfig()}),
+            **report.paper_values("fashion-mnist"), **report.data_values("fashion-mnist"),
+            **report.compute_values(report.compute_frame()),
+            **report.citation_values(report.citation())}
+    return set(keys) | {"exec_verdict_seconds", "n_code_deviations", "tolerance", "verdict_table", "fig_forest",
+                        "run_dataset", "run_profile", "run_device"}
+
+
+def test_every_glue_key_the_report_and_the_introduction_paste_is_one_the_report_or_the_introduction_glues():
+    """The sentences are the notebooks'; the values are glued by pages.report: a renamed value would leave a
+    hole in a sentence that no execution at the tiny profile shows (the introduction pastes the report's values
+    across pages, resolved only when the whole book renders)."""
+    made = _report_keys()
+    assert _glue_keys(_markdown("18_report")) - made == set()
+    intro = _markdown("01_introduction")
+    pasted = _glue_keys(intro, "18_report.ipynb")
+    assert {"verdict_table", "exec_acc", "cmp_differ", "exec_random_acc"} <= pasted and pasted - made == set()
+    from overinterp.config.profiles import get_profile
+    from overinterp.engine.backselect import BackSelectConfig
+    tiny = get_profile("tiny")                        # what the introduction's own cell glues
+    intro_made = {**report.bottom_line(None, "std"), **report.scale_values(tiny, "fashion-mnist", "std"),
+                  **report.scale_values(tiny, "fashion-mnist", "exec"), **report.accuracy_values(([], None), "std"),
+                  **report.engine_values({"std": BackSelectConfig(), "exec": BackSelectConfig()}),
+                  **report.gpu_values(), **report.paper_values("fashion-mnist")}
+    own = _glue_keys(re.sub(r"\{glue(?::\w+)?\}`[\w.]+::\w+(?::\w*)?`", "", intro))
+    assert own - set(intro_made) - {"run_dataset", "run_profile", "run_device"} == set()
+
+
+def test_the_introduction_opens_with_the_bottom_line_and_folds_its_parameters():
+    cells = json.loads((report.ROOT / "book" / "01_introduction.ipynb").read_text())["cells"]
+    first = "".join(cells[0]["source"])
+    assert first.startswith("# Overinterpretation, executed\n\n") and "**Reproduced:** {glue:text}`std_reproduced`" in first
+    assert first.index("Reproduced:") < first.index("```{glue:any} verdict_table")
+    params = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
+    assert "hide-cell" in params["metadata"]["tags"]

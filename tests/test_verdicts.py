@@ -259,7 +259,10 @@ def test_deviations_list_what_differs_from_the_paper():
     assert not any("pre-activation" in d for d in get_profile("tiny").deviations("models"))   # tiny has no ResNet18
     quick = get_profile("quick")
     models = " ".join(quick.deviations("models"))
-    assert f"{quick.train.epochs} epochs" in models and "augmentation" in models and str(quick.train_size) in models
+    assert f"{quick.train.epochs} epochs" in models and "augmentation" in models
+    for name in ("quick", "tiny"):     # all training images (quick): no deviation; a sample (tiny): its size
+        p = get_profile(name)
+        assert (f"trained on {p.train_size} training images" in " ".join(p.deviations("models"))) == bool(p.train_size)
     assert "backward selection" not in models
     bs = " ".join(quick.deviations("backselect"))
     assert f"gradient (k={quick.backselect.k})" in bs and "the paper: exact" in bs
@@ -315,3 +318,20 @@ def test_the_further_claims_verdicts_have_one_home_in_the_paper_layer():
         assert name in FV.__all__ and callable(getattr(FV, name))
         assert not any(hasattr(m, name) or name in m.__all__ for m in modules), name
     assert not hasattr(imagenet_chapter, "verdict")
+
+
+def test_rows_without_a_verdict_of_their_own_print_no_nan_and_the_claims_measure():
+    """Input reduction's per-replicate rows have no margin or outcome; the pooled row has both. The box's
+    per-model line and the registry's records must print the measure, never 'nan'."""
+    from overinterp.paper import further_verdicts as FV
+    from overinterp.paper.claims import records
+    rng = np.random.default_rng(0)
+    rows = [{"replicate": r, "image": i, "model": m, "reduced size": float(s)}
+            for r in range(3) for i in range(12) for m, s in (("original", 10 + rng.integers(5)),
+                                                            ("fine-tuned", 14 + rng.integers(5)))]
+    v = FV.size_verdict(pd.DataFrame(rows), min_images=8)
+    text = v.per_model()
+    assert "nan" not in text and text.startswith("**mean increase, per model.**")
+    assert re.search(r"all replicates: \d+\.\d \[", text)          # the pooled estimate, not "no estimate"
+    recs = records(v, "reduction_size")
+    assert [r["margin"] for r in recs][:3] == ["", "", ""] and recs[-1]["margin"].startswith("≥")

@@ -1,10 +1,10 @@
 """Chapter parameters: one dataclass per chapter, the single source of its papermill parameters.
 
 Every chapter's ``parameters`` cell is generated from its dataclass (:func:`parameters_cell`; a
-test checks that the notebook holds exactly that text, ``python -m overinterp chapters
---write-parameters`` rewrites them), and the command line derives its flags from the same
-dataclasses (:func:`add_arguments`), so papermill, ``python -m overinterp book`` and the other
-commands accept the same names with the same defaults.
+test checks that the notebook holds exactly that text, ``python -m overinterp chapters --write``
+rewrites them, each followed by the chapter's install cell, :func:`install_cell`), and the command
+line derives its flags from the same dataclasses (:func:`add_arguments`), so papermill, ``python -m
+overinterp book`` and the other commands accept the same names with the same defaults.
 
 A field's metadata says what the parameter is (``help``), which profile value a ``None`` stands
 for (``inherit``, a dotted path into :class:`overinterp.config.profiles.Profile`) and how it is
@@ -24,8 +24,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository root (relative paths are read from it)
 
-__all__ = ["param", "RunConfig", "CHAPTERS", "chapter_config", "resolve", "parameters_cell", "add_arguments",
-           "from_arguments"]
+__all__ = ["param", "RunConfig", "CHAPTERS", "GPU_CHAPTERS", "INSTALL_TAG", "chapter_config", "resolve",
+           "parameters_cell", "install_cell", "add_arguments", "from_arguments"]
 
 
 def param(default: Any, help: str, inherit: str | None = None, check: Any = None):
@@ -202,6 +202,15 @@ class Instructors(BenchmarkResults):
     times: str = param("chapters-quick-cpu.json", "run-time file of benchmarks/bench_chapters.py in `results`")
 
 
+@dataclass(frozen=True)
+class Report(RunConfig):
+    """The reproduction report: the committed editions' verdicts and compute beside this execution's."""
+    standard: str = param("editions/fashion-mnist-standard", "the standard edition's folder (manifest.json, "
+                          "compute.json, verdicts-seed<seed>.json), from the repository root", check="path")
+    results: str = param("benchmarks/results", "folder of the benchmark results (the quick book's times, the "
+                         "standard models' accuracy, the engine benchmark), from the repository root", check="path")
+
+
 #: notebook stem -> its parameters
 CHAPTERS = {
     "01_introduction": Introduction, "02_model_zoo": ModelZoo, "03_sis": SIS, "04_pixel_subsets": PixelSubsets,
@@ -210,7 +219,63 @@ CHAPTERS = {
     "09_robust": Robust, "10_ensembles": Ensembles, "11_input_dropout": InputDropout, "12_imagenet": ImageNet,
     "13_speed": Speed, "14_shared_interest": SharedInterest, "15_input_reduction": InputReduction,
     "16_bayes_trex": BayesTrEx, "17_instructors": Instructors,
+    "18_report": Report,
 }
+
+
+#: The chapters whose paper-scale run (the ``gpu`` and ``paper`` profiles) needs a GPU, the ones the book
+#: offers to open in Google Colab: each trains the zoo's models or runs backward selection on them, or, run
+#: alone, first computes what such a chapter stores (every one of them needs 02_model_zoo:
+#: benchmarks/results/chapters-quick-cpu.json, "needs"), and the ImageNet chapter backselects a
+#: pre-trained Inception-v3 (paper: 299 x 299 pixels). Not the pages that read committed results only: the
+#: verdicts and editions (the introduction), the benchmark files (speed, instructors).
+GPU_CHAPTERS = frozenset({
+    "02_model_zoo", "03_sis", "04_pixel_subsets", "05_retraining", "06_why", "06b_scale", "07_humans",
+    "07b_critiques", "08_sis_accuracy", "09_robust", "10_ensembles", "11_input_dropout", "12_imagenet",
+    "14_shared_interest", "15_input_reduction", "16_bayes_trex"})
+
+#: the tag of each chapter's install cell (:func:`install_cell`), right after its parameters cell
+INSTALL_TAG = "install-overinterp"
+
+
+def install_cell(repository: str, branch: str = "main") -> str:
+    """The source of a chapter's install cell: where ``overinterp`` does not import (a notebook opened in
+    Google Colab), clone ``repository`` at ``branch`` and ``pip install -e`` it with the ``book`` extra, so the
+    chapter runs where it was launched; where it imports (this repository's environment, Binder, papermill's
+    build) the cell does nothing. Tagged ``remove-cell`` (hidden in the rendered page) and
+    :data:`INSTALL_TAG`; an empty ``repository`` makes the cell say what to do instead of installing."""
+    return f"""\
+# Installs the book's code where it is missing (a notebook opened in Google Colab): clones
+# the repository, `pip install -e ".[book]"`, and imports from the clone. Where overinterp
+# imports (its environment, Binder, the book's build) this cell does nothing. Written by
+# `python -m overinterp chapters --write` from the repository url and branch of _config.yml
+# (or $OVERINTERP_REPOSITORY_URL).
+def _install(repository={repository!r}, branch={branch!r}):
+    import importlib, os, subprocess, sys
+    try:
+        import overinterp
+        if overinterp.__file__:          # the package, not a folder of that name
+            return
+    except ImportError:
+        pass
+    if not repository:
+        raise RuntimeError("overinterp is not installed and this notebook names no repository "
+                           "to install it from: pip install the project, or set repository.url "
+                           "in _config.yml and run python -m overinterp chapters --write")
+    clone = os.path.abspath("overinterp-book")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "--depth", "1", "--branch", branch, repository, clone],
+                       check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", clone + "[book]"],
+                   check=True)
+    sys.path.insert(0, clone)
+    importlib.invalidate_caches()
+    sys.modules.pop("overinterp", None)
+    print(f"installed overinterp from {{repository}} ({{branch}}) into {{clone}}")
+
+
+_install()
+del _install"""
 
 
 def thresholds(taus, tau: float | None = None) -> tuple[float, ...]:

@@ -206,6 +206,36 @@ def zoo_values(stats: pd.DataFrame) -> dict:
             "share_min": f"{share.min():.0f}", "share_max": f"{share.max():.0f}", "share_range": span(share, 0)}
 
 
+def whole_test(run, models: dict[str, list[nn.Module]]) -> dict[str, list[tuple[float, float]]]:
+    """(test accuracy %, share % of test images classified with confidence >= tau) of every replicate on the
+    whole test set, the scale the profile's criterion (``Profile.min_accuracy``, ``min_confident``; issue 27) is
+    stated on; the chapters use the test sample."""
+    test = D.load(run.dataset, "test")
+    out = {}
+    for a, ms in models.items():
+        out[a] = []
+        for m in ms:
+            conf, pred = predict(m, test.images, device=run.device).max(1)
+            out[a].append((100 * (pred == test.labels).float().mean().item(),
+                           100 * (conf >= run.profile.sis_threshold).float().mean().item()))
+    return out
+
+
+def criterion_values(run, whole: dict[str, list[tuple[float, float]]]) -> dict:
+    """Chapter 1's prose on :func:`whole_test`: the ranges, and how many models meet the profile's
+    ``min_accuracy`` and ``min_confident`` (a dash where the profile states none)."""
+    p, rows = run.profile, [v for vs in whole.values() for v in vs]
+    acc, conf = [r[0] for r in rows], [r[1] for r in rows]
+    meets = [(p.min_accuracy is None or a >= p.min_accuracy) and (p.min_confident is None or c >= p.min_confident)
+             for a, c in rows]
+    stated = p.min_accuracy is not None or p.min_confident is not None
+    return {"n_whole_test": len(D.load(run.dataset, "test")), "whole_min": number(min(acc)),
+            "whole_max": number(max(acc)), "whole_conf_min": number(min(conf), 0), "whole_conf_max": number(max(conf), 0),
+            "min_accuracy": MISSING if p.min_accuracy is None else number(p.min_accuracy, 0, suffix="%"),
+            "min_confident": MISSING if p.min_confident is None else number(p.min_confident, 0, suffix="%"),
+            "n_meet": sum(meets) if stated else MISSING, "n_whole_models": len(rows), "whole_tau": f"{p.sis_threshold:g}"}
+
+
 def zoo_accuracy(models: dict[str, list[nn.Module]], ens: dict[str, Ensemble], sets: dict[str, tuple],
                  device="cpu") -> pd.DataFrame:
     """Table 1's full-image rows: :func:`accuracy_table` of each architecture, then of each ensemble."""

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from overinterp.config.chapters import chapter_config, parameters_cell
+from overinterp.config.chapters import INSTALL_TAG, chapter_config, install_cell, parameters_cell
 from overinterp.config.profiles import default_profile
 from overinterp.store import CHAPTER_ENV
 
@@ -40,7 +40,7 @@ STATIC = ["_config.yml", "_toc.yml", "book/references.bib", "book/_static", ".ma
 EDITIONS = ROOT / "editions"
 
 __all__ = ["chapters", "write_parameters", "execute", "save_edition", "editions",
-           "repository_config", "render", "build"]
+           "repository", "repository_config", "render", "build"]
 
 #: the theme's buttons that link to the repository (Jupyter Book's ``html:`` keys)
 REPOSITORY_BUTTONS = ("use_repository_button", "use_issues_button", "use_edit_page_button")
@@ -63,21 +63,34 @@ def chapters(root: Path = ROOT) -> list[Path]:
     return [root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").exists()]
 
 
-def write_parameters(root: Path = ROOT) -> list[str]:
-    """Rewrite each chapter's ``parameters`` cell from its dataclass
-    (:func:`overinterp.config.chapters.parameters_cell`); returns the chapters that changed."""
+def write_parameters(root: Path = ROOT, url: str | None = None, branch: str | None = None) -> list[str]:
+    """Rewrite each chapter's generated cells: its ``parameters`` cell from its dataclass
+    (:func:`overinterp.config.chapters.parameters_cell`) and, right after it, its install cell
+    (:func:`overinterp.config.chapters.install_cell`, added where missing) naming the repository and
+    branch the launch buttons open (:func:`repository`; ``url`` and ``branch`` override them). Returns the
+    chapters that changed."""
     import nbformat
+    import yaml
+    url, branch = repository(yaml.safe_load((root / "_config.yml").read_text()), url, branch)
+    install = install_cell(url, branch)
     changed = []
     for nb_path in chapters(root):
         nb = nbformat.read(nb_path, as_version=4)
-        for cell in nb.cells:
-            if "parameters" in cell.metadata.get("tags", []):
-                text = parameters_cell(chapter_config(nb_path.stem))
-                if cell.source != text:
-                    cell.source = text
-                    changed.append(nb_path.stem)
-        if nb_path.stem in changed:
+        before = nbformat.writes(nb)
+        found = [k for k, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", [])]
+        if len(found) != 1:
+            raise ValueError(f"{nb_path}: {len(found)} cells tagged parameters, not one")
+        i = found[0]
+        nb.cells[i].source = parameters_cell(chapter_config(nb_path.stem))
+        cells = [c for c in nb.cells if INSTALL_TAG in c.metadata.get("tags", [])]
+        cell = cells[0] if cells else nbformat.v4.new_code_cell(id=INSTALL_TAG)
+        cell.source, cell.outputs, cell.execution_count = install, [], None
+        cell.metadata["tags"] = ["remove-cell", INSTALL_TAG]
+        nb.cells = [c for c in nb.cells if c is not cell]
+        nb.cells.insert(i + 1, cell)            # papermill injects its parameters between the two
+        if nbformat.writes(nb) != before:
             nbformat.write(nb, nb_path)
+            changed.append(nb_path.stem)
     return changed
 
 
@@ -168,20 +181,30 @@ def _edition_page(e: dict) -> str:
             f"executed afresh by every build.\n\n| chapter | seconds |\n|---|---|\n{rows}\n| total | {total:.0f} |\n")
 
 
-def repository_config(config: dict, url: str | None = None) -> dict:
-    """``_config.yml`` (a dict) with its repository block resolved for rendering: the URL is ``url``,
-    else ``$OVERINTERP_REPOSITORY_URL`` (the Pages workflow sets it to the repository it runs in),
-    else ``repository.url`` of ``_config.yml`` (a fork sets it once). Without any, the repository,
-    issue and edit buttons are turned off and the URL left empty, so no placeholder (Jupyter Book's
-    default is its own repository) is ever linked; the download button needs no URL and stays."""
-    config = copy.deepcopy(config)
-    repo = dict(config.get("repository") or {})
+def repository(config: dict, url: str | None = None, branch: str | None = None) -> tuple[str, str]:
+    """(URL, branch) of the book's repository: the URL is ``url``, else ``$OVERINTERP_REPOSITORY_URL`` (the
+    Pages workflow sets it to the repository it runs in), else ``repository.url`` of ``_config.yml`` (a
+    fork sets it once), else empty; the branch ``branch``, else ``repository.branch``, else main."""
+    repo = config.get("repository") or {}
     if url is None:
         url = os.environ.get("OVERINTERP_REPOSITORY_URL") or repo.get("url") or ""
-    repo["url"] = url.strip().rstrip("/")
+    return url.strip().rstrip("/"), (branch or repo.get("branch") or "main").strip()
+
+
+def repository_config(config: dict, url: str | None = None) -> dict:
+    """``_config.yml`` (a dict) with its repository block resolved for rendering (:func:`repository`).
+    Without a URL the repository, issue and edit buttons are turned off, the launch buttons (Binder,
+    Colab) left out and the URL left empty, so no placeholder (Jupyter Book's default is its own
+    repository) is ever linked; the download button needs no URL and stays. With one, Binder opens every
+    chapter and Colab the GPU chapters whose install cell names this repository
+    (:mod:`overinterp.pages.launch`)."""
+    config = copy.deepcopy(config)
+    repo = dict(config.get("repository") or {})
+    repo["url"], repo["branch"] = repository(config, url)
     config["repository"] = repo
     if not repo["url"]:
         config["html"] = {**(config.get("html") or {}), **{b: False for b in REPOSITORY_BUTTONS}}
+        config.pop("launch_buttons", None)
     return config
 
 

@@ -1,29 +1,74 @@
-"""Numbers the chapters' exercise solutions quote (issue 22): a measure read along the settings a
-chapter varied, glued so that another chapter's solution shows it with myst-nb's cross-document glue
-(``{glue:text}`06_why.ipynb::ex_mask_C1:s```), never written by hand.
+"""The chapters' exercises (issue 22): where they are, and the numbers their solutions quote.
 
-The exercises themselves are Markdown at the end of chapters 2-8, 10 and 14 (``{exercise}`` and
-``{solution}`` directives of sphinx-exercise, solutions folded with ``:class: dropdown``). Two chapters
-append a cell that glues what the others quote:
+:func:`exercises` reads a chapter's Exercises section (its last Markdown cell) into one
+:class:`Exercise` per ``{exercise}`` directive, which the instructors' page indexes with run times
+(:mod:`overinterp.pages.instructors`). The numbers a solution quotes are a measure read along the
+settings a chapter varied, glued so that another chapter's solution shows it with myst-nb's
+cross-document glue (``{glue:text}`06_why.ipynb::ex_mask_C1:s```), never written by hand.
 
-* chapter 6 (``06_why``): :func:`sweep_values`, each claim's measure along each one-factor sweep
+The exercises themselves are Markdown at the end of the chapters of Part I and of ``08_sis_accuracy``,
+``10_ensembles`` and ``14_shared_interest`` (``{exercise}`` and ``{solution}`` directives of
+sphinx-exercise, solutions folded with ``:class: dropdown``). Two chapters append a cell that glues what
+the others quote:
+
+* ``06_why``: :func:`sweep_values`, each claim's measure along each one-factor sweep
   (backward-selection method, mask value, training length, width) and the share of confidently
   classified test images along the training length and the width;
-* chapter 10 (``10_ensembles``): :func:`threshold_values`, the mean SIS size against τ of one model
+* ``10_ensembles``: :func:`threshold_values`, the mean SIS size against τ of one model
   and of the ensemble of all models (Figure 6).
 
     glue_all(sweep_values({"method": methods, "mask": masks, "epochs": epochs, "width": widths}))
 """
 from __future__ import annotations
 
+import json
 import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 
+from overinterp.config.chapters import ROOT
 from overinterp.experiments.factors import MEASURES
 from overinterp.experiments.runs import CONFIDENT
+from overinterp.paper.formatting import MISSING
 
-__all__ = ["along", "sweep_values", "threshold_values"]
+__all__ = ["Exercise", "exercises", "along", "sweep_values", "threshold_values"]
+
+HEADING = "## Exercises"     # the first line of a chapter's Exercises section
+_EXERCISE = re.compile(r"^(`{3,})\{exercise\} ?([^\n]*)\n:label: (\S+)\n(.*?)^\1$", re.S | re.M)
+_BLOCK = re.compile(r"^```[a-z]*\n(.*?)^```$", re.S | re.M)
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """One ``{exercise}`` of a chapter: its chapter (notebook stem), label, title and what it runs:
+    the parameters of its papermill command (``-p seed 3``), else the innermost library call of the
+    first line of its first code block that calls one (``F.mask_sweep(…)`` of ``F.table(F.mask_sweep(run))``)."""
+    chapter: str
+    label: str
+    title: str
+    runs: str
+
+
+def exercises(stem: str, book: Path | None = None) -> list[Exercise]:
+    """The exercises of chapter ``stem`` (a notebook of ``book``, default the repository's book/), in
+    their order; none where the notebook does not end with an Exercises section."""
+    cells = json.loads(((book or ROOT / "book") / f"{stem}.ipynb").read_text())["cells"]
+    text = "".join(cells[-1]["source"]) if cells and cells[-1]["cell_type"] == "markdown" else ""
+    if not text.startswith(HEADING):
+        return []
+    out = []
+    for _, title, label, body in _EXERCISE.findall(text):
+        blocks = _BLOCK.findall(body)
+        papermill = [line for b in blocks for line in b.splitlines() if line.startswith("papermill ")]
+        calls = [c for line in (blocks[0] if blocks else "").splitlines()
+                 for c in re.findall(r"\b([A-Z]{1,2}\.\w+)\(", line)[-1:]]
+        runs = papermill[0].split(" out.ipynb ", 1)[-1] if papermill else (f"{calls[0]}(…)" if calls else "")
+        out.append(Exercise(stem, label, title.strip(), runs))
+    return out
+
 
 #: how a sweep's setting reads in a sentence
 _SHOW = {"epochs": lambda s: f"{s} epoch{'' if str(s) == '1' else 's'}", "width": lambda s: f"{s} filters",

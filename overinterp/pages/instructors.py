@@ -1,16 +1,25 @@
-"""The instructors' page (``book/17_instructors``, issue 22): what each chapter teaches, what it costs
-alone, and the parameters worth changing in class.
+"""The instructors' page (``book/17_instructors``, issues 22 and 28): what each chapter teaches, what it
+costs alone, the exercises with their run times, and the committed measurements its "known weak spots"
+and its statement of the book's run time quote.
 
 Run times come from ``benchmarks/bench_chapters.py``, which writes ``chapters-<profile>-<device>.json``
 into ``benchmarks/results/`` (``"schema"``: :data:`SCHEMA`). Per chapter it holds ``with_store``
-(executed alone with every artifact stored: the time from an unpacked pack) and
+(executed alone with every artifact stored: the time from an unpacked pack), ``full_build`` (its own
+seconds in one build of the whole book, earlier chapters' artifacts stored) and
 ``alone_from_empty_upper_bound`` (an upper bound from an empty store, built from the store's access
 log), and for the pack its size and chapter 04's time after ``store unpack``. This module only reads
-the file (:func:`load`) and lays it out (:func:`table`, :func:`values`); without the file the table
-says "not measured" and the page says why.
+the files (:func:`load`) and lays them out (:func:`table`, :func:`exercise_table`, the ``*_values``
+functions' glue values); without a file the table says "not measured" and the page says why. Every
+sentence is the notebook's: the values here are numbers, names and single words.
+
+The other committed files it reads, each named by a constant below: the whole quick book's time
+(:data:`BOOK`), Part I's verdicts at two seeds (:data:`VERDICTS`), the quick scale study
+(:data:`SCALE`), the standard edition's models (:data:`STANDARD_MODELS`) and the standard edition itself
+(:data:`STANDARD_EDITION`).
 
     bench = load("benchmarks/results", "chapters-quick-cpu.json")      # None when absent
     Markdown(times_table(bench, "benchmarks/results", "chapters-quick-cpu.json"))
+    Markdown(exercise_table(bench))
 """
 from __future__ import annotations
 
@@ -19,10 +28,22 @@ import json
 from pathlib import Path
 
 from overinterp.config.chapters import CHAPTERS, ROOT
+from overinterp.config.profiles import get_profile
+from overinterp.paper import claims as CL
+from overinterp.paper.formatting import MISSING, bounds, number, span
+from overinterp.paper.numbers import ARCH_NAMES
 
-__all__ = ["SCHEMA", "TEACHING", "load", "table", "times_table", "values", "worth_changing", "parameter_list"]
+__all__ = ["SCHEMA", "TEACHING", "BOOK", "VERDICTS", "SCALE", "STANDARD_MODELS", "STANDARD_EDITION", "RUNS",
+           "EXERCISE_RUNS", "load", "table", "times_table", "values", "times_values", "book_values",
+           "exercise_table", "weak_spot_values", "worth_changing", "parameter_list"]
 
 SCHEMA = 1   # the structure of the file benchmarks/bench_chapters.py writes
+
+BOOK = "book-quick-cpu.json"                # the whole quick book from an empty store, as `make book` runs it
+VERDICTS = "verdicts-quick-cpu.json"        # Part I's verdicts at two seeds (benchmarks/bench_verdicts.py)
+SCALE = "scale-quick-cpu.json"              # the quick profile's scale study (python -m overinterp scale --json)
+STANDARD_MODELS = "models-standard-cpu.json"  # the standard edition's zoo on the whole test set (bench_models.py)
+STANDARD_EDITION = "editions/fashion-mnist-standard"  # from the repository root: manifest.json, verdicts-seed0.json
 
 #: chapter stem -> (what it teaches, in one line; its parameters worth changing in class)
 TEACHING = {
@@ -50,7 +71,38 @@ TEACHING = {
     "14_shared_interest": ("Shared Interest: do explanations cover the garment?", ("high", "binarize")),
     "15_input_reduction": ("input reduction (Feng et al.) on pixels, and its entropy fine-tuning", ("min_images",)),
     "16_bayes_trex": ("Bayes-TrEx: confident in-distribution examples sampled with MCMC", ("tau",)),
-    "17_instructors": ("this page: run times, the pack, parameters for a class", ()),
+    "17_instructors": ("this page: objectives, a session plan, discussion questions, weak spots, exercises with "
+                       "run times, the pack", ()),
+    "18_report": ("the reproduction report: scope, methodology, results per claim and edition, deviations, "
+                  "compute, how to cite", ()),
+}
+
+#: what an exercise computes beyond what a complete build stored -> (the index's words, the run-time
+#: file's field its time is read from, how that time bounds the exercise's: "≈" about it, "≤" at most).
+#: "store": loads what a complete build stored; "part": trains or selects a little more than the chapter
+#: alone (one model); "own": the chapter's own work again, earlier chapters' loaded; "new": new replicates
+#: of the zoo, and everything computed from them; "study": the scale study's models first
+RUNS = {
+    "store": ("nothing new", "with_store", "≈"),
+    "part": ("a little more", "full_build", "≤"),
+    "own": ("the chapter's own work again", "full_build", "≈"),
+    "new": ("new replicates, and what depends on them", "alone_from_empty_upper_bound", "≤"),
+    "study": ("the scale study first (`prepare --study scale`)", None, ""),
+}
+
+#: exercise label -> its kind of work (a key of :data:`RUNS`), read from what its solution says it recomputes
+EXERCISE_RUNS = {
+    "ex-02-seed": "new", "ex-02-epochs": "part",
+    "ex-03-tau": "store", "ex-03-method": "store",
+    "ex-04-frac": "store", "ex-04-seed": "new", "ex-04-mask": "store",
+    "ex-05-frac": "own", "ex-05-position": "store",
+    "ex-06-seed": "own", "ex-06-tau": "store",
+    "ex-06-study": "study", "ex-06-engine": "store",
+    "ex-07-fracs": "store", "ex-07-threshold": "store",
+    "ex-07-kernels": "store", "ex-07-smoothgrad": "own",
+    "ex-08-min-images": "store", "ex-08-taus": "store",
+    "ex-10-tau": "store", "ex-10-min-images": "store",
+    "ex-14-binarize": "store", "ex-14-high": "store",
 }
 
 
@@ -77,6 +129,10 @@ def load(results: str | Path, name: str) -> dict | None:
         raise ValueError(f"{path} has schema {bench.get('schema')!r}; this page reads schema {SCHEMA} "
                          f"(run benchmarks/bench_chapters.py again)")
     return bench
+
+
+def _json(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def _seconds(s: float | None) -> str:
@@ -114,21 +170,182 @@ def table(bench: dict | None) -> str:
 
 
 def values(bench: dict | None) -> dict:
-    """Glue values of the page: ``times_measured``, where, when and at which profile the times were
-    measured and how long the whole book took, ``validated``, chapter 04 measured alone from an empty
-    store beside its upper bound (where ``bench_chapters.py --validate`` ran), and ``pack_measured``,
-    the pack's size and chapter 04's time after unpacking it; each says "not measured" without ``bench``."""
-    if not bench:
-        return {"times_measured": "Not measured yet (see the note below the table)", "pack_measured": "not measured yet",
-                "validated": "No chapter has been measured alone from an empty store beside its bound yet."}
+    """Glue values of the page's logistics, each "not measured" without ``bench`` or its entry: where,
+    when and at which profile the times were measured and how long the whole book took (``times_profile``,
+    ``times_device``, ``times_date``, ``times_full_build``); the chapter measured alone from an empty store
+    beside its upper bound, where ``bench_chapters.py --validate`` ran (``validate_chapter``, the sidebar's
+    number, ``validate_seconds``, ``validate_bound``); the pack's size and files, the time to unpack it and
+    the chapter run alone after it (``pack_size``, ``pack_files``, ``pack_unpack``, ``pack_chapter``,
+    ``pack_chapter_seconds``)."""
     from overinterp.pages.chapter import chapter_number     # the sidebar's number, not the file name's
-    pack, check = bench.get("pack") or {}, bench.get("validate")
-    validated = (f"Measured once to check the bound: chapter {chapter_number(check['chapter'])} alone from an empty store took "
-                 f"{_seconds(check['seconds_from_empty'])}, against its upper bound of {_seconds(check['upper_bound'])}."
-                 if check else "No chapter has been measured alone from an empty store beside its bound yet.")
-    times = (f"Measured at the `{bench['profile']}` profile on {bench['device']} ({bench['date']}); the whole book, "
-             f"executed in order from an empty store, took {_seconds(bench['full_build_seconds'])}")
-    packed = (f"{pack['bytes'] / 2**20:.1f} MiB ({pack['files']} files); unpacking it into an empty store took "
-              f"{_seconds(pack['unpack_seconds'])}, and chapter {chapter_number(pack['chapter'])} then ran alone in "
-              f"{_seconds(pack['chapter_seconds_after_unpack'])}") if pack else "not measured yet"
-    return {"times_measured": times, "pack_measured": packed, "validated": validated}
+    bench = bench or {}
+    pack, check = bench.get("pack") or {}, bench.get("validate") or {}
+    return {"times_profile": bench.get("profile", "not measured"), "times_device": bench.get("device", "not measured"),
+            "times_date": bench.get("date", "not measured"), "times_full_build": _seconds(bench.get("full_build_seconds")),
+            "validate_chapter": chapter_number(check["chapter"]) if check else "not measured",
+            "validate_seconds": _seconds(check.get("seconds_from_empty")), "validate_bound": _seconds(check.get("upper_bound")),
+            "pack_size": f"{pack['bytes'] / 2**20:.1f} MiB" if pack else "not measured",
+            "pack_files": pack.get("files", "not measured"), "pack_unpack": _seconds(pack.get("unpack_seconds")),
+            "pack_chapter": chapter_number(pack["chapter"]) if pack else "not measured",
+            "pack_chapter_seconds": _seconds(pack.get("chapter_seconds_after_unpack"))}
+
+
+def times_values(bench: dict | None) -> dict:
+    """Per chapter ``<stem>``: ``t_pack_<stem>`` (alone from an unpacked pack), ``t_own_<stem>`` (its own
+    seconds in a complete build) and ``t_empty_<stem>`` (the upper bound from an empty store), as the
+    table prints them ("not measured" without ``bench`` or the chapter)."""
+    rows = (bench or {}).get("chapters", {})
+    out = {}
+    for stem in TEACHING:
+        r = rows.get(stem, {})
+        out.update({f"t_pack_{stem}": _seconds(r.get("with_store")), f"t_own_{stem}": _seconds(r.get("full_build")),
+                    f"t_empty_{stem}": _seconds(r.get("alone_from_empty_upper_bound"))})
+    return out
+
+
+def book_values(results: str | Path, name: str = BOOK) -> dict:
+    """From the whole book's run-time file (``name`` of ``results``, :data:`BOOK`): where and when it ran
+    (``book_device``, ``book_date``, ``book_profile``), how long it executed, rendered and took in all
+    (``book_execute``, ``book_render``, ``book_total``), whether that was ``"within"`` or ``"over"`` the
+    profile's target (``book_against_target``), and the run before it on another machine
+    (``book_previous_total``, ``book_previous_device``); "not measured" without the file."""
+    doc = _json(Path(results) / name)
+    keys = ("book_device", "book_date", "book_profile", "book_execute", "book_render", "book_total",
+            "book_against_target", "book_previous_total", "book_previous_device")
+    if not doc:
+        return dict.fromkeys(keys, "not measured")
+    previous = doc.get("previous") or {}
+    return {"book_device": doc["device"], "book_date": doc["date"], "book_profile": doc["profile"],
+            "book_execute": _seconds(doc["execute_seconds"]), "book_render": _seconds(doc["render_seconds"]),
+            "book_total": f"{doc['total_minutes']:.1f} min",
+            "book_against_target": "within" if doc["within_45_minutes"] else "over",
+            "book_previous_total": f"{previous['total_minutes']:.1f} min" if previous else "not measured",
+            "book_previous_device": previous.get("device", "not measured")}
+
+
+def _time(bench: dict | None, stem: str, kind: str) -> str:
+    _, field, sign = RUNS[kind]
+    if field is None:
+        return "not in the measured file"
+    seconds = (bench or {}).get("chapters", {}).get(stem, {}).get(field)
+    return f"{sign} {_seconds(seconds)}" if seconds is not None else _seconds(None)
+
+
+def exercise_table(bench: dict | None, book: Path | None = None) -> str:
+    """A MyST Markdown table of every chapter's exercises (:func:`overinterp.pages.exercises.exercises`):
+    the chapter ("chapter N", the sidebar's number), the exercise (a link to it), what it changes, what
+    it computes (:data:`EXERCISE_RUNS`, :data:`RUNS`) and the run time that bounds it in ``bench``. An
+    exercise missing from :data:`EXERCISE_RUNS` raises a ``KeyError`` naming it."""
+    from overinterp.pages.chapter import chapter_number
+    from overinterp.pages.exercises import exercises
+    lines = ["| chapter | exercise | changes | computes | run time |", "|---|---|---|---|---|"]
+    for stem in TEACHING:
+        for ex in exercises(stem, book):
+            if ex.label not in EXERCISE_RUNS:
+                raise KeyError(f"exercise {ex.label} of {stem} has no kind of work in EXERCISE_RUNS")
+            kind = EXERCISE_RUNS[ex.label]
+            lines.append(f"| {{doc}}`chapter {chapter_number(stem)} <{stem}>` | {{ref}}`{ex.title} <{ex.label}>` | "
+                         f"`{ex.runs}` | {RUNS[kind][0]} | {_time(bench, stem, kind)} |")
+    return "\n".join(lines)
+
+
+def _numbers_span(numbers: list[int]) -> str:
+    """'1–4, 7, 9': sorted numbers with each run of consecutive ones as a range."""
+    out, run = [], []
+    for n in sorted(numbers):
+        if run and n != run[-1] + 1:
+            out.append(f"{run[0]}–{run[-1]}" if len(run) > 1 else f"{run[0]}")
+            run = []
+        run.append(n)
+    if run:
+        out.append(f"{run[0]}–{run[-1]}" if len(run) > 1 else f"{run[0]}")
+    return ", ".join(out)
+
+
+def _verdict_values(doc: dict | None) -> dict:
+    """Part I's verdicts at two seeds (:data:`VERDICTS`): how many (claim, model) outcomes there are and how
+    many differ between the seeds, which, how many were inconclusive at the first seed, and the widest
+    95% interval at the first seed (claim, model, ends, width)."""
+    keys = ("v_seeds", "v_rows", "v_changed", "v_changed_which", "v_inconclusive", "v_widest_claim",
+            "v_widest_model", "v_widest_interval", "v_widest_width", "v_device", "v_date")
+    if not doc or not doc.get("rows"):
+        return dict.fromkeys(keys, MISSING)
+    s0, s1 = (str(s) for s in doc["seeds"][:2])
+    rows = doc["rows"]
+    changed = [r for r in rows if r["seeds"][s0]["outcome"] != r["seeds"][s1]["outcome"]]
+    widest = max(rows, key=lambda r: r["seeds"][s0]["high"] - r["seeds"][s0]["low"])
+    w = widest["seeds"][s0]
+    digits = CL.CLAIMS[widest["claim"]].digits if widest["claim"] in CL.CLAIMS else 1
+    return {"v_seeds": f"{s0} and {s1}", "v_rows": len(rows), "v_changed": len(changed),
+            "v_changed_which": "; ".join(f"{CL.CLAIMS[r['claim']].short if r['claim'] in CL.CLAIMS else r['claim']}, "
+                                         f"{r['model']}: “{r['seeds'][s0]['outcome']}” then “{r['seeds'][s1]['outcome']}”"
+                                         for r in changed) or "none",
+            "v_inconclusive": sum(r["seeds"][s0]["outcome"].startswith("inconclusive") for r in rows),
+            "v_widest_claim": CL.CLAIMS[widest["claim"]].short if widest["claim"] in CL.CLAIMS else widest["claim"],
+            "v_widest_model": widest["model"], "v_widest_interval": bounds(w["low"], w["high"], digits),
+            "v_widest_width": number(w["high"] - w["low"], digits), "v_device": doc.get("device", MISSING),
+            "v_date": doc.get("date", MISSING)}
+
+
+def _scale_values(path: Path) -> dict:
+    """The committed scale study (:data:`SCALE`) at the last point of its size curve (the most training
+    images at its width: ``s_point_images``, ``s_point_width``): the test accuracy of its replicates (their
+    mean and each one's) on ``s_images`` test images, the mean SIS size by the gradient engine and by
+    ``pruned`` there, and the gradient engine's ratio over ``pruned`` across all the study's points
+    (:func:`overinterp.pages.scale.values`), with the device it ran on."""
+    keys = ("s_arch", "s_point_images", "s_point_width", "s_images", "s_acc", "s_acc_values", "s_sis_gradient",
+            "s_sis_pruned", "s_ratio_min", "s_ratio_max", "s_device")
+    if not path.is_file():
+        return dict.fromkeys(keys, MISSING)
+    from overinterp.pages import scale as SP
+    rows = SP.load(path)
+    size = rows[rows["curve"] == "size"]
+    point = size[size["training images"] == size["training images"].max()]
+    acc = point[point["measure"] == "test accuracy (%)"].iloc[0]
+    sis = point[point["measure"] == "SIS size (%)"].set_index("setting")["estimate"]
+    arch = rows.attrs.get("config", {}).get("arch", MISSING)
+    v = SP.values(rows)
+    return {"s_arch": ARCH_NAMES.get(arch, arch), "s_point_images": f"{int(acc['training images']):,}",
+            "s_point_width": int(acc["width"]), "s_images": int(acc["images per replicate"]),
+            "s_acc": number(acc["estimate"]), "s_acc_values": ", ".join(number(x) for x in acc["values"]),
+            "s_sis_gradient": number(next((x for k, x in sis.items() if k.startswith("gradient")), None)),
+            "s_sis_pruned": number(next((x for k, x in sis.items() if k.startswith("pruned")), None)),
+            "s_ratio_min": v["engine_ratio_min"], "s_ratio_max": v["engine_ratio_max"],
+            "s_device": rows.attrs.get("device", MISSING)}
+
+
+def _standard_values(models: dict | None, edition: Path) -> dict:
+    """The standard edition: its models' test accuracy (lowest–highest over every stored model, how many,
+    how many below the 93% it aimed at) and training epochs, the chapters it executed (the sidebar's numbers), the engine of
+    its SIS sizes and their mean (the lowest and highest architecture's estimate of the claim "sis"),
+    with the verdict's outcome."""
+    from overinterp.pages.chapter import chapter_number
+    out = dict.fromkeys(("std_acc_range", "std_models", "std_below", "std_epochs", "std_chapters", "std_sis_range",
+                         "std_sis_outcome", "std_engine"), MISSING)
+    if models and models.get("models"):
+        acc = [m["test_acc"] for m in models["models"] if m.get("stored")]
+        out.update({"std_acc_range": span(acc, 1), "std_models": len(acc), "std_below": len(models.get("below_93", [])),
+                    "std_epochs": models.get("recipe", {}).get("epochs", MISSING)})
+    manifest = _json(edition / "manifest.json")
+    if manifest:
+        out["std_chapters"] = _numbers_span([n for n in map(chapter_number, manifest["chapters"]) if n])
+    verdicts = _json(edition / "verdicts-seed0.json")
+    if verdicts:
+        sis = [r for r in verdicts["rows"] if r["claim"] == "sis"]
+        outcomes = list(dict.fromkeys(r["outcome"] for r in sis))
+        out["std_sis_range"] = span([r["estimate"] for r in sis], 1)
+        out["std_sis_outcome"] = (f"“{outcomes[0]}” for every architecture" if len(outcomes) == 1 else
+                                  "; ".join(f"“{r['outcome']}” for {r['model']}" for r in sis)) if sis else MISSING
+        engine = get_profile(verdicts.get("profile", "standard")).sis_engine
+        out["std_engine"] = engine.describe() if engine else MISSING
+    return out
+
+
+def weak_spot_values(results: str | Path, root: Path = ROOT) -> dict:
+    """The numbers of the page's "known weak spots", each from a committed file: Part I's verdicts at two
+    seeds (``v_*``, :data:`VERDICTS`), the quick scale study at the zoo's point (``s_*``, :data:`SCALE`) and
+    the standard edition (``std_*``, :data:`STANDARD_MODELS`, :data:`STANDARD_EDITION`); "—" where a file
+    is absent."""
+    results = Path(results)
+    return {**_verdict_values(_json(results / VERDICTS)), **_scale_values(results / SCALE),
+            **_standard_values(_json(results / STANDARD_MODELS), root / STANDARD_EDITION)}

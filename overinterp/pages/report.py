@@ -1,19 +1,58 @@
-"""The verdicts of :func:`overinterp.experiments.claims.verdicts` for a terminal and as JSON: what
-``python -m overinterp verdicts`` prints and writes, and what ``benchmarks/bench_verdicts.py`` reads.
+"""The verdicts of :func:`overinterp.experiments.claims.verdicts` for a terminal, as JSON, and as the book's
+reproduction report: what ``python -m overinterp verdicts`` prints and writes, what
+``benchmarks/bench_verdicts.py`` reads, the introduction's bottom line and its table of every verdict, and
+the report page (``book/18_report``).
 
     print(text(rows))          # one line per claim and model: estimate [95% interval], margin, outcome
+
+**Editions of the verdicts.** A verdicts document (:func:`document`) holds one execution's rows: the
+committed ``standard`` edition's (``editions/fashion-mnist-standard/verdicts-seed0.json``) or this
+execution's, computed from the artifact store the chapters filled (:func:`this_execution`). The pages set
+them side by side, ``{label: document or None}`` in order of scale, largest first:
+
+    docs = {"standard edition": load(STANDARD / "verdicts-seed0.json"), "this execution (quick)": here}
+    verdict_table(docs)                    # every claim, grouped by part: the paper's number, ours, margin
+    forest_figure(docs)                    # every estimate and interval against its margin
+    bottom_line(docs["standard edition"], "std")   # glue values: claims per outcome, as words and counts
+
+A claim an edition did not compute is "—" there (:data:`overinterp.paper.formatting.MISSING`). Every
+sentence around these values is the notebook's; the values here are numbers, names, lists and single words.
 """
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 
-from overinterp.paper.claims import CLAIMS, PARTS
-from overinterp.paper.formatting import MISSING, number
+from overinterp.paper.claims import CLAIMS, PARTS, of_the_paper, quoted
+from overinterp.paper.formatting import MISSING, number, span
 from overinterp.store import code_version
-from overinterp.paper.verdicts import MARKS
+from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTABLE
 
-__all__ = ["text", "document", "write", "load", "table", "edition_view"]
+__all__ = ["text", "document", "write", "load", "table", "edition_view", "ROOT", "STANDARD", "RESULTS", "READING",
+           "group", "edition_verdicts", "this_execution", "by_claim", "bottom_line", "agreement", "accuracy_values",
+           "verdict_frame", "verdict_table", "forest_figure", "results_table", "scope_table", "deviations_frame",
+           "compute_frame", "compute_values", "engine_values", "control_values", "citation", "citation_values",
+           "standard_accuracies", "zoo_accuracies", "scale_values", "data_values", "gpu_values", "paper_values",
+           "NOTES", "MARK"]
+
+ROOT = Path(__file__).resolve().parents[2]
+#: the committed standard edition: executed chapters, manifest.json, compute.json, verdicts-seed<seed>.json
+STANDARD = ROOT / "editions" / "fashion-mnist-standard"
+#: the committed benchmark results (the quick book's times, the standard models, the engine benchmark)
+RESULTS = ROOT / "benchmarks" / "results"
+
+#: how a claim of the paper reads in a reproduction report, per verdict
+READING = {HOLDS: "reproduced", FAILS: "not reproduced", INCONCLUSIVE: "inconclusive", UNTESTABLE: "not testable here"}
+
+#: what decides a verdict beside its numbers: the footnote marks of the table, by claim (the notes are the
+#: page's Markdown): the backward-selection engine behind an SIS size, the strength of the control a
+#: difference is measured against, and class information leaking through the mask's shape
+NOTES = {"engine": ("sis", "sis_accuracy", "robust", "ensemble_sis", "dropout", "sparse_pixels", "dilated_sis"),
+         "control": ("transfer", "beats", "road", "dilated_beats", "insertion"),
+         "leakage": ("beats", "near", "road", "dilated_beats", "dilated_near", "mask_shape")}
+MARK = {"engine": "a", "control": "b", "leakage": "c"}
 
 
 def text(rows: list[dict]) -> str:
@@ -96,3 +135,559 @@ def edition_view(path, caption: str):
     doc = load(path)
     return captioned(table(doc), f"{caption} Profile {doc['profile']}, dataset {doc['dataset']}, seed {doc['seed']}, "
                                  f"{doc['device']}, commit {str(doc['commit'])[:12]}.")
+
+
+# ----------------------------------------------------------------------------- editions of the verdicts
+
+def group(claim: str) -> str:
+    """The group of the verdict table that ``claim`` sits in: its part, the tests of the paper's published
+    critiques (chapter 07b, in Part I) apart from the paper's own claims."""
+    c = CLAIMS[claim]
+    return "Part I: the paper against its critiques" if c.chapter == "07b_critiques" else PARTS[c.part]
+
+
+def edition_verdicts(folder=STANDARD) -> dict | None:
+    """The verdicts document (:func:`load`) of the committed edition in ``folder`` for its manifest's seed
+    (``verdicts-seed<seed>.json``), with the manifest under ``"manifest"``; None where there is none."""
+    folder = Path(folder)
+    manifest = json.loads((folder / "manifest.json").read_text()) if (folder / "manifest.json").is_file() else {}
+    path = folder / f"verdicts-seed{manifest.get('parameters', {}).get('seed', 0)}.json"
+    return {**load(path), "manifest": manifest} if path.is_file() else None
+
+
+def this_execution(run) -> dict:
+    """This execution's verdicts document: every claim of the registry computed by
+    :func:`overinterp.experiments.claims.verdicts` from the artifact store that the chapters executed before
+    this page filled (what it lacks is computed and stored), with the Verdicts under ``"verdicts"``."""
+    from overinterp.experiments import claims as EC
+    from overinterp.zoo.train import device_name
+    vs = EC.verdicts(run, progress=False)
+    return {**document(run, EC.table(vs), vs.seconds, device_name(run.device)), "verdicts": vs}
+
+
+def by_claim(doc: dict | None) -> dict[str, list[dict]]:
+    """The rows of a verdicts document by claim, in the registry's order ({} for None)."""
+    rows = {}
+    for r in (doc or {}).get("rows", []):
+        if r["claim"] in CLAIMS:
+            rows.setdefault(r["claim"], []).append(r)
+    return {c: rows[c] for c in CLAIMS if c in rows}
+
+
+def _label(claim: str) -> str:
+    """'mean SIS size below 5% (4.1)': a claim in a list of the bottom line."""
+    c = CLAIMS[claim]
+    return f"{c.short} ({c.section.split(',')[0]})"
+
+
+def bottom_line(doc: dict | None, prefix: str) -> dict:
+    """Glue values of one edition for the introduction's opening paragraph, ``<prefix>_<name>``: of the
+    paper's claims (:func:`overinterp.paper.claims.of_the_paper`) the number tested and not computed here,
+    and per outcome the list of claims read as ``reproduced``, ``not`` (reproduced), ``inconclusive`` and
+    ``untestable`` ("none" for none) with their counts (``_n``); of the tests the book adds, the number and
+    how many hold (``added_holds``) and do not (``added_fails``)."""
+    rows = by_claim(doc)
+    paper = [c for c in CLAIMS if of_the_paper(c)]
+    added = [c for c in CLAIMS if not of_the_paper(c) and c in rows]
+    out = {f"{prefix}_paper": len(paper), f"{prefix}_tested": sum(c in rows for c in paper),
+           f"{prefix}_missing": sum(c not in rows for c in paper), f"{prefix}_added": len(added)}
+    for outcome, key in ((HOLDS, "reproduced"), (FAILS, "not"), (INCONCLUSIVE, "inconclusive"),
+                         (UNTESTABLE, "untestable")):
+        names = [_label(c) for c in paper if c in rows and rows[c][0]["verdict"] == outcome]
+        out[f"{prefix}_{key}"] = "; ".join(names) or "none"
+        out[f"{prefix}_{key}_n"] = len(names)
+    for outcome, key in ((HOLDS, "holds"), (FAILS, "fails"), (INCONCLUSIVE, "inconclusive"), (UNTESTABLE, "untestable")):
+        out[f"{prefix}_added_{key}"] = sum(rows[c][0]["verdict"] == outcome for c in added)
+    return out
+
+
+def agreement(first: dict | None, second: dict | None, prefix: str) -> dict:
+    """Glue values setting the verdicts of ``second`` (a smaller scale) beside those of ``first`` on the paper's
+    claims, ``<prefix>_<name>``: ``both`` (claims both computed), ``agree`` (of those, with the same verdict),
+    ``differ`` ('claim (4.1): not reproduced → inconclusive; ...', first's reading then second's, or "none");
+    and of the claims only ``second`` computed, ``only`` (how many) and per outcome the list
+    ``only_reproduced``, ``only_not``, ``only_inconclusive``, ``only_untestable`` ("none" for none)."""
+    a, b = by_claim(first), by_claim(second)
+    paper = [c for c in CLAIMS if of_the_paper(c)]
+    both = [c for c in paper if c in a and c in b]
+    differ = [c for c in both if a[c][0]["verdict"] != b[c][0]["verdict"]]
+    only = [c for c in paper if c in b and c not in a]
+    out = {f"{prefix}_both": len(both), f"{prefix}_agree": len(both) - len(differ), f"{prefix}_only": len(only),
+           f"{prefix}_differ": "; ".join(f"{_label(c)}: {READING[a[c][0]['verdict']]} → {READING[b[c][0]['verdict']]}"
+                                         for c in differ) or "none"}
+    for outcome, key in ((HOLDS, "reproduced"), (FAILS, "not"), (INCONCLUSIVE, "inconclusive"),
+                         (UNTESTABLE, "untestable")):
+        out[f"{prefix}_only_{key}"] = "; ".join(_label(c) for c in only if b[c][0]["verdict"] == outcome) or "none"
+    return out
+
+
+def accuracy_values(measured: tuple, prefix: str) -> dict:
+    """Glue values of ``measured`` = (the models' test accuracies in %, the test images they were measured on;
+    :func:`standard_accuracies` or :func:`zoo_accuracies`): ``<prefix>_acc`` ('90.0–92.3', one decimal),
+    ``<prefix>_models`` (how many) and ``<prefix>_acc_images`` ('10,000')."""
+    acc, images = [float(a) for a in measured[0]], measured[1]
+    return {f"{prefix}_acc": span(acc, 1), f"{prefix}_models": len(acc),
+            f"{prefix}_acc_images": MISSING if images is None else f"{images:,}"}
+
+
+def standard_accuracies(path=RESULTS / "models-standard-cpu.json") -> tuple[list[float], int | None]:
+    """(test accuracy in % of every standard zoo model, the test images measured) from the committed
+    ``benchmarks/bench_models.py`` file ([] and None when it is absent)."""
+    path = Path(path)
+    if not path.is_file():
+        return [], None
+    doc = json.loads(path.read_text())
+    m = re.search(r"all (\d+) test images", doc.get("what", ""))
+    return [m_["test_acc"] for m_ in doc.get("models", []) if m_.get("test_acc") is not None], \
+        (int(m.group(1)) if m else None)
+
+
+def zoo_accuracies(run) -> tuple[list[float], int]:
+    """(test accuracy in % of every zoo model of ``run`` on its seeded test sample, the sample's size):
+    the models the chapters trained, loaded from the store."""
+    from overinterp.experiments import runs as A
+    X, Y = A.selection(run, "test").load()
+    return [100 * float(A.correct(m, X, Y, run.device).mean()) for ms in A.zoo(run).values() for m in ms], len(Y)
+
+
+# ----------------------------------------------------------------------------- the table of every verdict
+
+def _finite(x) -> float | None:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _value(r: dict, digits: int) -> str:
+    """'8.0 [5.2, 10.8] (5 replicates, 200 images)': a row's estimate, 95% interval (one-sided: its lowest
+    end) and the replicates and images behind it, each piece unbroken; "—" for an estimate that does not
+    exist."""
+    est, lo, hi = (_finite(r.get(k)) for k in ("estimate", "low", "high"))
+    parts = [number(est, digits)]
+    if lo is not None and hi is not None:
+        parts.append(f"[{number(lo, digits)}, {number(hi, digits)}]")
+    elif lo is not None:
+        parts.append(f"(lowest 95% end {number(lo, digits)})")
+    # the counts in the verdict boxes' words: "images" is per replicate where the replicates share their test
+    # images and in all where each has its own (the SIS of its confident images), so never "R × N"
+    n = [f"{int(r[k])} {k if int(r[k]) != 1 else k[:-1]}" for k in ("replicates", "images")
+         if _finite(r.get(k)) is not None]
+    text = " ".join(p.replace(" ", "\u00a0") for p in parts)
+    return text + (" (" + ", ".join(x.replace(" ", "\u00a0") for x in n) + ")" if n else "")
+
+
+def _cell(rows: list[dict] | None, digits: int) -> str:
+    """One edition's cell of a claim: its verdict, then each model's value with the mark of its outcome."""
+    if not rows:
+        return MISSING
+    lines = [f"<b>{MARKS.get(rows[0]['verdict'], '')}{rows[0]['verdict']}</b>"]
+    lines += [f"{MARKS.get(r.get('outcome') or '', '')}{_html(r['model'])}: {_value(r, digits)}" for r in rows]
+    return "<br>".join(lines)
+
+
+def _html(text) -> str:
+    """``text`` safe inside an HTML cell (``<``, ``>`` and ``&`` escaped; quotes kept)."""
+    from html import escape
+    return escape(str(text), quote=False)
+
+
+def _chapter_link(stem: str) -> str:
+    """'<a href="03_sis.html">chapter 2</a>': the chapter of a claim by the number of the sidebar."""
+    from overinterp.pages.chapter import chapter_number
+    n = chapter_number(stem)
+    text = f"chapter\u00a0{n}" if n else stem
+    return f'<a href="{stem}.html">{text}</a>'
+
+
+def _marks(claim: str) -> str:
+    marks = [MARK[k] for k, claims in NOTES.items() if claim in claims]
+    return f"<sup>{','.join(marks)}</sup>" if marks else ""
+
+
+def verdict_frame(docs: dict) -> "pd.DataFrame":
+    """Every claim of the registry in its order, with its group (:func:`group`): the claim (with the marks
+    of its notes, :data:`NOTES`, its section and our measure), the source's number as quoted (one we derive
+    marked †), the margin, per edition of ``docs`` ({label: verdicts document or None}) the verdict with each
+    model's estimate [95% interval] (replicates, images), and the chapter; cells are HTML."""
+    import pandas as pd
+    rows = {label: by_claim(doc) for label, doc in docs.items()}
+    out = []
+    for c in CLAIMS:
+        claim = CLAIMS[c]
+        said, derived = quoted(c)
+        margins = list(dict.fromkeys(r["margin"] for per in rows.values() for r in per.get(c, []) if r.get("margin")))
+        out.append({"group": group(c),
+                    "claim": f"{_html(claim.short)}{_marks(c)}<br><small>{_html(claim.section)}; ours: "
+                             f"{_html(claim.measure)}</small>",
+                    "the source's number": _html(said) + ("†" if derived else ""),
+                    "margin": " / ".join(m.replace(" ", "\u00a0") for m in margins) or MISSING,
+                    **{label: _cell(per.get(c), claim.digits) for label, per in rows.items()},
+                    "chapter": _chapter_link(claim.chapter)})
+    return pd.DataFrame(out)
+
+
+def verdict_table(docs: dict):
+    """:func:`verdict_frame` as one HTML table (an IPython ``HTML``), one body per group opened by a row
+    that names it. It carries no "Table N." caption: it is pasted into the introduction from the report
+    page, and the prose above it says what it is."""
+    from html import escape
+    from IPython.display import HTML
+    frame = verdict_frame(docs)
+    columns = [c for c in frame.columns if c != "group"]
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
+    bodies = []
+    for name, part in frame.groupby("group", sort=False):
+        rows = "".join("<tr>" + "".join(f"<td>{r[c]}</td>" for c in columns) + "</tr>" for _, r in part.iterrows())
+        bodies.append(f'<tbody><tr><th colspan="{len(columns)}" class="group">{escape(name)}</th></tr>{rows}</tbody>')
+    return HTML(f'<table class="dataframe overinterp-verdicts"><thead><tr>{head}</tr></thead>{"".join(bodies)}</table>')
+
+
+def _margin(rows: list[dict]) -> tuple[float, float] | None:
+    """The region where a claim holds, from its rows' margin ('≤ 5', '≥ 10', '0 to 5'); None without one."""
+    for r in rows:
+        m = str(r.get("margin") or "").strip()
+        if (x := re.fullmatch(r"≤ (\S+)", m)) and _finite(x.group(1)) is not None:
+            return -math.inf, float(x.group(1))
+        if (x := re.fullmatch(r"≥ (\S+)", m)) and _finite(x.group(1)) is not None:
+            return float(x.group(1)), math.inf
+        if (x := re.fullmatch(r"(\S+) to (\S+)", m)) and None not in (_finite(x.group(1)), _finite(x.group(2))):
+            return float(x.group(1)), float(x.group(2))
+    return None
+
+
+COLORS = ("#1b4f8a", "#d95f02", "#7570b3")     # one per edition, in the order of ``docs``
+MARKERS = ("o", "s", "D")
+
+
+def forest_figure(docs: dict, columns: int = 2, width: float = 9.0):
+    """Every estimate and 95% interval of every claim against its margin: one panel per claim with a
+    number in some edition, one line per model and edition (``docs``: {label: verdicts document or None}),
+    the region where the claim holds shaded, its edge dashed; a one-sided interval drawn dotted from its
+    lowest end."""
+    import textwrap
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    rows = {label: by_claim(doc) for label, doc in docs.items()}
+    claims = [c for c in CLAIMS if any(_finite(r.get("estimate")) is not None for per in rows.values()
+                                       for r in per.get(c, []))]
+    if not claims:
+        fig, ax = plt.subplots(figsize=(width, 1.2))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "no edition has an estimate", ha="center", va="center", fontsize=10)
+        return fig
+    models = {c: list(dict.fromkeys(textwrap.fill(r["model"], 26) for per in rows.values() for r in per.get(c, [])))
+              for c in claims}
+    lines = {c: sum(m.count("\n") + 1 for m in models[c]) for c in claims}
+    grid = [claims[i:i + columns] for i in range(0, len(claims), columns)]
+    heights = [max(0.3 * max(lines[c], 2) for c in row) + 0.9 for row in grid]
+    fig = plt.figure(figsize=(width, sum(heights) + 0.5), dpi=100)
+    gs = fig.add_gridspec(len(grid), columns, height_ratios=heights, hspace=0.9, wspace=0.75,
+                          top=1 - 0.45 / (sum(heights) + 0.5), bottom=0.02)
+    for i, row in enumerate(grid):
+        for j, c in enumerate(row):
+            ax = fig.add_subplot(gs[i, j])
+            _forest_panel(ax, c, models[c], {label: per.get(c, []) for label, per in rows.items()})
+    handles = [Line2D([], [], color=COLORS[k % 3], marker=MARKERS[k % 3], lw=1.6, label=label)
+               for k, label in enumerate(docs)]
+    handles.append(Patch(color="#2ca02c", alpha=0.15, label="margin: where the claim holds"))
+    fig.legend(handles=handles, loc="upper center", ncol=len(handles), fontsize=9, frameon=False,
+               bbox_to_anchor=(0.5, 1.0))
+    return fig
+
+
+def _forest_panel(ax, claim: str, models: list[str], rows: dict) -> None:
+    import textwrap
+    c = CLAIMS[claim]
+    y = {m: -k for k, m in enumerate(models)}
+    values = []
+    editions = [label for label in rows if rows[label]]
+    for k, label in enumerate(rows):
+        shift = 0.0 if len(editions) < 2 else (0.15 if k == 0 else -0.15)
+        for r in rows[label]:
+            yy = y[textwrap.fill(r["model"], 26)] + shift
+            est, lo, hi = (_finite(r.get(key)) for key in ("estimate", "low", "high"))
+            if lo is not None and hi is not None:
+                ax.plot([lo, hi], [yy, yy], color=COLORS[k % 3], lw=1.6)
+            elif lo is not None and est is not None:
+                ax.plot([lo, est], [yy, yy], color=COLORS[k % 3], lw=1.6, ls=":")
+            if est is not None:
+                ax.plot([est], [yy], marker=MARKERS[k % 3], color=COLORS[k % 3], ms=5, lw=0)
+            values += [v for v in (est, lo, hi) if v is not None]
+    margin = _margin([r for per in rows.values() for r in per])
+    edges = [e for e in (margin or ()) if math.isfinite(e)]
+    lo_x, hi_x = min(values + edges), max(values + edges)
+    pad = 0.08 * (hi_x - lo_x) or 1.0
+    ax.set_xlim(lo_x - pad, hi_x + pad)
+    if margin:
+        left, right = ax.get_xlim()
+        ax.axvspan(max(margin[0], left), min(margin[1], right), color="#2ca02c", alpha=0.15, lw=0)
+        for e in edges:
+            ax.axvline(e, color="#2ca02c", ls="--", lw=1)
+    ax.set_yticks(list(y.values()), list(y.keys()), fontsize=8)
+    ax.set_ylim(min(y.values()) - 0.6, 0.6)
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_xlabel(c.measure, fontsize=8)
+    ax.set_title(textwrap.fill(f"{c.section.split(',')[0]}: {c.short}", 44), fontsize=9, loc="left")
+    ax.grid(axis="x", color="0.9", lw=0.6)
+    ax.set_axisbelow(True)
+
+
+# ----------------------------------------------------------------------------- the report page
+
+def results_table(docs: dict):
+    """Per claim (grouped by :func:`group`): who states it (the paper, or the book: its controls, the
+    critiques it tests, related methods), its result (a claim of the paper: reproduced, not reproduced,
+    inconclusive, not testable here; a test the book adds: its verdict), the edition that decided it (the
+    largest scale that computed it: the first of ``docs`` that has it), its verdict in each edition of ``docs``
+    ("—" where the edition did not compute it) and the chapter."""
+    import pandas as pd
+    rows = {label: by_claim(doc) for label, doc in docs.items()}
+    index, out = [], []
+    for c in CLAIMS:
+        have = [(label, per[c][0]["verdict"]) for label, per in rows.items() if c in per]
+        word = have[0][1] if have else None
+        index.append((group(c), f"{CLAIMS[c].short} ({CLAIMS[c].section})"))
+        out.append({"stated by": "the paper" if of_the_paper(c) else "the book",
+                    "result": MISSING if word is None else READING[word] if of_the_paper(c) else word,
+                    "decided by": have[0][0] if have else MISSING,
+                    **{label: f"{MARKS.get(per[c][0]['verdict'], '')}{per[c][0]['verdict']}" if c in per else MISSING
+                       for label, per in rows.items()},
+                    "chapter": _chapter_link(CLAIMS[c].chapter)})
+    return pd.DataFrame(out, index=pd.MultiIndex.from_tuples(index))
+
+
+def scope_table():
+    """The paper's claims the book tests: section, claim, the paper's number (as quoted; † derived by us)
+    and the measure of ours that tests it."""
+    import pandas as pd
+    out = []
+    for c in (c for c in CLAIMS if of_the_paper(c)):
+        said, derived = quoted(c)
+        out.append({"section": CLAIMS[c].section, "claim": CLAIMS[c].short, "the paper's number": said + ("†" if derived else ""),
+                    "our measure": CLAIMS[c].measure, "chapter": _chapter_link(CLAIMS[c].chapter)})
+    return pd.DataFrame(out).set_index("section").rename_axis(None)
+
+
+TOPICS = {"models": "models", "evaluation": "evaluation", "backselect": "backward selection", "retraining": "retraining"}
+
+
+def deviations_frame(profiles: list) -> "pd.DataFrame":
+    """Every deviation of ``profiles`` (:class:`overinterp.config.profiles.Profile`) from the paper's protocol,
+    by topic in :data:`TOPICS`' order, with the profiles that make it
+    (:meth:`~overinterp.config.profiles.Profile.deviations`)."""
+    import pandas as pd
+    seen: dict[tuple, list[str]] = {}
+    for t, name in TOPICS.items():
+        for p in profiles:
+            for d in p.deviations(t):
+                names = seen.setdefault((name, d), [])
+                if p.name not in names:
+                    names.append(p.name)
+    topics = [t for t, _ in seen]
+    return pd.DataFrame({"deviation": [d for _, d in seen], "profiles": [", ".join(v) for v in seen.values()]},
+                        index=[t if i == 0 or topics[i - 1] != t else "" for i, t in enumerate(topics)])
+
+
+def compute_frame(standard=STANDARD / "compute.json", book=RESULTS / "book-quick-cpu.json",
+                  chapters=RESULTS / "chapters-quick-cpu.json") -> "pd.DataFrame":
+    """The compute each edition took, per run, from the committed files, runs that were discarded
+    included: hours, on which machine, whether they are process hours (summed over processes running side
+    by side) or wall-clock hours, and what became of the run."""
+    import pandas as pd
+    out = []
+    if Path(standard).is_file():
+        d = json.loads(Path(standard).read_text())
+        for stage, v in d.get("stages", {}).items():
+            out.append({"edition": "standard", "run": f"prepare: {stage} ({v['units']} units)", "machine": d["device"],
+                        "hours": v["process_seconds"] / 3600, "clock": "process", "kept": "yes"})
+        chapters_s = sum(d.get("edition_chapters_seconds", {}).values())
+        out.append({"edition": "standard", "run": "the edition's chapters executed", "machine": d["device"],
+                    "hours": chapters_s / 3600, "clock": "wall", "kept": "yes"})
+        if d.get("verdicts_seconds") is not None:
+            out.append({"edition": "standard", "run": "python -m overinterp verdicts", "machine": d["device"],
+                        "hours": d["verdicts_seconds"] / 3600, "clock": "wall", "kept": "yes"})
+        if d.get("not_recorded"):
+            out.append({"edition": "standard", "run": d["not_recorded"].split(";")[0], "machine": d["device"], "hours": math.nan,
+                        "clock": "process", "kept": "no: stopped"})
+    if Path(book).is_file():
+        d = json.loads(Path(book).read_text())
+        out.append({"edition": d.get("profile", "quick"), "run": f"the whole book from an empty store (make book, "
+                    f"{d.get('date', 'undated')})",
+                    "machine": d["device"], "hours": d["total_minutes"] / 60, "clock": "wall", "kept": "yes"})
+        e = d.get("earlier_run_same_machine")
+        if e:
+            out.append({"edition": d.get("profile", "quick"), "run": e.get("notes", "an earlier run").split(":")[0],
+                        "machine": d["device"], "hours": e["execute_seconds"] / 3600, "clock": "wall",
+                        "kept": "no: superseded"})
+    if Path(chapters).is_file():
+        d = json.loads(Path(chapters).read_text())
+        out.append({"edition": d.get("profile", "quick"), "run": "each chapter timed alone from a full store "
+                    f"(benchmarks/bench_chapters.py, {d.get('date', 'undated')})", "machine": d["device"],
+                    "hours": d["bench_seconds"] / 3600,
+                    "clock": "wall", "kept": "a measurement"})
+    if not out:
+        return pd.DataFrame()
+    frame = pd.DataFrame(out)
+    where = list(zip(frame["edition"], frame["machine"]))     # named on the first of its rows
+    frame.index = [f"{e}: {m}" if i == 0 or where[i - 1] != (e, m) else "" for i, (e, m) in enumerate(where)]
+    return frame
+
+
+def compute_values(frame, editions=("standard", "quick")) -> dict:
+    """Glue values of :func:`compute_frame`, per edition (at least ``editions``; "—" where a file is absent):
+    the hours of the runs kept, process hours (``<edition>_process_hours``) and wall-clock hours
+    (``<edition>_wall_hours``) apart, two decimals; the number of runs not kept (``<edition>_discarded``);
+    the machine of its first run (``<edition>_device``)."""
+    out = {f"{e}_{k}": MISSING for e in editions for k in ("process_hours", "wall_hours", "discarded", "device")}
+    if len(frame):
+        for edition, part in frame.groupby("edition", sort=False):
+            kept = part[part["kept"] == "yes"]
+            for clock in ("process", "wall"):
+                hours = kept.loc[kept["clock"] == clock, "hours"]
+                out[f"{edition}_{clock}_hours"] = number(hours.sum(), 2) if len(hours) else MISSING
+            out[f"{edition}_discarded"] = int(part["kept"].str.startswith("no").sum())
+            out[f"{edition}_device"] = part["machine"].iloc[0]
+    return out
+
+
+def engine_values(engines: dict, tau: float = 0.99, path=RESULTS / "backselect-cpu.json") -> dict:
+    """Glue values of the engine benchmark's fidelity runs (``benchmarks/bench_backselect.py --only
+    fidelity``: mean SIS size at ``tau`` against exact backward selection on the same images): per
+    ``name: BackSelectConfig`` of ``engines``, ``<name>_engine`` (its description) and ``<name>_ratio``
+    (its ratio, "—" where the benchmark did not run it); ``gradient_ratios`` (the range over the gradient
+    runs), ``gradient_ks``, ``fidelity_images``, ``fidelity_tau`` and ``exact_seconds`` (seconds per image
+    of exact)."""
+    runs = []
+    if Path(path).is_file():
+        fid = json.loads(Path(path).read_text()).get("fidelity", {})
+        runs = fid.get("runs", [])
+    def ratio(run):
+        return next((s["mean_size_ratio_vs_exact"] for s in run.get("sis", []) if abs(s["tau"] - tau) < 1e-9), None)
+    out = {}
+    for name, cfg in engines.items():
+        match = [r for r in runs if r["method"] == cfg.method and (cfg.method == "exact" or
+                 r.get("k" if cfg.method == "gradient" else "m") == (cfg.k if cfg.method == "gradient" else cfg.m))]
+        out[f"{name}_engine"] = cfg.describe()
+        out[f"{name}_ratio"] = number(ratio(match[0]) if match else None, 2)
+    grad = [r for r in runs if r["method"] == "gradient" and ratio(r) is not None]
+    out["gradient_ratios"] = span([ratio(r) for r in grad], 2)
+    out["gradient_ks"] = ", ".join(str(r["k"]) for r in grad) or MISSING
+    exact = [r for r in runs if r["method"] == "exact"]
+    out["fidelity_images"] = fid.get("images", MISSING) if runs else MISSING
+    out["fidelity_tau"] = f"{tau:g}"
+    out["exact_seconds"] = number(exact[0]["s_per_image"], 0) if exact else MISSING
+    return out
+
+
+def control_values(verdicts: dict, prefix: str = "exec") -> dict:
+    """Glue values of what a verdict is measured against, from this execution's Verdicts: the random-subset
+    models' test accuracy (``<prefix>_random_acc``) beside the BS-subset models' (``_bs_acc``) of 4.2, and the
+    lift above random subsets that 4.1's transfer shares (``_own_acc``, ``_random_subsets``: accuracy on own
+    BS subsets and on random subsets), each a range over the models in %."""
+    out = {}
+    beats = verdicts.get("beats")
+    if beats is not None:
+        n = beats.numbers
+        out[f"{prefix}_random_acc"] = span(n["random subsets"], 1) if "random subsets" in n else MISSING
+        out[f"{prefix}_bs_acc"] = span(n["BS subsets"], 1) if "BS subsets" in n else MISSING
+    transfer = verdicts.get("transfer")
+    if transfer is not None:
+        n = transfer.numbers
+        out[f"{prefix}_own_acc"] = span(n["own accuracy"], 1) if "own accuracy" in n else MISSING
+        out[f"{prefix}_random_subsets"] = span(n["random subsets"], 1) if "random subsets" in n else MISSING
+    return {**{f"{prefix}_{k}": MISSING for k in ("random_acc", "bs_acc", "own_acc", "random_subsets")}, **out}
+
+
+def citation(path=ROOT / "CITATION.cff") -> dict:
+    """The book's ``CITATION.cff`` (Citation File Format 1.2.0) as a dict."""
+    import yaml
+    return yaml.safe_load(Path(path).read_text())
+
+
+def _bibtex(kind: str, key: str, fields: dict, width: int = 72) -> str:
+    """A BibTeX entry with its values wrapped at ``width`` columns (a value may span lines), so that it
+    fits the page's column."""
+    import textwrap
+    pad = max(map(len, fields)) + 2
+    lines = []
+    for name, value in fields.items():
+        if value in (None, ""):
+            continue
+        head = f"  {name.ljust(pad - 2)} = "
+        lines.append(textwrap.fill(f"{{{value}}}", width, initial_indent=head, subsequent_indent=" " * len(head),
+                                   break_on_hyphens=False))
+    return f"@{kind}{{{key},\n" + ",\n".join(lines) + "\n}"
+
+
+def citation_values(cff: dict) -> dict:
+    """Glue values of the citation: the book's title, version and authors, and the BibTeX entries of the
+    book (``bibtex_book``) and of the paper it reproduces (``bibtex_paper``, the first of ``references``)."""
+    def names(authors):
+        return " and ".join(f"{{{a['name']}}}" if a.get("name") else   # an entity, kept whole by BibTeX
+                            f"{a.get('family-names', '')}, {a.get('given-names', '')}".strip(", ") for a in authors)
+    book = _bibtex("software", "overinterp", {"title": cff["title"], "author": names(cff["authors"]),
+                                              "version": cff.get("version"), "url": cff.get("repository-code"),
+                                              "year": str(cff.get("date-released") or "")[:4]})
+    refs = cff.get("references") or []
+    paper = ""
+    if refs:
+        r = refs[0]
+        paper = _bibtex("inproceedings", "carter2021overinterpretation", {
+            "author": names(r["authors"]), "title": r["title"], "booktitle": r.get("collection-title"),
+            "volume": r.get("volume"), "pages": f"{r['start']}--{r['end']}" if r.get("start") else None,
+            "year": r.get("year"), "url": r.get("url")})
+    return {"cite_title": cff["title"], "cite_version": str(cff.get("version", MISSING)),
+            "cite_authors": names(cff["authors"]).replace("{", "").replace("}", ""), "bibtex_book": book,
+            "bibtex_paper": paper}
+
+
+def scale_values(profile, dataset: str, prefix: str) -> dict:
+    """Glue values naming the scale of ``profile`` (:class:`overinterp.config.profiles.Profile`) on ``dataset``:
+    ``<prefix>_profile``, ``_archs`` ('ResNet20, ResNet18 and VGG16'), ``_widths`` (their initial filters,
+    '8'; "the paper's" where the profile keeps them), ``_replicates``, ``_train`` ('all 60,000' or '1,500 of
+    the 60,000'), ``_epochs`` and ``_test`` (the test images of its verdicts)."""
+    from overinterp.paper.numbers import ARCH_NAMES
+    from overinterp.zoo import data as D
+    names = [ARCH_NAMES.get(a, a) for a in profile.archs]
+    total = len(D.load(dataset, "train"))
+    widths = sorted({w for _, w in profile.widths})
+    return {f"{prefix}_profile": profile.name,
+            f"{prefix}_archs": ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0],
+            f"{prefix}_widths": ", ".join(map(str, widths)) if widths else "the paper's",
+            f"{prefix}_replicates": profile.replicates,
+            f"{prefix}_train": f"all {total:,}" if not profile.train_size or profile.train_size >= total
+            else f"{profile.train_size:,} of the {total:,}",
+            f"{prefix}_epochs": profile.train.epochs,
+            f"{prefix}_test": "all" if profile.test_size is None else f"{profile.test_size:,}"}
+
+
+def data_values(dataset: str) -> dict:
+    """Glue values naming ``dataset``: ``data_size`` ('28 × 28'), ``data_classes``, ``data_train`` and
+    ``data_test`` (its images, '60,000')."""
+    from overinterp.zoo import data as D
+    train, test = D.load(dataset, "train"), D.load(dataset, "test")
+    return {"data_size": " × ".join(map(str, train.images.shape[-2:])), "data_classes": len(train.classes),
+            "data_train": f"{len(train):,}", "data_test": f"{len(test):,}"}
+
+
+def gpu_values(folder=ROOT / "editions") -> dict:
+    """``gpu_editions``: the committed editions executed on a GPU (their names), or "none yet"."""
+    names = []
+    for m in sorted(Path(folder).glob("*/manifest.json")):
+        e = json.loads(m.read_text())
+        if re.search(r"cuda|gpu|h100|h200|a100|nvidia", str(e.get("device", "")), re.I):
+            names.append(e.get("name", m.parent.name))
+    return {"gpu_editions": ", ".join(names) or "none yet"}
+
+
+def paper_values(dataset: str) -> dict:
+    """``paper_acc``: the range of the paper's CIFAR-10 test accuracies of its three architectures on full
+    images (Table 1, %); ``chance``: the accuracy of a guess on ``dataset`` (%, 100 / classes)."""
+    from overinterp.paper import numbers as paper
+    from overinterp.zoo.data import CLASSES
+    acc = [paper.table1_test(a, "full", "full")[0] for a in ("resnet20", "resnet18", "vgg16")]
+    parent = "cifar10" if dataset.startswith("cifar10") else dataset
+    return {"paper_acc": span(acc, 1), "chance": number(100 / len(CLASSES[parent]), 0)}

@@ -59,7 +59,8 @@ def device_label(info: dict) -> str:
     if str(info["device"]).startswith("cuda"):
         return info.get("gpu") or str(info["device"])
     cpu = re.sub(r"\((R|TM)\)", "", info.get("cpu", "unknown model"))
-    return f"CPU ({cpu}, {info.get('threads', '?')} threads)"
+    n = info.get("threads", "?")
+    return f"CPU ({cpu}, {n} thread{'' if n == 1 else 's'})"
 
 
 def _read(path: Path) -> dict:

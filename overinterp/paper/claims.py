@@ -14,6 +14,7 @@ to that computation and gives ``verdicts(run)``.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -22,7 +23,7 @@ from overinterp.paper.formatting import MISSING
 from overinterp.paper import numbers as paper
 from overinterp.paper import verdicts as V
 
-__all__ = ["Claim", "CLAIMS", "PARTS", "records", "result_text", "paper_number"]
+__all__ = ["Claim", "CLAIMS", "PARTS", "records", "result_text", "paper_number", "quoted", "of_the_paper"]
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,22 @@ def paper_number(claim: str) -> str:
     return CLAIMS[claim].paper
 
 
+def quoted(claim: str) -> tuple[str, str]:
+    """The source's number for ``claim`` split for a table: (what the source says, how we derived it), e.g.
+    ("share 0.21", "derived from 4.1's accuracies") for a number we compute from the source's tables, and
+    (the number as quoted, "") for one the source states."""
+    m = re.search(r"\s*\((derived[^()]*)\)\s*$", CLAIMS[claim].paper)
+    return (CLAIMS[claim].paper[:m.start()], m.group(1)) if m else (CLAIMS[claim].paper, "")
+
+
+def of_the_paper(claim: str) -> bool:
+    """Whether ``claim`` is one the paper (or its authors' code) makes: Parts I and II, less the book's own
+    controls and questions ("our ...") and the tests of the paper's published critiques (chapter 07b). The
+    others are what the book adds: those controls, the critiques and the related methods of Part III."""
+    c = CLAIMS[claim]
+    return c.part in ("I", "II") and c.chapter != "07b_critiques" and not c.section.startswith("our ")
+
+
 def _num(x) -> float | None:
     try:
         x = float(x)
@@ -130,7 +147,7 @@ def records(verdict: V.Verdict, claim: str) -> list[dict]:
     for m, r in verdict.numbers.iterrows():
         low, high = _ends(r)
         out.append({"claim": claim, "model": " / ".join(map(str, m)) if isinstance(m, tuple) else str(m),
-                    "estimate": _num(r.get(col)), "low": low, "high": high, "margin": str(r.get("margin", "")),
+                    "estimate": _num(r.get(col)), "low": low, "high": high, "margin": _text(r.get("margin")) or "",
                     "outcome": _text(r.get("outcome")),
                     "replicates": _num(r.get("replicates")), "images": _num(r.get("images")),
                     "to decide": _text(r.get("replicates to decide"))})

@@ -112,9 +112,10 @@ def increases(images: pd.DataFrame, measure: str, claim: str, min_images: int = 
         g = w.loc[r] if r in w.index.get_level_values(0) else w.iloc[:0]
         d = (g["fine-tuned"] - g["original"]).to_numpy(float)
         diffs.append(d)
+        # the measure last, so that it stands right before the interval's columns (Verdict.per_model reads it there)
         rows[f"replicate {r}"] = {"replicates": 1, "images": len(d), "original": g["original"].mean(),
-                                  "fine-tuned": g["fine-tuned"].mean(), "mean increase": d.mean() if len(d) else None,
-                                  "images larger": int((d > 0).sum()), "images smaller": int((d < 0).sum())}
+                                  "fine-tuned": g["fine-tuned"].mean(), "images larger": int((d > 0).sum()),
+                                  "images smaller": int((d < 0).sum()), "mean increase": d.mean() if len(d) else None}
     if diffs and all(len(d) >= min_images for d in diffs):
         iv = replicate_interval({"d": diffs}, paired_images=False, seed=seed)
         rows["all replicates"] = interval_row(iv, ABOVE_ZERO, "mean increase", replicates=len(diffs),

@@ -173,10 +173,11 @@ class Verdict:
             est, lo, hi = (number(x, d) for x in ends)
             value = ("no estimate" if est == MISSING else
                      f"{est} [{lo}, {hi}]" if MISSING not in (lo, hi) else f"{est} (no interval)")
-            margin = f", margin {row['margin']}" if row.get("margin") else ""
+            margin = f", margin {row['margin']}" if isinstance(row.get("margin"), str) and row["margin"] else ""
+            outcome = row["outcome"] if isinstance(row["outcome"], str) else ""    # rows without a verdict of their own
             decide = row.get("replicates to decide")
             decide = f" ({decide} replicates would decide it)" if isinstance(decide, str) and decide[:1] in "ao" else ""
-            out.append(f"{MARKS.get(row['outcome'], '')}{name}: {value}{margin}, {row['outcome']}{decide}")
+            out.append(f"{MARKS.get(outcome, '')}{name}: {value}{margin}{', ' + outcome if outcome else ''}{decide}")
         return f"**{measure}, per model.** " + "; ".join(out)
 
     def _repr_markdown_(self) -> str:

@@ -63,7 +63,8 @@ def device_name(device: str | torch.device | None = "auto") -> str:
         cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
     except (OSError, StopIteration):
         cpu = platform.processor() or platform.machine()
-    return f"CPU ({cpu}, {torch.get_num_threads()} threads)"
+    n = torch.get_num_threads()
+    return f"CPU ({cpu}, {n} thread{'' if n == 1 else 's'})"
 
 
 class InputDropout(nn.Module):

@@ -1,0 +1,69 @@
+"""The launch buttons of the rendered chapters (a Sphinx extension, loaded by ``_config.yml``).
+
+Jupyter Book's ``launch_buttons`` (``_config.yml``) are one setting for the whole book: the theme
+(sphinx-book-theme) puts the same providers on every notebook page, with no per-page option
+(sphinx-book-theme issue #587). This extension narrows them page by page, after the theme has made them:
+
+* **Binder** stays on every chapter: ``binder/`` installs the project where mybinder.org launches it.
+* **Colab** stays only on the GPU chapters (:data:`overinterp.config.chapters.GPU_CHAPTERS`) whose notebook
+  holds the install cell for the very repository and branch the link opens
+  (:func:`overinterp.config.chapters.install_cell`, written by ``python -m overinterp chapters --write``):
+  Colab opens the notebook alone, and that cell is what installs the project there. A chapter without it (an
+  edition executed before the cell existed, a notebook whose cell names another repository) gets no Colab link.
+* Without a repository URL the launch buttons are dropped before the theme reads them (the theme cannot build
+  their links without one); :func:`overinterp.pages.build.repository_config` drops them from the staged
+  ``_config.yml`` as well.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from overinterp.config.chapters import GPU_CHAPTERS, INSTALL_TAG, install_cell
+
+__all__ = ["installs_from", "keeps_colab", "setup"]
+
+
+def installs_from(notebook: str | Path, url: str, branch: str) -> bool:
+    """Whether ``notebook`` holds the install cell that installs from ``url`` at ``branch``."""
+    try:
+        cells = json.loads(Path(notebook).read_text())["cells"]
+    except (OSError, ValueError, KeyError):
+        return False
+    want = install_cell(url, branch)
+    return any(INSTALL_TAG in c.get("metadata", {}).get("tags", [])
+               and "".join(c.get("source", "")) == want for c in cells)
+
+
+def keeps_colab(pagename: str, notebook: str | Path, url: str, branch: str) -> bool:
+    """Whether the page ``pagename`` (rendered from ``notebook``) gets a Colab button."""
+    return Path(pagename).name in GPU_CHAPTERS and installs_from(notebook, url, branch)
+
+
+def _drop_without_url(app, config) -> None:
+    options = config.html_theme_options
+    if not (options.get("repository_url") or "").strip():
+        options.pop("launch_buttons", None)
+
+
+def _narrow(app, pagename, templatename, context, doctree) -> None:
+    buttons = context.get("header_buttons") or []
+    group = next((b for b in buttons if b.get("label") == "launch-buttons"), None)
+    if group is None:
+        return
+    options = app.config.html_theme_options
+    colab = (options.get("launch_buttons", {}).get("colab_url") or "").strip("/")
+    if colab:
+        url = (options.get("repository_url") or "").strip().rstrip("/")
+        branch = options.get("repository_branch") or "master"        # the theme's links fall back to master
+        keep = keeps_colab(pagename, app.env.doc2path(pagename), url, branch)
+        group["buttons"] = [b for b in group["buttons"] if keep or not str(b.get("url", "")).startswith(colab)]
+    if not group["buttons"]:
+        buttons.remove(group)
+
+
+def setup(app):
+    app.connect("config-inited", _drop_without_url)
+    # after sphinx-book-theme's add_launch_buttons (priority 501), before the page is written
+    app.connect("html-page-context", _narrow, priority=502)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
