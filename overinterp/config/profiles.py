@@ -307,7 +307,7 @@ PROFILES = {p.name: p for p in [
                           sis_engine=BackSelectConfig("pruned", block=4, m=4), retrain_images=64,
                           retrain=TrainConfig(epochs=1, batch_size=64, augment=False))),
     Profile(
-        name="quick", doc="book default: Fashion-MNIST on a 2-core CPU, the whole book in about 45 min",
+        name="quick", doc="book default: Fashion-MNIST on a 2-core CPU, the whole book aimed at about 45 min",
         dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
         widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
         replicates=3, train_size=None, test_size=300, min_accuracy=88.0, min_confident=30.0,
