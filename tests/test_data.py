@@ -269,3 +269,23 @@ def test_fashion_mnist_c_built_once(tmp_path):
     files[0].unlink()
     D._load_uint8.cache_clear()
     assert torch.equal(D.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25).images, s.images)
+
+
+def test_fashion_mnist_c_without_the_corruption_library(tmp_path, monkeypatch):
+    """Where imagecorruptions-imaug is not installed (the GPU machine), a sample built elsewhere is read;
+    with none, one line names the file and the package."""
+    write_fashion_mnist(tmp_path, n_test=20)
+    built = D.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25)
+    import importlib.metadata as md
+
+    def missing(name):
+        raise md.PackageNotFoundError(name)
+    monkeypatch.setattr(md, "version", missing)
+    D._load_uint8.cache_clear()
+    assert torch.equal(D.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25).images, built.images)
+    for f in (tmp_path / "fashion-mnist-c").glob("*.npz"):
+        f.unlink()
+    D._load_uint8.cache_clear()
+    with pytest.raises(RuntimeError, match="imagecorruptions-imaug is not installed") as e:
+        D.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25)
+    assert "\n" not in str(e.value)

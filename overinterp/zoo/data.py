@@ -297,9 +297,16 @@ def corrupt_images(images: np.ndarray, labels: np.ndarray, sample_size: int = OO
 
 
 def _fashion_mnist_c(root: Path, download: bool, size: int):
-    from importlib.metadata import version
-    lib = f"imagecorruptions-imaug-{version('imagecorruptions-imaug')}"
-    path = root / "fashion-mnist-c" / f"fashion-mnist-c_n{size}_seed{OOD_SEED}_{lib}.npz"
+    from importlib.metadata import PackageNotFoundError, version
+    stem = f"fashion-mnist-c_n{size}_seed{OOD_SEED}_imagecorruptions-imaug-"
+    try:
+        path = root / "fashion-mnist-c" / f"{stem}{version('imagecorruptions-imaug')}.npz"
+    except PackageNotFoundError:  # no corruption library (e.g. a GPU machine): a sample built elsewhere, carried here
+        built = sorted((root / "fashion-mnist-c").glob(f"{stem}*.npz"))
+        if not built:
+            raise RuntimeError(f"fashion-mnist-c: no {stem}<version>.npz in {root / 'fashion-mnist-c'} and the package "
+                               "imagecorruptions-imaug is not installed to build it (pip install imagecorruptions-imaug)")
+        path = built[-1]
     if not path.is_file():
         images, labels = _fashion_mnist(root, train=False, download=download)
         built = corrupt_images(images[:, 0].numpy(), labels.numpy(), size, OOD_SEED)
