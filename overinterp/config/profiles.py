@@ -269,6 +269,9 @@ class Profile:
             r = self.retrain or self.train
             if r.epochs != ref.train.epochs:
                 out.append(f"retrained models train {r.epochs} epochs (the paper: {ref.train.epochs})")
+            if (r.lr, r.batch_size) != (ref.train.lr, ref.train.batch_size):
+                out.append(f"retrained models learn at rate {r.lr:g} with batches of {r.batch_size} "
+                           f"(the paper: {ref.train.lr:g} and {ref.train.batch_size}, its original models' recipe)")
             if self.retrain_replicates and self.retrain_replicates != ref.replicates:
                 out.append(f"{self.retrain_replicates} retrained models per kind (the paper: {ref.replicates})")
             if not self.retrain_augment_rows:
@@ -335,8 +338,13 @@ PROFILES = {p.name: p for p in [
         # chapter 5 counts the retrained models that reach it. On this 2-core AMD EPYC neither bf16 autocast nor
         # torch.compile is faster end to end (benchmarks/results/train-precision-cpu.json).
         # issue 27: 600 training images (was 300) and batch 64 (was 128), so that the full-image control is trained
-        # like a model of the zoo on as many images rather than stopped after 90 SGD steps (VGG16 then reached 42%)
-        retrain_images=600, retrain=TrainConfig(epochs=30, batch_size=64, augment=False), retrain_augment_rows=False,
+        # like a model of the zoo on as many images rather than stopped after 90 SGD steps (VGG16 then reached 42%).
+        # Learning rate 0.02, not the paper's 0.1: at 0.1 VGG16 fits only 61-70% of its 600 full images in 30 epochs
+        # and reaches 57-65% on 2,000 test images, so the BS subsets "beat" a control that never learned; at 0.02 it
+        # fits 100% and reaches 79.0-79.6%, beside ResNet20 76-78% and ResNet18 77-78% at either rate (1 thread,
+        # 3 seeds each, the first 600 images of the seeded training sample; measured 2026-11-26)
+        retrain_images=600, retrain=TrainConfig(epochs=30, batch_size=64, augment=False, lr=0.02),
+        retrain_augment_rows=False,
         # adversarial training within ~150 s of the 2-core CPU, on 1500 training images: see the
         # chapter "Adversarially robust models"
         robust=RobustConfig(steps=3, step_size=0.5, epochs=10, replicates=2, train_size=1500, eval_images=300,
