@@ -175,7 +175,7 @@ def cmd_book(args) -> int:
     kernels = {"OVERINTERP_ARTIFACTS": str(Store().root.resolve()),
                "OVERINTERP_REPAIR": "0" if args.repair is False else "1"}
     with _environ(kernels):
-        book.build(parameters, out=args.out, only=args.only, edition=args.edition)
+        book.build(parameters, out=args.out, only=args.only, edition=args.edition, jobs=args.jobs)
     print(f"[book] total {time.perf_counter() - t0:.0f} s", flush=True)
     return 0
 
@@ -312,6 +312,10 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--out", default=None, help="build folder (default _build)")
     k.add_argument("--edition", action="store_true",
                    help="save the executed chapters as an edition (editions/<dataset>-<profile>/) instead of rendering")
+    k.add_argument("--jobs", type=int, default=1,
+                   help="with 2 or more: processes of one thread that compute the models, backward selections and "
+                        "retrained models of chapters 2-5 before the chapters execute (faster on a multi-core CPU; "
+                        "one thread trains other replicates than two). Default 1: the chapters compute them")
 
     c = _command(sub, "chapters", cmd_chapters, "list each chapter's own parameters, or --write them into the notebooks",
                  "Each chapter's papermill parameters are the fields of its dataclass in "

@@ -212,6 +212,23 @@ def test_prepare_under_torchrun_with_two_processes_equals_one_process(tmp_path):
         assert _same(a[key], b[key]), key
 
 
+def test_prepare_in_two_one_thread_processes_equals_one_process(tmp_path, monkeypatch):
+    """What ``make book`` runs before the chapters (pages.build.prepare_first): the plan's kinds one after
+    another in a pool of two processes; the same artifacts, bit for bit, as one process."""
+    from overinterp.experiments.prepare import plan, prepare_parallel
+    from overinterp.store import Store
+    one = cli("prepare", store=tmp_path / "one")
+    assert one.returncode == 0, one.stderr
+    run = Run("fashion-mnist", get_profile("tiny"), torch.device("cpu"), 0)
+    with Store.using(tmp_path / "two"):
+        seconds = prepare_parallel(run, workers=2, progress=False)
+    assert sorted(seconds) == sorted(f"{u.kind}: {u.name}" for u in plan(run))
+    a, b = _artifacts(tmp_path / "one"), _artifacts(tmp_path / "two")
+    assert a.keys() == b.keys()
+    for key in a:
+        assert _same(a[key], b[key]), key
+
+
 def test_worker_reads_torchrun_and_slurm_array_variables():
     from overinterp.experiments.prepare import worker
     assert worker({}) == (0, 1, None)

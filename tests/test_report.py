@@ -251,3 +251,14 @@ def test_the_introduction_opens_with_the_bottom_line_and_folds_its_parameters():
     assert first.index("Reproduced:") < first.index("```{glue:any} verdict_table")
     params = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
     assert "hide-cell" in params["metadata"]["tags"]
+
+
+def test_gpu_values_name_the_gpu_editions_and_the_measured_cost(tmp_path):
+    none = report.gpu_values(folder=tmp_path, cost=tmp_path / "absent.json")
+    assert none == {"gpu_editions": "none yet", "gpu_hours": MISSING, "gpu_device": MISSING}
+    (tmp_path / "e").mkdir()
+    (tmp_path / "e" / "manifest.json").write_text(json.dumps({"name": "fashion-mnist-gpu", "device": "NVIDIA H100"}))
+    (tmp_path / "c.json").write_text(json.dumps({"info": {"device": "cuda", "gpu": "NVIDIA H100 80GB HBM3"},
+                                                 "projection": {"total_s": {"models_s": 36000, "x_s": 12960}}}))
+    v = report.gpu_values(folder=tmp_path, cost=tmp_path / "c.json")
+    assert v == {"gpu_editions": "fashion-mnist-gpu", "gpu_hours": "14", "gpu_device": "NVIDIA H100 80GB HBM3"}

@@ -673,14 +673,21 @@ def data_values(dataset: str) -> dict:
             "data_train": f"{len(train):,}", "data_test": f"{len(test):,}"}
 
 
-def gpu_values(folder=ROOT / "editions") -> dict:
-    """``gpu_editions``: the committed editions executed on a GPU (their names), or "none yet"."""
+def gpu_values(folder=ROOT / "editions", cost=ROOT / "benchmarks" / "results" / "gpu-profile-cuda.json") -> dict:
+    """``gpu_editions``: the committed editions executed on a GPU (their names), or "none yet";
+    ``gpu_hours``: the ``gpu`` profile's cost in GPU-hours as ``benchmarks/bench_gpu_profile.py``
+    projected it from its units measured on a GPU (``gpu_device``), or the missing-value dash."""
     names = []
     for m in sorted(Path(folder).glob("*/manifest.json")):
         e = json.loads(m.read_text())
         if re.search(r"cuda|gpu|h100|h200|a100|nvidia", str(e.get("device", "")), re.I):
             names.append(e.get("name", m.parent.name))
-    return {"gpu_editions": ", ".join(names) or "none yet"}
+    out = {"gpu_editions": ", ".join(names) or "none yet", "gpu_hours": MISSING, "gpu_device": MISSING}
+    if Path(cost).is_file():
+        c = json.loads(Path(cost).read_text())
+        out.update(gpu_hours=number(sum(c["projection"]["total_s"].values()) / 3600, 0),
+                   gpu_device=c["info"].get("gpu", c["info"]["device"]))
+    return out
 
 
 def paper_values(dataset: str) -> dict:
