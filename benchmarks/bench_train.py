@@ -69,7 +69,12 @@ def main():
             ips = train_throughput("resnet18", (3, 32, 32), device, steps=100, fast_cuda=bf16)
             epoch[name] = round(50000 / ips, 2)
         result["resnet18_cifar_epoch_seconds"] = epoch
-    out = Path(a.out or Path(__file__).parent / "results" / f"train-{device.type}.json")
+    write_result(result, a.out or Path(__file__).parent / "results" / f"train-{device.type}.json")
+
+
+def write_result(result: dict, out) -> None:
+    """Write a benchmark's JSON to ``out`` (folders made as needed) and say where."""
+    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2))
     print("wrote", out)
