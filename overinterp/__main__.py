@@ -312,10 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--out", default=None, help="build folder (default _build)")
     k.add_argument("--edition", action="store_true",
                    help="save the executed chapters as an edition (editions/<dataset>-<profile>/) instead of rendering")
-    k.add_argument("--jobs", type=int, default=1,
-                   help="with 2 or more: processes of one thread that compute the models, backward selections and "
-                        "retrained models of chapters 2-5 before the chapters execute (faster on a multi-core CPU; "
-                        "one thread trains other replicates than two). Default 1: the chapters compute them")
+    k.add_argument("--jobs", type=int, default=2,
+                   help="processes of one thread that compute the models, backward selections and retrained models "
+                        "of chapters 2-5 and the input-dropout models before the chapters execute (default 2: "
+                        "faster than one process of two threads on a 2-core CPU, and models that do not depend "
+                        "on the core count); 1: the chapters compute them with the machine's threads")
 
     c = _command(sub, "chapters", cmd_chapters, "list each chapter's own parameters, or --write them into the notebooks",
                  "Each chapter's papermill parameters are the fields of its dataclass in "

@@ -229,6 +229,24 @@ def test_prepare_in_two_one_thread_processes_equals_one_process(tmp_path, monkey
         assert _same(a[key], b[key]), key
 
 
+def test_the_books_plan_adds_the_input_dropout_models_after_the_zoo(monkeypatch):
+    """``book`` computes first (book_plan) what chapters 2-5 need and the input-dropout models, through the
+    function the chapter "Input dropout" loads them with, one unit per seed, among the models."""
+    from overinterp.experiments import mitigation as M
+    from overinterp.experiments.prepare import book_plan, plan
+    run = Run("fashion-mnist", get_profile("tiny"), torch.device("cpu"), 3)
+    units, base = book_plan(run), plan(run)
+    extra = [u for u in units if u.name not in {b.name for b in base}]
+    assert len(units) == len(base) + M.dropout_count(run) and len(extra) == M.dropout_count(run) > 0
+    kinds = [u.kind for u in units]
+    assert kinds == sorted(kinds, key=["model", "backselect", "retrained"].index)   # models first, as prepare_parallel runs them
+    seen = []
+    monkeypatch.setattr(M, "dropout_model", lambda run, seed, progress=True: seen.append(seed))
+    for u in extra:
+        u.run()
+    assert seen == [3 + r for r in range(M.dropout_count(run))]
+
+
 def test_worker_reads_torchrun_and_slurm_array_variables():
     from overinterp.experiments.prepare import worker
     assert worker({}) == (0, 1, None)

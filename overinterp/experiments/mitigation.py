@@ -50,7 +50,7 @@ from overinterp.zoo import data as D
 from overinterp.zoo.models import Ensemble
 from overinterp.zoo.train import InputDropout, logits, plateaued
 
-__all__ = ["PAPER_ENSEMBLE", "model_name", "members", "ensemble_config", "ensemble", "dropout_config", "dropout_models",
+__all__ = ["PAPER_ENSEMBLE", "model_name", "members", "ensemble_config", "ensemble", "dropout_config", "dropout_count", "dropout_model", "dropout_models",
            "sis_table", "mean_sizes", "paired_increase", "ensemble_increase",
            "dropout_increase", "table1_rows", "accuracy_gain", "accuracy_pct", "zoo_logits",
            "ensemble_gains", "ensembles_values", "accuracy_values", "means_table", "s2_gallery", "increase_table",
@@ -98,15 +98,23 @@ def dropout_config(run, seed: int) -> dict:
                            dropout_samples=c.dropout_samples), "eval_average": "logits over fixed masks"}
 
 
+def dropout_count(run) -> int:
+    """How many input-dropout models the profile trains (MitigationConfig.dropout_replicates, else its replicates)."""
+    return run.profile.mitigation.dropout_replicates or run.profile.replicates
+
+
+def dropout_model(run, seed: int, progress: bool = True) -> nn.Module:
+    """The input-dropout model of seed ``seed`` (trained, or loaded from the store)."""
+    c = run.profile.mitigation
+    return trained_model(run.dataset, c.dropout_arch, run.profile.name, seed=seed, device=run.device,
+                         progress=progress, keep_prob=c.keep_prob, dropout_samples=c.dropout_samples)
+
+
 def dropout_models(run, progress: bool = True) -> dict[str, nn.Module]:
     """The models trained with input dropout: name -> model, seeds run.seed, run.seed + 1, ..."""
-    c = run.profile.mitigation
-    out = {}
-    for r in range(c.dropout_replicates or run.profile.replicates):
-        out[f"{model_name(c.dropout_arch, run.seed + r)} input dropout"] = trained_model(
-            run.dataset, c.dropout_arch, run.profile.name, seed=run.seed + r, device=run.device, progress=progress,
-            keep_prob=c.keep_prob, dropout_samples=c.dropout_samples)
-    return out
+    arch = run.profile.mitigation.dropout_arch
+    return {f"{model_name(arch, run.seed + r)} input dropout": dropout_model(run, run.seed + r, progress)
+            for r in range(dropout_count(run))}
 
 
 def sis_table(run, taus: Sequence[float], sel=None, dropout: bool = False, progress: bool = True) -> pd.DataFrame:
@@ -138,7 +146,7 @@ def sis_table(run, taus: Sequence[float], sel=None, dropout: bool = False, progr
             runs.append((name, "input dropout", arch, A.backselect_model(run, m, cfg, sel, progress=progress)))
             runs.append((f"{name}, no masks", "input dropout, no masks", arch, A.backselect_model(
                 run, m.model, {**cfg, "eval_average": "none: the network without masks"}, sel, progress=progress)))
-        for r in range(c.dropout_replicates or p.replicates):     # the standard replicates of the same seeds
+        for r in range(dropout_count(run)):     # the standard replicates of the same seeds
             seed = run.seed + r
             std = trained_model(run.dataset, c.dropout_arch, p.name, seed=seed, device=run.device, progress=False)
             runs.append((f"{model_name(c.dropout_arch, seed)} through masks", "standard through masks", arch,
@@ -384,7 +392,7 @@ def dropout_values(run, tau: float, taus: Sequence[float], min_images: int) -> d
     return {"tau": f"{tau:g}", "taus": ", ".join(f"{t:g}" for t in taus),
             "arch": ARCH_NAMES.get(c.dropout_arch, c.dropout_arch), "keep_prob": f"{c.keep_prob:g}",
             "drop_pct": f"{100 * (1 - c.keep_prob):.0f}", "samples": c.dropout_samples,
-            "n_dropout": c.dropout_replicates or run.profile.replicates, "method": run.profile.backselect.describe(),
+            "n_dropout": dropout_count(run), "method": run.profile.backselect.describe(),
             "min_images": min_images}
 
 

@@ -29,7 +29,8 @@ range (no scheduler of ours; whichever process writes a run's last shard assembl
 Under torchrun each rank uses the GPU of its ``LOCAL_RANK`` (with ``--device auto``/``cuda``).
 
 On one multi-core CPU, :func:`prepare_parallel` runs the plan in a few processes of one thread each,
-one kind of unit at a time (``python -m overinterp book --jobs 2`` does so before it executes the chapters).
+one kind of unit at a time (``python -m overinterp book`` does so with two processes before it executes the
+chapters, adding the input-dropout models of the chapter "Input dropout": :func:`book_plan`).
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ from overinterp.paper.numbers import SUBSET_FRAC
 from overinterp.experiments.runs import trained_model
 from overinterp.store import Store
 
-__all__ = ["Unit", "plan", "plans", "prepare", "prepare_parallel", "worker"]
+__all__ = ["Unit", "book_plan", "plan", "plans", "prepare", "prepare_parallel", "worker"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,19 @@ def plan(run) -> list[Unit]:
     return units
 
 
+def book_plan(run) -> list[Unit]:
+    """:func:`plan` and the input-dropout models of the chapter "Input dropout" (paper code's mitigation,
+    :func:`overinterp.experiments.mitigation.dropout_models`): what ``book --jobs N`` computes first, since
+    those models are trained with the zoo's recipe and cost as much as a zoo model each."""
+    from overinterp.experiments import mitigation as M
+    units = plan(run)
+    models = [u for u in units if u.kind == "model"]
+    drop = [Unit("model", f"{run.profile.mitigation.dropout_arch} seed {run.seed + r} input dropout",
+                 lambda s=run.seed + r: M.dropout_model(run, s, progress=False))
+            for r in range(M.dropout_count(run))]
+    return models + drop + units[len(models):]
+
+
 def worker(env=os.environ) -> tuple[int, int, int | None]:
     """(rank, number of processes, local rank) of this process: from torchrun (``RANK``,
     ``WORLD_SIZE``, ``LOCAL_RANK``), from a SLURM job array (``SLURM_ARRAY_TASK_ID`` counted from
@@ -109,10 +123,10 @@ def worker(env=os.environ) -> tuple[int, int, int | None]:
 
 
 def plans() -> dict[str, Callable]:
-    """The studies ``prepare`` computes: "chapters" (:func:`plan`) and "scale" (the scale study,
-    :func:`overinterp.experiments.scale.plan`)."""
+    """The studies ``prepare`` computes: "chapters" (:func:`plan`), "book" (:func:`book_plan`) and "scale"
+    (the scale study, :func:`overinterp.experiments.scale.plan`)."""
     from overinterp.experiments import scale     # it builds on this module's Unit
-    return {"chapters": plan, "scale": scale.plan}
+    return {"chapters": plan, "book": book_plan, "scale": scale.plan}
 
 
 def prepare(run, units: slice | None = None, rank: int = 0, world: int = 1, progress: bool = True,

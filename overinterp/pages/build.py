@@ -249,11 +249,11 @@ def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | Non
 
 def prepare_first(parameters: dict, jobs: int = 1) -> dict:
     """Before the chapters, with ``jobs`` > 1: what chapters 2-5 compute (models, backward selections,
-    retrained models) in ``jobs`` processes of one thread (:func:`overinterp.experiments.prepare.prepare_parallel`).
-    Measured on the slower 2-core machine (quick profile, empty store): 1015 s for chapters 2-5 against 1327 s
-    in one process of two threads. Not the default: a model trained with one thread is not the model trained
-    with two (float sums in another order), so the book's numbers would move to other replicates
-    (benchmarks/results/book-quick-cpu.json). Returns {"prepare": seconds} when it ran, else {}."""
+    retrained models) and the input-dropout models of the chapter "Input dropout", in ``jobs`` processes of one
+    thread (:func:`overinterp.experiments.prepare.prepare_parallel` of ``book_plan``). ``python -m overinterp book``
+    does so with 2 (its ``--jobs`` default): on the slower 2-core machine two 1-thread processes train 1.09-1.18x
+    the images per second of one 2-thread process, and a model trained with one thread does not depend on how many
+    cores the machine has (a 2-thread model is not the 1-thread one: float sums in another order). Returns {"prepare": seconds} when it ran, else {}."""
     if jobs < 2:
         return {}
     from overinterp.config.context import make_run
@@ -261,9 +261,9 @@ def prepare_first(parameters: dict, jobs: int = 1) -> dict:
                    parameters.get("device", "auto"), parameters.get("seed", 0))
     from overinterp.experiments.prepare import prepare_parallel
     print(f"[book] computing the models, backward selections and retrained models of chapters 2-5 in {jobs} "
-          "processes of one thread", flush=True)
+          "processes of one thread (with the input-dropout models)", flush=True)
     t0 = time.perf_counter()
-    prepare_parallel(run, jobs)
+    prepare_parallel(run, jobs, study="book")
     seconds = round(time.perf_counter() - t0, 1)
     print(f"[book] prepare: {seconds} s", flush=True)
     return {"prepare": seconds}
