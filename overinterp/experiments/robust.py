@@ -174,15 +174,14 @@ def robust_models(run, replicates: int | None = None, progress: bool = True) -> 
     robust architecture: the zoo's recipe on PGD examples (:func:`training_attack`), from the
     artifact store or trained now (then saved); the chapter measures their clean accuracy on its own images."""
     cfg = run.profile.robust
-    train = D.load(run.dataset, "train")
     out = []
     for r in range(replicates or cfg.replicates or run.profile.replicates):
         seed = run.seed + r
         mcfg = robust_config(run, seed)
         torch.manual_seed(seed)
-        model = make_model(mcfg, train.images.shape[1], len(train.classes))
-        X, Y = D.take(train, mcfg["train_size"], seed=0)
-        out.append(cached_fit("model", mcfg, model, X, Y, mcfg["train"], seed, run.device, progress=progress,
+        model = make_model(mcfg, *D.shape(run.dataset))
+        data = lambda n=mcfg["train_size"]: D.take(D.load(run.dataset, "train"), n, seed=0)  # noqa: E731
+        out.append(cached_fit("model", mcfg, model, data, None, mcfg["train"], seed, run.device, progress=progress,
                               desc=f"robust {cfg.arch} seed {seed}",
                               perturb=training_attack(run)))
     return out

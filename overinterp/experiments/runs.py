@@ -82,12 +82,10 @@ def trained_model(dataset: str, arch: str, profile: str = "quick", seed: int = 0
     ``python -m overinterp train`` prints it).
     ``width``, ``train_size`` and ``train_changes`` vary one factor of the profile's model."""
     cfg = model_config(dataset, arch, profile, seed, width, train_size, **train_changes)
-    train_split = D.load(dataset, "train")
     torch.manual_seed(seed)  # the replicate seed fixes the initialisation too
-    model = make_model(cfg, train_split.images.shape[1], len(train_split.classes))
-    X, Y = D.take(train_split, cfg["train_size"], seed=0)
-    return cached_fit("model", cfg, model, X, Y, cfg["train"], seed, device, store, progress,
-                      desc=f"{arch} seed {seed}")
+    model = make_model(cfg, *D.shape(dataset))
+    return cached_fit("model", cfg, model, lambda: D.take(D.load(dataset, "train"), cfg["train_size"], seed=0), None,
+                      cfg["train"], seed, device, store, progress, desc=f"{arch} seed {seed}")
 
 
 def zoo(run, archs=None, replicates: int | None = None) -> dict[str, list[nn.Module]]:

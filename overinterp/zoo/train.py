@@ -256,17 +256,20 @@ def cached_training(kind: str, cfg, module: nn.Module, train, evaluate=None, sto
     return module
 
 
-def cached_fit(kind: str, cfg: dict, model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
+def cached_fit(kind: str, cfg: dict, model: nn.Module, images, labels: torch.Tensor | None,
                train_cfg: TrainConfig, seed: int, device="auto", store: Store | None = None,
                progress: bool = True, desc: str = "train", eval_data: tuple | None = None,
                perturb=None) -> nn.Module:
     """:func:`fit` ``model`` on (images, labels) unless the store holds the weights for ``cfg``
     (:func:`cached_training`). Returns the model in eval mode on ``device``; ``model.info`` holds the
     training history, the accuracy on ``eval_data`` = (images, labels), the wall time and the device.
-    ``perturb``: see :func:`fit` (what it does must be part of ``cfg``).
+    ``images`` may be a function returning (images, labels) (``labels`` None), called only when the
+    model must be trained, so a stored model costs no data loading. ``perturb``: see :func:`fit` (what it
+    does must be part of ``cfg``).
     """
     def train(m):
-        return {"history": fit(m, images, labels, train_cfg, seed=seed, device=device, progress=progress, desc=desc,
+        x, y = images() if callable(images) else (images, labels)
+        return {"history": fit(m, x, y, train_cfg, seed=seed, device=device, progress=progress, desc=desc,
                                perturb=perturb)}
 
     def evaluate(m):
