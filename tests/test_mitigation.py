@@ -7,6 +7,7 @@ from overinterp.paper import further_verdicts as FV
 import torch
 
 from overinterp.experiments import mitigation as M
+from overinterp.paper.formatting import counted
 from overinterp.config.context import make_run
 from overinterp.experiments.sis_accuracy import SIZE
 
@@ -96,7 +97,9 @@ def test_paired_increase_resamples_the_models_as_replicates():
     assert r["increase (points)"] == pytest.approx(1.0) and r["control models"] == 2 and r["images"] == 30
     # per control: 5 and -3; their mean 1 +- t(0.975, 1) * 8 / (sqrt(2) * sqrt(2))
     assert r["low"] == pytest.approx(1 - 12.706 * 4, abs=0.01) and r["high"] == pytest.approx(1 + 12.706 * 4, abs=0.01)
-    assert M.counted(pd.DataFrame([r])) == "30 images × (1 + 2 models)"
+    assert counted(pd.DataFrame([r])) == "30 images × (1 + 2 models)"
+    assert counted(pd.DataFrame([r, r])) == "30 images × (1 + 2 models)"     # two comparisons of one size: once
+    assert counted(pd.DataFrame([r, {**r, "images": 12}])) == "30 images × (1 + 2 models); 12 images × (1 + 2 models)"
 
 
 def test_members_are_each_architectures_replicates_and_all_models_together():
@@ -181,11 +184,11 @@ def test_increase_table_and_values_of_the_ensembles():
     v = FV.ensembles_increase_sis(_rows([2, 3], [0.5, -1.0], [20, 20]))
     assert M.increase_values(v) == {"sis_verdict": "inconclusive at this scale", "inc_min": "+2.0",
                                     "inc_max": "+3.0", "inc_above": 1, "inc_n": 2,
-                                    "inc_counted": "20 images; 20 images"}
+                                    "inc_counted": "20 images"}
     d = FV.dropout_increases_sis(_rows([2.04, 3], [0.5, 1.0], [20, 20]))   # both comparisons above 0
     d.numbers["treated models"], d.numbers["control models"] = 2, 2
     assert M.dropout_verdict_values(d) == {
-        "verdict": "holds", "counted": "20 images × (2 + 2 models); 20 images × (2 + 2 models)",
+        "verdict": "holds", "counted": "20 images × (2 + 2 models)",
         "inc_masks": "+2.0", "inc_masks_low": "+0.5", "inc_masks_high": "+3.0", "inc_masks_images": 20,
         "outcome_masks": "holds", "inc_plain": "+3.0", "inc_plain_low": "+1.0", "inc_plain_high": "+4.0",
         "inc_plain_images": 20, "outcome_plain": "holds"}

@@ -124,6 +124,12 @@ class SharedInterestConfig:
     silhouette_level: float = 0.05     # intensities <= level (of 1) reachable from the border are background
     gallery: int = 6                   # top-ranked images shown per case
 
+    def rule(self) -> str:
+        """Which pixels a saliency map keeps (``binarize``), as the chapter names it."""
+        if self.binarize == "std":
+            return f"pixels ≥ mean + {self.n_std:g} standard deviation of the normalised map"
+        return f"pixels ≥ the {100 * self.percentile:g}th percentile of the normalised map"
+
 
 @dataclass(frozen=True)
 class MitigationConfig:

@@ -42,7 +42,7 @@ from overinterp.engine.sis import find_sis, random_subset, sis_size_pct
 from overinterp.experiments import runs as A
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.experiments.sis_accuracy import SIZE, sis_rows
-from overinterp.paper.formatting import MISSING, number
+from overinterp.paper.formatting import MISSING, counted, number
 from overinterp.paper.intervals import Interval, bootstrap, replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
 from overinterp.paper.verdicts import Verdict
@@ -372,18 +372,6 @@ def increase_values(verdict: Verdict) -> dict:
     return {"sis_verdict": verdict.word, "inc_min": number(nums['increase (points)'].min(), sign=True),
             "inc_max": number(nums['increase (points)'].max(), sign=True), "inc_above": int((nums["low"] > 0).sum()),
             "inc_n": len(nums), "inc_counted": counted(nums)}
-
-
-def counted(nums: pd.DataFrame) -> str:
-    """What a verdict's rows count, joined by '; ': '40 images × 2 members' (an ensemble's gain),
-    '40 images × (2 + 2 models)' (treated and control models), else '40 images'."""
-    def one(r):
-        if "treated models" in r.index:
-            return f"{int(r['images'])} images × ({int(r['treated models'])} + {int(r['control models'])} models)"
-        if "members" in r.index:
-            return f"{int(r['images'])} images × {int(r['members'])} members"
-        return f"{int(r['images'])} images"
-    return "; ".join(one(r) for _, r in nums.iterrows())
 
 
 def dropout_values(run, tau: float, taus: Sequence[float], min_images: int) -> dict:

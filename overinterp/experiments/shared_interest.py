@@ -188,9 +188,7 @@ def _short_names(run, cfg) -> dict:
 
 def setup_values(run, cfg) -> dict:
     """The chapter's settings, for the prose (``cfg`` from :func:`chapter_config`)."""
-    rule = ("pixels ≥ mean + {:g} standard deviation of the normalised map".format(cfg.n_std) if cfg.binarize == "std"
-            else f"pixels ≥ the {100 * cfg.percentile:g}th percentile of the normalised map")
-    return {"tau": f"{sis_tau(run, cfg):g}", "frac": f"{100 * cfg.frac:g}", "rule": rule, "ig_steps": cfg.ig_steps,
+    return {"tau": f"{sis_tau(run, cfg):g}", "frac": f"{100 * cfg.frac:g}", "rule": cfg.rule(), "ig_steps": cfg.ig_steps,
             "high": f"{cfg.high:g}", "high_iou": f"{cfg.high / (2 - cfg.high):.2f}",
             "level": f"{cfg.silhouette_level:g}", "level255": f"{255 * cfg.silhouette_level:.0f}",
             "method": run.profile.backselect.describe(), "replicates": run.profile.replicates}

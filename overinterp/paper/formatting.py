@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MISSING", "number", "span", "bounds"]
+__all__ = ["MISSING", "number", "span", "bounds", "counted"]
 
 MISSING = "—"
 
@@ -47,3 +47,16 @@ def bounds(low, high, digits: int = 1, sign: bool = False) -> str:
     either end does not exist (not "— to —")."""
     lo, hi = number(low, digits, sign), number(high, digits, sign)
     return MISSING if MISSING in (lo, hi) else f"{lo} to {hi}"
+
+
+def counted(nums) -> str:
+    """What a verdict's rows (a DataFrame) count, joined by '; ' with each distinct count once:
+    '40 images × 2 members' (an ensemble's gain), '40 images × (2 + 2 models)' (treated and control
+    models), else '40 images'."""
+    def one(r):
+        if "treated models" in r.index:
+            return f"{int(r['images'])} images × ({int(r['treated models'])} + {int(r['control models'])} models)"
+        if "members" in r.index:
+            return f"{int(r['images'])} images × {int(r['members'])} members"
+        return f"{int(r['images'])} images"
+    return "; ".join(dict.fromkeys(one(r) for _, r in nums.iterrows()))
