@@ -212,7 +212,7 @@ def test_prepare_under_torchrun_with_two_processes_equals_one_process(tmp_path):
         assert _same(a[key], b[key]), key
 
 
-def test_prepare_in_two_one_thread_processes_equals_one_process(tmp_path, monkeypatch):
+def test_prepare_in_two_one_thread_processes_equals_one_process(tmp_path):
     """What ``make book`` runs before the chapters (pages.build.prepare_first): the plan's kinds one after
     another in a pool of two processes; the same artifacts, bit for bit, as one process."""
     from overinterp.experiments.prepare import plan, prepare_parallel

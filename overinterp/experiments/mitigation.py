@@ -50,7 +50,8 @@ from overinterp.zoo import data as D
 from overinterp.zoo.models import Ensemble
 from overinterp.zoo.train import InputDropout, logits, plateaued
 
-__all__ = ["PAPER_ENSEMBLE", "model_name", "members", "ensemble_config", "ensemble", "dropout_config", "dropout_count", "dropout_model", "dropout_models",
+__all__ = ["PAPER_ENSEMBLE", "model_name", "members", "ensemble_config", "ensemble", "dropout_config",
+           "dropout_count", "dropout_model", "dropout_models",
            "sis_table", "mean_sizes", "paired_increase", "ensemble_increase",
            "dropout_increase", "table1_rows", "accuracy_gain", "accuracy_pct", "zoo_logits",
            "ensemble_gains", "ensembles_values", "accuracy_values", "means_table", "s2_gallery", "increase_table",

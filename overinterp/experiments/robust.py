@@ -180,7 +180,7 @@ def robust_models(run, replicates: int | None = None, progress: bool = True) -> 
         mcfg = robust_config(run, seed)
         torch.manual_seed(seed)
         model = make_model(mcfg, *D.shape(run.dataset))
-        data = lambda n=mcfg["train_size"]: D.take(D.load(run.dataset, "train"), n, seed=0)  # noqa: E731
+        data = (lambda n=mcfg["train_size"]: D.take(D.load(run.dataset, "train"), n, seed=0))
         out.append(cached_fit("model", mcfg, model, data, None, mcfg["train"], seed, run.device, progress=progress,
                               desc=f"robust {cfg.arch} seed {seed}",
                               perturb=training_attack(run)))

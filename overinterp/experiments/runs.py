@@ -255,7 +255,7 @@ def accuracy_values(acc: pd.DataFrame, singles: list[str], ensembles: list[str])
     test = acc[("test", "mean")]
     single, ens = test[singles], test[ensembles]
     ood = [c for c in dict.fromkeys(c for c, _ in acc.columns) if c != "test"]
-    lower = pd.concat([acc[(c, "mean")] < test for c in ood], axis=1).all(axis=1) if ood else test < test
+    lower = pd.DataFrame({c: acc[(c, "mean")] < test for c in ood}, index=test.index).all(axis=1)
     return {"best_arch": single.idxmax(), "best_acc": f"{single.max():.1f}",
             "ens_name": ens.idxmax(), "ens_acc": f"{ens.max():.1f}",
             "ood_lower_n": int(lower.sum()), "ood_rows_n": len(test)}
