@@ -1,6 +1,7 @@
 """The scale study (issue 27): its prepare units, its rows and intervals, its JSON and the chapter's glue."""
 import json
 import re
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -106,3 +107,28 @@ def test_prepare_lists_the_studys_units(capsys):
     assert main(["prepare", "--profile", "tiny", "--study", "scale", "--list"]) == 0
     out = capsys.readouterr().out
     assert "model      scale 256 images, width 4" in out and "retrained  scale" in out
+
+
+def test_toward_words_a_move_only_when_the_end_points_are_apart():
+    t = {"from": 10.0, "to": 2.0, "apart": True, "paper": 0.0}
+    assert SP.toward(t) == "toward the paper's number"
+    assert SP.toward({**t, "paper": 20.0}) == "away from the paper's number"
+    assert SP.toward({**t, "apart": False}) == "no move beyond the intervals"
+    assert SP.toward({**t, "paper": float("nan")}) == "no paper number"
+
+
+def test_the_committed_standard_study_is_the_standard_profiles_and_feeds_the_chapter():
+    from overinterp.config.profiles import STANDARD_SCALE
+    std = get_profile("standard")
+    assert std.scale.results == STANDARD_SCALE == get_profile("quick").scale.results
+    rows = SP.load(ROOT / STANDARD_SCALE)
+    cfg = {k: v for k, v in rows.attrs["config"].items() if k != "results"}
+    want = json.loads(json.dumps({k: v for k, v in asdict(std.scale).items() if k != "results"}))
+    assert rows.attrs["profile"] == "standard" and cfg == want
+    values = SP.values(rows)
+    cells = json.loads((ROOT / "book" / "06b_scale.ipynb").read_text())["cells"]
+    prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    used = set(re.findall(r"\{glue:text\}`(\w+)`", prose)) - {"run_dataset", "run_profile"}
+    assert used <= set(values), used - set(values)
+    assert values["size_measures_n"] == values["width_measures_n"] == len(SP.SHORT)
+    assert 0 <= values["size_apart_n"] <= values["size_measures_n"]

@@ -41,7 +41,7 @@ SCHEMA = 1   # the structure of the file benchmarks/bench_chapters.py writes
 
 BOOK = "book-quick-cpu.json"                # the whole quick book from an empty store, as `make book` runs it
 VERDICTS = "verdicts-quick-cpu.json"        # Part I's verdicts at two seeds (benchmarks/bench_verdicts.py)
-SCALE = "scale-quick-cpu.json"              # the quick profile's scale study (python -m overinterp scale --json)
+SCALE = "scale-standard-cuda.json"           # the standard profile's scale study (python -m overinterp scale --json)
 STANDARD_MODELS = "models-standard-cpu.json"  # the standard edition's zoo on the whole test set (bench_models.py)
 STANDARD_EDITION = "editions/fashion-mnist-standard"  # from the repository root: manifest.json, verdicts-seed0.json
 
@@ -343,7 +343,7 @@ def _standard_values(models: dict | None, edition: Path) -> dict:
 
 def weak_spot_values(results: str | Path, root: Path = ROOT) -> dict:
     """The numbers of the page's "known weak spots", each from a committed file: Part I's verdicts at two
-    seeds (``v_*``, :data:`VERDICTS`), the quick scale study at the zoo's point (``s_*``, :data:`SCALE`) and
+    seeds (``v_*``, :data:`VERDICTS`), the standard scale study at the zoo's point (``s_*``, :data:`SCALE`) and
     the standard edition (``std_*``, :data:`STANDARD_MODELS`, :data:`STANDARD_EDITION`); "—" where a file
     is absent."""
     results = Path(results)

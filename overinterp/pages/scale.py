@@ -19,7 +19,7 @@ from overinterp.paper.formatting import MISSING, number
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.store import code_version
 
-__all__ = ["rows_for", "document", "write", "load", "trend", "values", "table", "curves", "ORDER", "SHORT"]
+__all__ = ["rows_for", "document", "write", "load", "trend", "toward", "values", "table", "curves", "ORDER", "SHORT"]
 
 #: the measures in the order the chapter discusses them, with the axis label of each
 ORDER = {"test accuracy (%)": "test accuracy (%)", "SIS size (%)": "mean SIS size at τ (% of pixels)",
@@ -88,6 +88,18 @@ def trend(rows: pd.DataFrame, measure: str, curve: str, setting: str | None = No
             "max_sd": float(r["replicate sd"].max()), "paper": a["paper"]}
 
 
+def toward(t: dict) -> str:
+    """How a :func:`trend` moves against the paper's number, in words: "toward the paper's number" or
+    "away from the paper's number" when its end points' intervals are apart (closer or farther at the
+    last point), "no move beyond the intervals" when they overlap, "no paper number" without one."""
+    if not t["apart"]:
+        return "no move beyond the intervals"
+    if not np.isfinite(t["paper"]):
+        return "no paper number"
+    closer = abs(t["to"] - t["paper"]) < abs(t["from"] - t["paper"])
+    return "toward the paper's number" if closer else "away from the paper's number"
+
+
 def _main_setting(rows: pd.DataFrame, measure: str) -> str:
     """The setting a measure's sentence reads: the pruned engine for SIS size, the mean pixel otherwise."""
     settings = list(dict.fromkeys(rows.loc[rows["measure"] == measure, "setting"]))
@@ -97,33 +109,46 @@ def _main_setting(rows: pd.DataFrame, measure: str) -> str:
 def values(rows: pd.DataFrame, run=None) -> dict:
     """The numbers and words the chapter's sentences glue: per measure (:data:`SHORT`) and curve, the
     estimate and interval at the curve's first and last point (``sis_size_from``, ``sis_size_to_iv``, ...),
-    ``..._apart`` ("apart" or "overlapping" intervals), ``..._sd`` (the largest replicate sd); the factors:
+    ``..._apart`` ("apart" or "overlapping" intervals), ``..._sd`` (the largest replicate sd), ``..._toward``
+    (:func:`toward`); ``size_apart_n`` of ``size_measures_n`` (and ``width_...``): how many measures' end
+    points are apart along each curve; the factors: ``sis_grad_width_from/to`` (the other engine's SIS along the width curve),
     ``engine_ratio_min/max`` (mean SIS size by the gradient engine over the pruned one, across points) and
     ``mask_drop_mean/black`` (the accuracy drop with either mask at the size curve's last point); the
     provenance (profile, device, commit, replicates, images) from the document where the rows came from
     one, else from ``run``."""
-    out = {}
+    out, apart = {}, {"size": [], "width": []}
     for m, key in SHORT.items():
         digits = 3 if m == "confidence drop" else 1
         for curve in ("size", "width"):
             k = f"{key}_{curve}"
             if m not in set(rows["measure"]):      # e.g. no confident image at any point: no SIS sizes
                 out.update({f"{k}_{f}": MISSING for f in ("from", "to", "from_iv", "to_iv", "apart", "sd",
-                                                          "from_x", "to_x")})
+                                                          "from_x", "to_x", "toward")})
                 continue
             t = trend(rows, m, curve, _main_setting(rows, m))
+            apart[curve].append(t["apart"])
             out.update({f"{k}_from": number(t["from"], digits), f"{k}_to": number(t["to"], digits),
                         f"{k}_from_iv": f"[{number(t['from_low'], digits)}, {number(t['from_high'], digits)}]",
                         f"{k}_to_iv": f"[{number(t['to_low'], digits)}, {number(t['to_high'], digits)}]",
                         f"{k}_apart": "apart" if t["apart"] else "overlapping", f"{k}_sd": number(t["max_sd"], digits),
-                        f"{k}_from_x": f"{t['from_x']:,}", f"{k}_to_x": f"{t['to_x']:,}"})
+                        f"{k}_from_x": f"{t['from_x']:,}", f"{k}_to_x": f"{t['to_x']:,}",
+                        f"{k}_toward": toward(t)})
         paper = rows.loc[rows["measure"] == m, "paper"]
         out[f"{key}_paper"] = number(paper.iloc[0] if len(paper) else np.nan, digits)
+    out.update({f"{curve}_{k}": n for curve, a in apart.items()
+                for k, n in (("apart_n", sum(a)), ("measures_n", len(a)))})
     sis = rows[rows["measure"] == "SIS size (%)"]
-    out.update({"engine_ratio_min": MISSING, "engine_ratio_max": MISSING})
+    out.update({"engine_ratio_min": MISSING, "engine_ratio_max": MISSING, "sis_grad_width_from": MISSING,
+                "sis_grad_width_to": MISSING, "sis_grad_setting": MISSING})
     if len(sis):
-        by = sis.pivot_table(index=["curve", "training images", "width"], columns="setting", values="estimate")
         pruned = _main_setting(rows, "SIS size (%)")
+        grad = next((g for g in dict.fromkeys(sis["setting"]) if g != pruned and g.endswith(pruned.split(", ")[-1])),
+                    None)                      # the other engine with the same mask value
+        if grad is not None:
+            t = trend(rows, "SIS size (%)", "width", grad)
+            out.update({"sis_grad_width_from": number(t["from"], 1), "sis_grad_width_to": number(t["to"], 1),
+                        "sis_grad_setting": grad})
+        by = sis.pivot_table(index=["curve", "training images", "width"], columns="setting", values="estimate")
         ratio = by.drop(columns=pruned).min(axis=1) / by[pruned]
         out.update({"engine_ratio_min": number(ratio.min(), 2), "engine_ratio_max": number(ratio.max(), 2)})
     last = rows[(rows["measure"] == "accuracy drop (points)") & (rows["curve"] == "size")]
