@@ -229,22 +229,31 @@ def test_prepare_in_two_one_thread_processes_equals_one_process(tmp_path):
         assert _same(a[key], b[key]), key
 
 
-def test_the_books_plan_adds_the_input_dropout_models_after_the_zoo(monkeypatch):
-    """``book`` computes first (book_plan) what chapters 2-5 need and the input-dropout models, through the
-    function the chapter "Input dropout" loads them with, one unit per seed, among the models."""
+def test_the_books_plan_adds_the_input_dropout_models_and_later_chapters_retraining(monkeypatch):
+    """``book`` computes first (book_plan) what chapters 2-5 need, the input-dropout models among the
+    models (one unit per seed, through the function the chapter "Input dropout" loads them with), and
+    last the retraining controls and the dilated retraining, through the chapters' own functions with
+    the chapters' default parameters, after every retrained model they reuse."""
+    from overinterp.config.chapters import Critiques
+    from overinterp.experiments import critiques as CR
+    from overinterp.experiments import factors as F
     from overinterp.experiments import mitigation as M
     from overinterp.experiments.prepare import book_plan, plan
     run = Run("fashion-mnist", get_profile("tiny"), torch.device("cpu"), 3)
     units, base = book_plan(run), plan(run)
     extra = [u for u in units if u.name not in {b.name for b in base}]
-    assert len(units) == len(base) + M.dropout_count(run) and len(extra) == M.dropout_count(run) > 0
+    assert len(units) == len(base) + M.dropout_count(run) + 2 and M.dropout_count(run) > 0
     kinds = [u.kind for u in units]
-    assert kinds == sorted(kinds, key=["model", "backselect", "retrained"].index)   # models first, as prepare_parallel runs them
+    assert kinds == sorted(kinds, key=["model", "backselect", "retrained", "chapter"].index)   # as prepare_parallel runs them
+    assert kinds.count("chapter") == 2 and kinds[-1] == "chapter"
     seen = []
     monkeypatch.setattr(M, "dropout_model", lambda run, seed, progress=True: seen.append(seed))
+    monkeypatch.setattr(F, "retrain_controls", lambda r: seen.append(("controls", r.seed)))
+    monkeypatch.setattr(CR, "dilated_retraining", lambda r, kernel, frac: seen.append(("dilated", kernel, frac)))
     for u in extra:
         u.run()
-    assert seen == [3 + r for r in range(M.dropout_count(run))]
+    c = Critiques()
+    assert seen == [3 + r for r in range(M.dropout_count(run))] + [("controls", 3), ("dilated", c.kernels[0], c.frac)]
 
 
 def test_worker_reads_torchrun_and_slurm_array_variables():

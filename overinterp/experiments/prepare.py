@@ -98,16 +98,28 @@ def plan(run) -> list[Unit]:
 
 
 def book_plan(run) -> list[Unit]:
-    """:func:`plan` and the input-dropout models of the chapter "Input dropout" (paper code's mitigation,
-    :func:`overinterp.experiments.mitigation.dropout_models`): what ``book --jobs N`` computes first, since
-    those models are trained with the zoo's recipe and cost as much as a zoo model each."""
+    """:func:`plan`, the input-dropout models of the chapter "Input dropout" (paper code's mitigation,
+    :func:`overinterp.experiments.mitigation.dropout_models`), which are trained with the zoo's recipe and
+    cost as much as a zoo model each, and last (kind "chapter": each a whole function, so after every
+    retrained model it reuses) the two sets of retrained models of later chapters, C4's retraining
+    controls (:func:`overinterp.experiments.factors.retrain_controls`) and Springer's dilated retraining
+    at the chapter's first kernel (:func:`overinterp.experiments.critiques.dilated_retraining`): what
+    ``book --jobs N`` computes first. In one 2-thread notebook process those two took 199 s and 182 s of
+    the quick book; side by side in two 1-thread processes they take about the longer one."""
+    from overinterp.config.chapters import Critiques
+    from overinterp.experiments import critiques as CR
+    from overinterp.experiments import factors as F
     from overinterp.experiments import mitigation as M
     units = plan(run)
     models = [u for u in units if u.kind == "model"]
     drop = [Unit("model", f"{run.profile.mitigation.dropout_arch} seed {run.seed + r} input dropout",
                  lambda s=run.seed + r: M.dropout_model(run, s, progress=False))
             for r in range(M.dropout_count(run))]
-    return models + drop + units[len(models):]
+    c = Critiques()
+    later = [Unit("chapter", "retraining controls (chapter 'Why it holds or fails here')", lambda: F.retrain_controls(run)),
+             Unit("chapter", f"dilated retraining, kernel {c.kernels[0]} (chapter 'The critiques')",
+                  lambda: CR.dilated_retraining(run, c.kernels[0], c.frac))]
+    return models + drop + units[len(models):] + later
 
 
 def worker(env=os.environ) -> tuple[int, int, int | None]:
