@@ -4,7 +4,7 @@
 #   bash scripts/gpu_scale.sh "$OUT" [PROFILE] [SECONDS]
 # continues the scale study of PROFILE (default standard) on the GPU for at most SECONDS (default 400), then
 # writes the study's JSON ($OUT/scale-PROFILE-cuda.json, once every unit is stored), the prepare log, and
-# every artifact folder computed there ($OUT/store/<kind>/<key>/): copy those into the store here.
+# the models and retrained models computed there ($OUT/store-new.tar.gz: untar it into the store here).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=$1; PROFILE=${2:-standard}; SECONDS_LEFT=${3:-400}
@@ -20,9 +20,8 @@ timeout "$SECONDS_LEFT" python3 -m overinterp prepare --profile "$PROFILE" --stu
   --log "$OUT/prepare-scale-$PROFILE.jsonl" > /tmp/prepare.log 2>&1
 rc=$?; tr '\r' '\n' < /tmp/prepare.log | grep -v "^$" | tail -n 20; echo "prepare exit $rc"
 [ $rc -eq 0 ] && python3 -m overinterp scale --profile "$PROFILE" --device cuda --json "$OUT/scale-$PROFILE-cuda.json" 2>&1 | tail -n 20
-# bring back what was computed here (folders not carried)
-for d in /tmp/store/*/*/; do
-  rel=${d#/tmp/store/}
-  [ -d ".gpu/store/$rel" ] || { mkdir -p "$OUT/store/$(dirname "$rel")"; cp -r "$d" "$OUT/store/$rel"; }
-done
+# bring back the models and retrained models computed here (not carried), as one archive: the backward
+# selections (~650 MiB for the standard study) are too large for the device tool's return
+new=$(cd /tmp/store && for d in model/*/ retrained/*/; do [ -d "$d" ] && [ ! -d "$OLDPWD/.gpu/store/$d" ] && echo "$d"; done)
+[ -n "$new" ] && tar czf "$OUT/store-new.tar.gz" -C /tmp/store $new
 du -sh "$OUT" ; nvidia-smi --query-gpu=name --format=csv,noheader
