@@ -79,19 +79,31 @@ def test_make_run_names_a_bad_parameter():
 
 
 def test_the_deviations_box_is_collapsed_and_links_to_the_full_list_when_asked():
-    from overinterp.config.profiles import deviations_box
+    from overinterp.pages.chapter import deviations_box
     box = deviations_box(["a", "b"])
     assert box.startswith(":::{admonition} Deviations from the paper's protocol in this chapter (2)\n:class: dropdown\n")
     assert "- a\n- b" in box and "{ref}`deviations`" in box and box.endswith(":::")
     assert "{ref}" not in deviations_box(["a"], "T", link=False) and deviations_box(["a"], "T", link=False).endswith("- a\n:::")
 
 
+def test_show_deviations_shows_a_box_only_where_there_are_deviations(monkeypatch):
+    from overinterp.pages import chapter
+    shown = []
+    monkeypatch.setattr(chapter, "display", shown.append)
+    chapter.show_deviations([], "T")
+    assert shown == []
+    chapter.show_deviations(["a"], "T")
+    (md,) = shown
+    assert md.data == chapter.deviations_box(["a"], "T", link=False)
+
+
 def test_a_retraining_recipe_other_than_the_papers_is_listed_as_a_deviation():
     from dataclasses import replace
     from overinterp.config.profiles import get_profile
     quick = get_profile("quick")
-    line = [d for d in quick.deviations("retraining") if "learn at rate" in d]
+    from overinterp.paper.deviations import profile_deviations
+    line = [d for d in profile_deviations(quick, "retraining") if "learn at rate" in d]
     assert line == [f"retrained models learn at rate {quick.retrain.lr:g} with batches of {quick.retrain.batch_size} "
                     "(the paper: 0.1 and 128, its original models' recipe)"]
     paper_recipe = replace(quick, retrain=replace(quick.retrain, lr=0.1, batch_size=128))
-    assert not [d for d in paper_recipe.deviations("retraining") if "learn at rate" in d]
+    assert not [d for d in profile_deviations(paper_recipe, "retraining") if "learn at rate" in d]

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from overinterp.zoo import data as D
-from overinterp.experiments.humans import TABLE2, accuracy_table, build_benchmark, paper_humans, select_images
+from overinterp.experiments.humans import TABLE2, accuracy_table, build_benchmark, paper_humans, select_images, summary
 from overinterp.pages.quiz import quiz_html
 from overinterp.engine.sis import subset_size
 
@@ -35,6 +35,16 @@ def fmnist_test(run):
     return D.load(run.dataset, "test")
 
 
+def _toy_bench(labels, confidence, short, threshold=0.99):
+    """A fashion-mnist benchmark of 1x2x2 images, one level, for :func:`summary`."""
+    from overinterp.experiments.humans import Benchmark
+    n = len(labels)
+    return Benchmark(images=torch.zeros(n, 1, 2, 2), labels=labels, pool_index=torch.arange(n), arch=["resnet20"] * n,
+                     confidence=torch.tensor(confidence), fracs=(0.5,), keep=torch.ones(1, n, 2, 2, dtype=torch.bool),
+                     masked=torch.zeros(1, n, 1, 2, 2), model_pred=labels[None], threshold=threshold, per_class=2,
+                     dataset="fashion-mnist", profile="tiny", engine="exact", short=short)
+
+
 # ----------------------------------------------------------------------------- selection on toy numbers
 
 def _probs(conf_true: list, labels: list, k: int = 2) -> torch.Tensor:
@@ -50,31 +60,31 @@ def test_select_round_robin_over_archs_and_only_confident_images():
     labels = torch.tensor([0, 0, 0, 0, 1, 1, 1, 1])
     probs = {"a": _probs([.995, .999, .5, .999, .999, .999, .999, .2], labels.tolist()),
              "b": _probs([.999, .999, .999, .3, .999, .999, .999, .999], labels.tolist())}
-    idx, archs, conf, notes = select_images(labels, probs, per_class=2, threshold=0.99, seed=0)
+    idx, archs, conf, short = select_images(labels, probs, per_class=2, threshold=0.99, seed=0)
     assert archs == ["a", "b", "a", "b"]                      # slot s -> archs[s % 2]
     assert labels[idx].tolist() == [0, 0, 1, 1]
     for i, a, c in zip(idx.tolist(), archs, conf.tolist()):
         assert c >= 0.99 and probs[a][i].argmax() == labels[i]
-    assert len(set(idx.tolist())) == 4 and notes == []
+    assert len(set(idx.tolist())) == 4 and short == {}
 
 
 def test_select_falls_back_to_other_arch_then_leaves_class_short():
     labels = torch.tensor([0, 0, 1, 1])
     probs = {"a": _probs([.2, .2, .999, .5], labels.tolist()),   # a is never confident on class 0
              "b": _probs([.999, .3, .6, .6], labels.tolist())}
-    idx, archs, conf, notes = select_images(labels, probs, per_class=2, threshold=0.99, seed=0)
+    idx, archs, conf, short = select_images(labels, probs, per_class=2, threshold=0.99, seed=0)
     # class 0: slot 0 (a's) goes to b, which has the only confident image; slot 1 finds nothing
     assert idx.tolist()[:1] == [0] and archs[0] == "b"
     assert labels[idx].tolist() == [0, 1]                     # one image per class, the rest short
-    assert len(notes) == 2 and "only 1 of 2" in notes[0]
+    assert short == {0: 1, 1: 1}
 
 
 def test_select_fill_takes_most_confident_correct_images():
     labels = torch.tensor([0, 0, 0])
     probs = {"a": _probs([.7, .9, .1], labels.tolist())}   # nothing >= .99; image 2 is wrong
-    idx, archs, conf, notes = select_images(labels, probs, per_class=3, threshold=0.99, seed=0, fill=True)
+    idx, archs, conf, short = select_images(labels, probs, per_class=3, threshold=0.99, seed=0, fill=True)
     assert idx.tolist() == [1, 0]                            # by confidence, never a misclassified image
-    assert (conf < 0.99).all() and "only 2 of 3" in notes[0]
+    assert (conf < 0.99).all() and short == {0: 2, 1: 0}       # class 1 (of k = 2) has no image at all
 
 
 def test_select_is_seeded():
@@ -90,10 +100,9 @@ def test_select_is_seeded():
 
 def test_benchmark_has_per_class_images_per_class_where_possible(bench):
     counts = bench.counts("class")
-    short = {n for n in bench.notes if "only" in n}
     assert all(n <= PER_CLASS for n in counts.values())
     assert sum(counts.values()) == len(bench) == len(bench.arch)
-    assert len(short) == sum(n < PER_CLASS for n in counts.values()) + (10 - len(counts))
+    assert bench.short == {c: counts.get(c, 0) for c in range(10) if counts.get(c, 0) < PER_CLASS}
     assert len(set(bench.pool_index.tolist())) == len(bench)   # no image twice
 
 
@@ -132,10 +141,27 @@ def test_model_accuracy_is_the_assigned_models_on_its_own_subsets(run, bench):
     assert bench.model_accuracy[FRACS[lvl]] == pytest.approx(100 * bench.model_correct[lvl].float().mean().item())
 
 
-def test_tiny_fills_below_threshold_and_says_so(bench):
+def test_tiny_fills_below_threshold_and_the_chapter_glues_how_many(bench):
     assert (bench.confidence < bench.threshold).sum() == bench.below_threshold
-    if bench.below_threshold:
-        assert any("below the" in n for n in bench.notes)
+    values = summary(bench)
+    assert values["humans_below"] == bench.below_threshold and values["humans_short_n"] == len(bench.short)
+    classes = D.CLASSES[bench.dataset]
+    found = {c: int((bench.labels == c).sum()) for c in range(len(classes))}
+    assert values["humans_n_classes"] == len(classes)
+    assert values["humans_class_counts"] == ", ".join(f"{name} {found[c]}" for c, name in enumerate(classes))
+    assert bench.short == {c: n for c, n in found.items() if n < PER_CLASS}
+
+
+def test_summary_glues_counts_not_sentences():
+    """What the chapter says of a short benchmark is its Markdown around these counts: zero reads as zero."""
+    labels = torch.tensor([0, 0, 1])
+    bench = _toy_bench(labels, confidence=[0.995, 0.5, 0.999], short={1: 1})
+    values = summary(bench)
+    assert values["humans_below"] == 1 and values["humans_short_n"] == 1
+    assert values["humans_class_counts"].startswith("T-shirt/top 2, Trouser 1, Pullover 0, ")
+    full = summary(_toy_bench(labels, confidence=[0.995, 0.999, 0.999], short={}))
+    assert full["humans_below"] == 0 and full["humans_short_n"] == 0
+    assert all(isinstance(full[k], int) for k in ("humans_below", "humans_short_n", "humans_n_classes"))
 
 
 def test_benchmark_is_deterministic(run, bench):

@@ -213,12 +213,10 @@ def _paper_config(**changes):
     ("inception_v3", "imagenet", {"min_confidence": 0.5}, "confidence >= 0.5 are backselected (the paper: >= 0.9)"),
     ("inception_v3", "imagenet", {"images": 4}, "at most 4 images (the paper's Figure 4: 1000)")])
 def test_deviations_name_exactly_the_one_departure_of_a_config(model, source, changes, says):
-    assert I.deviations(_paper_config(), "inception_v3", "imagenet") == []   # the paper's protocol: none
-    (dev,) = I.deviations(_paper_config(**changes), model, source)
+    from overinterp.paper.deviations import imagenet_deviations
+    assert imagenet_deviations(_paper_config(), "inception_v3", I.MODELS["inception_v3"], "imagenet") == []  # none
+    (dev,) = imagenet_deviations(_paper_config(**changes), model, I.MODELS[model], source)
     assert says in dev
-    assert C.deviations_note(_paper_config(**changes), model, None if source == "photos" else "x").endswith(
-        f"\n- {dev}\n:::")
-    assert C.deviations_note(_paper_config(), "inception_v3", "x") == ""
 
 
 def test_thresholds_add_the_papers_tau_sorted_once():
@@ -247,7 +245,10 @@ def test_a_folder_sample_is_keyed_by_its_root_and_seed_and_says_so(tmp_path):
     assert s.images.shape == (2, 3, 224, 224) and len(s.names) == 2 and s.photos is None
     assert s.data_key == {"set": "imagenet-folder", "root": str(tmp_path), "seed": 0, "min_confidence": 0.99,
                           "size": 224, "resize": 256}
-    assert s.values["n_sel"] == 2 and s.values["n_photos"] == "—" and "of the 3 images" in s.values["source_text"]
+    assert s.values["n_sel"] == 2 and s.values["n_photos"] == "—"
+    assert {k: s.values[k] for k in ("source", "n_source", "resize", "folder")} == {
+        "source": "imagenet", "n_source": 3, "resize": 256, "folder": str(tmp_path)}
+    assert C.source(tmp_path) == "imagenet" and C.source(None) == "photos"
 
 
 def test_counts_read_as_words():

@@ -243,7 +243,9 @@ def test_paper_numbers_render_as_before_from_overinterp_paper_numbers():
     assert list(table.index) == ["Madry et al.'s model (CIFAR-10, ε = 8/255)"]
     assert table.iloc[0].tolist() == ["87.3", "47.04 (20 steps); 45.21 (10 restarts)"]
     assert R.EPSILON["cifar10"] == 8 / 255
-    devs = R.deviations(make_run(profile="tiny", device="cpu"))
+    from overinterp.paper.deviations import robust_deviations
+    run = make_run(profile="tiny", device="cpu")
+    devs = robust_deviations(run, R.epsilon(run.dataset, run.profile.robust))
     assert "fashion-mnist, epsilon = 0.1 in [0, 1] pixels (CIFAR-10: 8/255)" in devs
     assert any(d.endswith("PGD steps of 1 epsilon (Madry's: 7 steps of epsilon / 4)") for d in devs)
     assert any(d.endswith("epochs (Madry's: all 50,000 images, 80,000 steps of 128)") for d in devs)

@@ -252,22 +252,22 @@ def test_plateau_criterion():
 
 
 def test_deviations_list_what_differs_from_the_paper():
-    from overinterp.config.profiles import CODE_DEVIATIONS
+    from overinterp.paper.deviations import CODE_DEVIATIONS, profile_deviations as profile
     # the paper's profile departs from the paper's protocol nowhere, only (as every profile) from its code's architectures
-    assert get_profile("paper").deviations() == [d for _, d in CODE_DEVIATIONS]
-    assert any("option A" in d for d in get_profile("quick").deviations("models"))
-    assert not any("pre-activation" in d for d in get_profile("tiny").deviations("models"))   # tiny has no ResNet18
+    assert profile(get_profile("paper")) == [d for _, d in CODE_DEVIATIONS]
+    assert any("option A" in d for d in profile(get_profile("quick"), "models"))
+    assert not any("pre-activation" in d for d in profile(get_profile("tiny"), "models"))   # tiny has no ResNet18
     quick = get_profile("quick")
-    models = " ".join(quick.deviations("models"))
+    models = " ".join(profile(quick, "models"))
     assert f"{quick.train.epochs} epochs" in models and "augmentation" in models
     for name in ("quick", "tiny"):     # all training images (quick): no deviation; a sample (tiny): its size
         p = get_profile(name)
-        assert (f"trained on {p.train_size} training images" in " ".join(p.deviations("models"))) == bool(p.train_size)
+        assert (f"trained on {p.train_size} training images" in " ".join(profile(p, "models"))) == bool(p.train_size)
     assert "backward selection" not in models
-    bs = " ".join(quick.deviations("backselect"))
+    bs = " ".join(profile(quick, "backselect"))
     assert f"gradient (k={quick.backselect.k})" in bs and "the paper: exact" in bs
-    assert "Table S1" in " ".join(quick.deviations("retraining"))
-    assert all(isinstance(d, str) for p in PROFILES.values() for d in p.deviations())
+    assert "Table S1" in " ".join(profile(quick, "retraining"))
+    assert all(isinstance(d, str) for p in PROFILES.values() for d in profile(p))
 
 
 def test_claims_quote_the_papers_numbers_from_paper_numbers():

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field, replace
 from overinterp.engine.backselect import BackSelectConfig
 from overinterp.zoo.train import TrainConfig
 
-__all__ = ["CODE_DEVIATIONS", "TrainConfig", "FactorConfig", "ScaleConfig", "variant", "RobustConfig", "MitigationConfig", "ImageNetConfig", "SharedInterestConfig",
-           "InputReductionConfig", "BayesTrExConfig", "Profile", "PROFILES", "deviations_box", "profiles_table", "get_profile",
+__all__ = ["TrainConfig", "FactorConfig", "ScaleConfig", "variant", "RobustConfig", "MitigationConfig", "ImageNetConfig", "SharedInterestConfig",
+           "InputReductionConfig", "BayesTrExConfig", "Profile", "PROFILES", "profiles_table", "get_profile",
            "default_profile"]
 
 
@@ -178,19 +178,6 @@ class ScaleConfig:
                 [("width", *self.width_size, w) for w in self.widths])
 
 
-#: Where the zoo's architectures (overinterp.zoo.models) differ from the paper's code
-#: (github gifford-lab/overinterpretation, model/): listed as deviations of every profile, the paper's too.
-CODE_DEVIATIONS = (
-    ("resnet20", "ResNet20's downsampling shortcuts are 1x1 convolutions with batch norm (He et al.'s option B) and "
-                 "its weights keep PyTorch's default initialisation; the paper's code (model/resnet_cifar.py) uses "
-                 "option A, \"F.pad(x[:, :, ::2, ::2], ...)\" (subsampled identity padded with zeros), and "
-                 "\"init.kaiming_normal_(m.weight)\" for every convolution and linear layer"),
-    ("resnet18", "ResNet18 is the pre-activation network, following the paper's text (3.2: \"a v2 deep residual "
-                 "network with depth 18\"); the paper's code trains \"from model.resnet import ResNet18\" "
-                 "(model/model_util.py), the standard post-activation ResNet18"),
-)
-
-
 #: The standard profile's scale study as computed (``python -m overinterp scale --profile standard --json``)
 STANDARD_SCALE = "benchmarks/results/scale-standard-cuda.json"
 
@@ -232,61 +219,6 @@ class Profile:
 
     def width(self, arch: str) -> int | None:
         return dict(self.widths).get(arch)
-
-    def deviations(self, *topics: str) -> list[str]:
-        """What this profile does differently from the paper's protocol (the ``paper`` profile,
-        sections 3.2, 3.3, 4.1, 4.2, S1), for the ``topics`` a chapter depends on: "models",
-        "evaluation", "backselect", "retraining" (all when none given). For ``paper`` only
-        :data:`CODE_DEVIATIONS`, where our architectures differ from the authors' code."""
-        ref, out = PROFILES["paper"], []
-        topics = set(topics or ("models", "evaluation", "backselect", "retraining"))
-        if "models" in topics:
-            out += [d for a, d in CODE_DEVIATIONS if a in self.archs]
-            if self.dataset != ref.dataset:
-                out.append(f"dataset {self.dataset} (the paper: CIFAR-10)")
-            if self.widths:
-                out.append("initial filters " + ", ".join(f"{a} {w}" for a, w in self.widths) +
-                           " (the paper: 16 for ResNet20, 64 for ResNet18 and VGG16)")
-            if self.replicates != ref.replicates:
-                out.append(f"{self.replicates} replicates per architecture (the paper: {ref.replicates})")
-            if self.train_size:
-                out.append(f"trained on {self.train_size} training images (the paper: all)")
-            if self.train.epochs != ref.train.epochs:
-                out.append(f"{self.train.epochs} epochs (the paper: {ref.train.epochs})")
-            if self.train.augment != ref.train.augment:
-                out.append("no data augmentation (the paper: random crop and horizontal flip)")
-        if "evaluation" in topics and self.test_size:
-            out.append(f"{self.test_size}-image seeded samples of the test and out-of-distribution sets "
-                       "(the paper: all test images)")
-        if "backselect" in topics:
-            if self.backselect_train and self.backselect_train != self.backselect:
-                out.append(f"backward selection differs between test images ({self.backselect.describe()}) and "
-                           f"training images ({self.backselect_train.describe()}): retrained models are tested on "
-                           "subsets made differently from the ones they learned (the paper: one procedure, 4.2)")
-            if self.sis_engine is not None:
-                out.append(f"the SIS sizes of 4.1: {self.sis_engine.describe()} on the first {self.sis_images} "
-                           "confident test images of each replicate (the paper: exact, on every image)")
-            for name, cfg in [("test images", self.backselect)] + (
-                    [("training images", self.backselect_train)] if self.backselect_train else []):
-                if cfg.method != "exact" or cfg.block != 1:
-                    out.append(f"backward selection of {name}: {cfg.describe()} (the paper: exact, pixel by pixel)")
-                if cfg.mask_value != 0:
-                    out.append(f"masked pixels set to {cfg.mask_value:g} (the paper: the mean pixel)")
-        if "retraining" in topics:
-            if self.retrain_images:
-                out.append(f"backward selection and retraining on {self.retrain_images} training images "
-                           "(the paper: all 50,000)")
-            r = self.retrain or self.train
-            if r.epochs != ref.train.epochs:
-                out.append(f"retrained models train {r.epochs} epochs (the paper: {ref.train.epochs})")
-            if (r.lr, r.batch_size) != (ref.train.lr, ref.train.batch_size):
-                out.append(f"retrained models learn at rate {r.lr:g} with batches of {r.batch_size} "
-                           f"(the paper: {ref.train.lr:g} and {ref.train.batch_size}, its original models' recipe)")
-            if self.retrain_replicates and self.retrain_replicates != ref.replicates:
-                out.append(f"{self.retrain_replicates} retrained models per kind (the paper: {ref.replicates})")
-            if not self.retrain_augment_rows:
-                out.append("no retraining with augmentation (the paper's Table S1)")
-        return out
 
     def engine(self, set_name: str) -> BackSelectConfig:
         """The backward selection run on images of ``set_name`` ("train" for retraining, 4.2)."""
@@ -455,15 +387,6 @@ PROFILES = {p.name: p for p in [
         replicates=5, train=TrainConfig(epochs=200),
         backselect=BackSelectConfig("exact"), sis_images=100),
 ]}
-
-
-def deviations_box(devs: list[str], title: str = "Deviations from the paper's protocol in this chapter",
-                   link: bool = True) -> str:
-    """A collapsed MyST box (click to open) listing ``devs``; with ``link``, a link to the
-    introduction's full list of the profile's deviations (its ``(deviations)=`` label)."""
-    listed = "\n".join(f"- {d}" for d in devs)
-    more = "\n\nEvery deviation of this profile, by topic: {ref}`deviations` in the introduction." if link else ""
-    return f":::{{admonition}} {title} ({len(devs)})\n:class: dropdown\n{listed}{more}\n:::"
 
 
 def profiles_table():

@@ -21,7 +21,7 @@ Construction here (:func:`build_benchmark`), for the profile's architectures
   round-robin order) that has one takes the slot; with ``fill`` (default: only on the
   ``tiny`` profile, whose models are barely trained) a slot nobody can fill takes the
   most confident *correctly* classified image left, flagged by ``confidence <
-  threshold``; else the class is left short and :attr:`Benchmark.notes` says so;
+  threshold``; else the class is left short (:attr:`Benchmark.short`);
 * **subsets**: every level is cut from one removal order per image, the backward
   selection of the profile's test sample by the image's assigned model
   (:func:`overinterp.experiments.runs.backselect_set`, shared with the pixel-subsets chapter),
@@ -50,7 +50,7 @@ from overinterp.zoo import data as D
 from overinterp.zoo.train import predict
 
 __all__ = ["TABLE2", "PAPER_SPLIT", "Benchmark", "select_images", "build_benchmark", "paper_humans", "accuracy_table",
-           "summary", "notes_box"]
+           "summary"]
 
 PAPER_SPLIT = HUMANS_SPLIT  # S4: whose subsets the 100 images are
 
@@ -72,7 +72,7 @@ class Benchmark:
     dataset: str
     profile: str
     engine: str = ""           # the backward-selection engine, e.g. "exact" or "gradient (k=4, block 2)"
-    notes: list = field(default_factory=list)
+    short: dict = field(default_factory=dict)  # {class index: images found} of the classes short of per_class
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -101,19 +101,19 @@ class Benchmark:
 # ----------------------------------------------------------------------------- construction
 
 def select_images(labels: torch.Tensor, probs: dict, per_class: int, threshold: float = SIS_THRESHOLD,
-                  seed: int = 0, fill: bool = False, classes=None) -> tuple:
+                  seed: int = 0, fill: bool = False) -> tuple:
     """Pick ``per_class`` images per class and the architecture of each (module docstring).
 
     labels (N,); probs {arch: (N, K) softmax of that arch on the full images}.
-    Returns (indices (n,) int64, archs (n,) list, confidence (n,) in the true class, notes list).
+    Returns (indices (n,) int64, archs (n,) list, confidence (n,) in the true class, short: {class index:
+    images found} for every class with fewer than ``per_class``).
     """
     archs, n_classes = list(probs), next(iter(probs.values())).shape[1]
-    classes = classes or [str(c) for c in range(n_classes)]
     order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed)).tolist()
     y = labels.tolist()
     conf = {a: p.gather(1, labels[:, None]).squeeze(1).tolist() for a, p in probs.items()}  # true-class prob
     correct = {a: (p.argmax(1) == labels).tolist() for a, p in probs.items()}
-    idx, who, notes, slot = [], [], [], 0
+    idx, who, short, slot = [], [], {}, 0
     for c in range(n_classes):
         in_class = [i for i in order if y[i] == c]                                   # seeded order
         tiers = [{a: [i for i in in_class if correct[a][i] and conf[a][i] >= threshold] for a in archs}]
@@ -130,10 +130,9 @@ def select_images(labels: torch.Tensor, probs: dict, per_class: int, threshold: 
             idx.append(pick[0]), who.append(pick[1])
             slot += 1
         if len(used) < per_class:
-            notes.append(f"{classes[c]}: only {len(used)} of {per_class} images are classified correctly"
-                         + ("" if fill else f" with confidence >= {threshold}") + " by any model")
+            short[c] = len(used)
     confidence = torch.tensor([conf[a][i] for i, a in zip(idx, who)])
-    return torch.tensor(idx, dtype=torch.long), who, confidence, notes
+    return torch.tensor(idx, dtype=torch.long), who, confidence, short
 
 
 def build_benchmark(run, per_class: int = HUMANS_PER_CLASS, fracs=tuple(TABLE2),
@@ -155,8 +154,7 @@ def build_benchmark(run, per_class: int = HUMANS_PER_CLASS, fracs=tuple(TABLE2),
     models = {a: trained_model(run.dataset, a, p.name, seed=run.seed, device=run.device, progress=progress)
               for a in p.archs}
     probs = {a: predict(m, pool, device=run.device) for a, m in models.items()}
-    index, arch, confidence, notes = select_images(pool_labels, probs, per_class, threshold, run.seed, fill,
-                                                   D.CLASSES[run.dataset])
+    index, arch, confidence, short = select_images(pool_labels, probs, per_class, threshold, run.seed, fill)
     if not len(index):
         raise ValueError(f"no test image is classified correctly with confidence >= {threshold} by any model")
     images, labels = pool[index], pool_labels[index]
@@ -174,13 +172,9 @@ def build_benchmark(run, per_class: int = HUMANS_PER_CLASS, fracs=tuple(TABLE2),
             x, k = pixel_subset(res, images[rows], f)
             keep[lvl, rows], masked[lvl, rows] = k, x
             model_pred[lvl, rows] = predict(model, x, device=run.device).argmax(1)
-    if fill and (confidence < threshold).any():
-        notes.insert(0, f"{int((confidence < threshold).sum())} of {N} images are below the {threshold} "
-                        f"confidence threshold, filled in with the most confident correctly classified images"
-                        + (" (the tiny profile's models are barely trained)" if p.name == "tiny" else ""))
     engine = p.backselect.describe()
     return Benchmark(images, labels, index, arch, confidence, fracs, keep, masked, model_pred, threshold,
-                     per_class, run.dataset, p.name, engine, notes)
+                     per_class, run.dataset, p.name, engine, short)
 
 
 # ----------------------------------------------------------------------------- tables and figures
@@ -217,23 +211,20 @@ def accuracy_table(bench: Benchmark) -> pd.DataFrame:
 
 
 def summary(bench: Benchmark) -> dict:
-    """Numbers for a chapter's prose (glue keys -> values)."""
+    """Numbers for a chapter's prose (glue keys -> values): among them the images filled in below the
+    threshold (``humans_below``), the classes short of ``per_class`` images (``humans_short_n`` of
+    ``humans_n_classes``) and the images of every class (``humans_class_counts``)."""
     H, W = bench.keep.shape[2:]
+    classes, found = D.CLASSES[bench.dataset], bench.counts("class")
     out = {"humans_n": len(bench), "humans_per_class": bench.per_class, "humans_threshold": bench.threshold,
            "humans_below": bench.below_threshold, "humans_hw": f"{H}×{W}", "humans_pixels": H * W,
            "humans_split": ", ".join(f"{n} {_name(a)}" for a, n in bench.counts().items()),
            "humans_levels": len(bench.fracs), "humans_engine": bench.engine,
-           "humans_paper_split": ", ".join(f"{n} {_name(a)}" for a, n in PAPER_SPLIT.items())}
+           "humans_paper_split": ", ".join(f"{n} {_name(a)}" for a, n in PAPER_SPLIT.items()),
+           "humans_short_n": len(bench.short), "humans_n_classes": len(classes),
+           "humans_class_counts": ", ".join(f"{name} {found.get(c, 0)}" for c, name in enumerate(classes))}
     for lvl, f in enumerate(bench.fracs):
         out[f"humans_frac_{lvl}"] = f"{100 * f:g}%"
         out[f"humans_px_{lvl}"] = _pixels(bench, lvl)
         out[f"humans_model_{lvl}"] = f"{bench.model_accuracy[f]:.1f}%"
     return out
-
-
-def notes_box(bench: Benchmark) -> str:
-    """A MyST admonition listing where the benchmark departs from the paper's construction ('' if nowhere)."""
-    if not bench.notes:
-        return ""
-    items = "\n".join(f"* {n}" for n in bench.notes)
-    return f":::{{warning}}\nThis benchmark departs from the paper's construction:\n\n{items}\n:::"

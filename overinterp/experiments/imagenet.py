@@ -44,10 +44,9 @@ import torch
 import torch.nn as nn
 
 from overinterp.engine.backselect import backselect
-from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
 
 __all__ = ["MEAN", "STD", "MODELS", "PHOTOS", "load_classifier", "map_weights", "class_names", "wnids",
-           "photographs", "to_input", "photo_batch", "photo_sample", "sis_table", "deviations", "folder_files", "load_folder", "confident",
+           "photographs", "to_input", "photo_batch", "photo_sample", "sis_table", "folder_files", "load_folder", "confident",
            "border_band", "border_share", "frequency", "time_gradient_steps", "s5_projection"]
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)   # ImageNet's, as torchvision's transforms
@@ -238,30 +237,6 @@ def sis_table(masks: dict[float, torch.Tensor], sizes: dict[float, torch.Tensor]
                 rows.append({"image": name, "tau": tau, "SIS size (%)": 100 * float(m[b].sum()) / pixels,
                              "SIS pixels in the border band (%)": 100 * float(share[b])})
     return pd.DataFrame(rows, columns=["image", "tau", "SIS size (%)", "SIS pixels in the border band (%)"])
-
-
-def deviations(cfg, model: str, source: str) -> list[str]:
-    """What this execution does differently from the paper's 4.1.1 / S5 protocol
-    (:data:`overinterp.paper.numbers.IMAGENET_FIG4`): one sentence per departure, in this order:
-    model, images (``source`` "photos" or "imagenet"), backward selection, confidence, sample size."""
-    paper, size = IMAGENET_FIG4, PAPER_S5["size"]
-    out = []
-    if model != paper["model"]:
-        out.append(f"{MODELS[model]['name']} (ImageNet weights, {MODELS[model]['size']}×{MODELS[model]['size']} "
-                   f"inputs) instead of the paper's pre-trained Inception-v3 ({size}×{size})")
-    if source == "photos":
-        out.append("the photographs that scikit-image and scikit-learn ship, each resized whole, instead of "
-                   "ImageNet validation images")
-    b = cfg.backselect
-    if b.method != paper["method"] or b.k != paper["k"] or b.block != paper["block"]:
-        out.append(f"backward selection {b.describe()} (the paper: Batched Gradient, k = {paper['k']} pixels per step)")
-    if cfg.min_confidence < paper["min_confidence"]:
-        out.append(f"images classified with confidence >= {cfg.min_confidence:g} are backselected (the paper: "
-                   f">= {paper['min_confidence']:g}), so SIS can also be found at thresholds below the paper's "
-                   f"{paper['tau']:g}")
-    if cfg.images < paper["images"]:
-        out.append(f"at most {cfg.images} images (the paper's Figure 4: {paper['images']})")
-    return out
 
 
 # ----------------------------------------------------------------------------- SIS locations

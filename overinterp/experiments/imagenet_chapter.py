@@ -1,9 +1,9 @@
 """What the chapter "Overinterpretation on ImageNet" (``book/12_imagenet``; paper 4.1.1, S5, Figures 3
 and 4) runs, step by step, on top of :mod:`overinterp.experiments.imagenet`.
 
-* :func:`deviations_note` and :func:`setup_values` -- what the chapter says of its setting;
-* :func:`sample` -- the images backselected (the shipped photographs or an ImageNet folder), their
-  artifact key and what the prose says of them (:class:`Sample`);
+* :func:`setup_values` -- what the chapter says of its setting;
+* :func:`source` and :func:`sample` -- the images backselected (the shipped photographs or an ImageNet
+  folder), their artifact key and the facts the prose words (:class:`Sample`);
 * :func:`select` -- Batched Gradient SIS of those images at every threshold, cached in the store,
   with the per-image table (:class:`Selected`); :func:`example_panels` (Figure 3), :func:`heatmap_freqs`
   (Figure 4; both drawn by :mod:`overinterp.pages.imagenet_plots`), :func:`table_values` and
@@ -24,21 +24,9 @@ from overinterp.experiments import imagenet as I
 from overinterp.experiments import runs as A
 from overinterp.paper.formatting import MISSING
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
-from overinterp.config.profiles import deviations_box
 
-__all__ = ["deviations_note", "setup_values", "Sample", "sample", "photo_table", "Selected", "select",
+__all__ = ["setup_values", "source", "Sample", "sample", "photo_table", "Selected", "select",
            "example_panels", "heatmap_freqs", "table_values", "border_shares", "cost"]
-
-
-def _source(imagenet_dir) -> str:
-    return "photos" if imagenet_dir is None else "imagenet"
-
-
-def deviations_note(cfg, model: str, imagenet_dir) -> str:
-    """A collapsed box listing :func:`overinterp.experiments.imagenet.deviations` ('' if there are none)."""
-    devs = I.deviations(cfg, model, _source(imagenet_dir))
-    return deviations_box(devs, "Deviations from the paper's protocol (4.1.1, S5) in this chapter",
-                                     link=False) if devs else ""
 
 
 def setup_values(run, p, taus) -> dict:
@@ -53,10 +41,18 @@ def setup_values(run, p, taus) -> dict:
             "exact_forwards": f"{size * size * (size * size + 1) // 2:,}"}
 
 
+def source(imagenet_dir) -> str:
+    """Where the chapter's images come from: "photos" (``imagenet_dir`` None, the shipped photographs)
+    or "imagenet" (an ImageNet validation folder)."""
+    return "photos" if imagenet_dir is None else "imagenet"
+
+
 @dataclass
 class Sample:
     """The images backselected: (N, 3, H, W) normalised, their names, their artifact key, the table
-    of every photograph (None for a folder) and what the prose says of them (``values``)."""
+    of every photograph (None for a folder) and the facts the prose words (``values``: ``source``
+    (:func:`source`), ``n_source`` images to choose from, ``resize`` and ``folder`` (a folder's; else
+    MISSING), ``n_sel`` backselected, and of the photographs the classes of two and how many reach 0.9)."""
     images: torch.Tensor
     names: list
     data_key: dict
@@ -72,8 +68,8 @@ def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
     if imagenet_dir is None:
         images, names, photos = I.photo_sample(net, size, cfg.images, cfg.min_confidence)
         data_key = {"set": "photos", "names": names, "size": size, "transform": "whole image resized, bilinear"}
-        values = {"source_text": f"the {len(photos)} photographs that scikit-image (`skimage.data`) and scikit-learn "
-                  "(sample images) ship, each resized whole to " + f"{size}×{size}", "n_sel": len(names)}
+        values = {"source": source(imagenet_dir), "n_source": len(photos), "n_sel": len(names),
+                  "resize": MISSING, "folder": MISSING}
         known = photos.set_index("photo")
         for name in ("chelsea", "coffee"):
             values[f"{name}_class"] = known.loc[name, "class"].split(",")[0]
@@ -86,9 +82,8 @@ def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
     data_key = {"set": "imagenet-folder", "root": str(imagenet_dir), "seed": seed,
                 "min_confidence": cfg.min_confidence, "size": size, "resize": resize}
     values = dict.fromkeys(("chelsea_class", "chelsea_conf", "coffee_class", "coffee_conf", "n_photos", "n_090"), MISSING)
-    values["source_text"] = (f"a seeded random sample of the {len(files)} images of the folder `{imagenet_dir}`, "
-                             f"resized (shorter side {resize}) and centre-cropped to {size}×{size}")
-    values["n_sel"] = len(names)
+    values.update(source=source(imagenet_dir), n_source=len(files), n_sel=len(names), resize=resize,
+                  folder=str(imagenet_dir))
     return Sample(images, names, data_key, None, values)
 
 

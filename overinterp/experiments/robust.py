@@ -58,7 +58,7 @@ from overinterp.zoo.train import cached_fit, make_model, plateaued
 
 __all__ = ["EPSILON", "LOSSES", "PixelModel", "pgd", "PGDTraining", "epsilon", "training_attack", "robust_config",
            "robust_models", "robust_selection", "attack_correct", "attack_accuracies", "robust_backselect", "sis_table",
-           "paired_sizes", "per_replicate", "size_difference", "model_name", "accuracy_table", "deviations",
+           "paired_sizes", "per_replicate", "size_difference", "model_name", "accuracy_table",
            "PAPER", "setup_values", "training_values", "histories", "paper_accuracy_table", "accuracy_values",
            "comparison_selection", "sis_results", "sis_values", "sis_gallery", "verdict_values"]
 
@@ -299,29 +299,6 @@ def accuracy_table(acc: pd.DataFrame) -> pd.DataFrame:
     (measure, 'mean' | 'std'), for :func:`overinterp.pages.plots.mean_std`."""
     cols = ["clean accuracy (%)", "PGD accuracy (%)"]
     return pd.DataFrame({m: mean_std(g[cols].reset_index(drop=True)) for m, g in acc.groupby("model", sort=False)}).T
-
-
-def deviations(run) -> list[str]:
-    """How ``run``'s robust models and attacks differ from Madry et al.'s CIFAR-10 model that the
-    paper used (wide ResNet, all 50,000 images, 7 PGD steps of 2/255 at 8/255; its leaderboard's
-    evaluation: 20 steps, up to 10 restarts, all 10,000 test images)."""
-    cfg, p = run.profile.robust, run.profile
-    eps = epsilon(run.dataset, cfg)
-    n = cfg.train_size or p.train_size
-    out = [f"our {model_name(cfg.arch, False)} ({p.width(cfg.arch) or 'paper'} initial filters), adversarially "
-           "trained with the zoo's recipe (the paper: Madry et al.'s pre-trained wide ResNet)"]
-    m = MADRY_TRAINING
-    if run.dataset != "cifar10":
-        out.append(f"{run.dataset}, epsilon = {eps:g} in [0, 1] pixels (CIFAR-10: {255 * m['epsilon']:.0f}/255)")
-    if (cfg.steps, cfg.step_size) != (m["steps"], m["step_size"]):
-        out.append(f"training attack: {cfg.steps} PGD steps of {cfg.step_size:g} epsilon (Madry's: {m['steps']} steps "
-                   f"of epsilon / {1 / m['step_size']:g})")
-    if n:
-        out.append(f"trained on {n} training images for {cfg.epochs or p.train.epochs} epochs "
-                   f"(Madry's: all {m['images']:,} images, {m['iterations']:,} steps of {m['batch']})")
-    out.append(f"evaluation attack: {cfg.eval_steps} PGD steps of {cfg.step_size:g} epsilon, {cfg.eval_restarts} "
-               f"random starts, on {cfg.eval_images or p.test_size or 'all'} test images")
-    return out
 
 
 # ----------------------------------------------------------------------------- the chapter's figure data, tables and prose

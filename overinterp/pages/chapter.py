@@ -31,14 +31,14 @@ from pathlib import Path
 
 from overinterp.config.chapters import chapter_config, resolve
 from overinterp.config.context import make_run
-from overinterp.config.profiles import deviations_box
+from overinterp.paper.deviations import profile_deviations
 from overinterp.pages.audit import COUNTS, figure_png
 from overinterp.paper.formatting import MISSING, number
 from overinterp.paper import claims as CL
 from overinterp.paper import verdicts as V
 
-__all__ = ["setup", "chapter_number", "run_box", "deviations_box", "deviations_table", "captioned", "verdict_table",
-           "table_html", "show_tables_without_nan", "glue_all",
+__all__ = ["setup", "chapter_number", "run_box", "deviations_box", "show_deviations", "deviations_table", "captioned",
+           "verdict_table", "table_html", "show_tables_without_nan", "glue_all",
            "figure", "record"]
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository: _toc.yml and book/
@@ -50,7 +50,7 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
     (the notebook's ``globals()``, where papermill put the parameters) and ``values``, checked and
     resolved against the profile (:func:`overinterp.config.chapters.resolve`). With ``show``, glue
     the run and show it in a box with the profile's deviations from the paper's protocol on the
-    ``deviations`` topics (:meth:`overinterp.config.profiles.Profile.deviations`)."""
+    ``deviations`` topics (:func:`overinterp.paper.deviations.profile_deviations`)."""
     show_tables_without_nan()
     _TABLES.update(chapter=chapter_number(chapter) or 0, count=0)
     cls = chapter_config(chapter)
@@ -59,7 +59,7 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
     run = make_run(params.dataset, params.profile, params.device, params.seed)
     params = resolve(dataclasses.replace(params, profile=run.profile.name), run.profile)
     if show:
-        devs = run.profile.deviations(*deviations) if deviations else []
+        devs = profile_deviations(run.profile, *deviations) if deviations else []
         display(Markdown(run_box(run, chapter)))
         if devs:
             display(Markdown(deviations_box(devs)))
@@ -105,13 +105,28 @@ def run_box(run, chapter: str) -> str:
             "profile.\n:::")
 
 
+def deviations_box(devs: list[str], title: str = "Deviations from the paper's protocol in this chapter",
+                   link: bool = True) -> str:
+    """A collapsed MyST box (click to open) listing ``devs``; with ``link``, a link to the
+    introduction's full list of the profile's deviations (its ``(deviations)=`` label)."""
+    listed = "\n".join(f"- {d}" for d in devs)
+    more = "\n\nEvery deviation of this profile, by topic: {ref}`deviations` in the introduction." if link else ""
+    return f":::{{admonition}} {title} ({len(devs)})\n:class: dropdown\n{listed}{more}\n:::"
+
+
+def show_deviations(devs: list[str], title: str, link: bool = False) -> None:
+    """Display :func:`deviations_box` of ``devs`` in a notebook, nothing when there are none."""
+    if devs:
+        display(Markdown(deviations_box(devs, title, link)))
+
+
 def deviations_table(run):
     """Every deviation of ``run``'s profile from the paper's protocol, by topic (each chapter's box lists
     those of the topics it depends on): the introduction's full list; None for the paper's profile."""
     import pandas as pd
     topics = {"models": "models", "evaluation": "evaluation", "backselect": "backward selection",
               "retraining": "retraining"}
-    rows = [{"topic": name, "deviation": d} for t, name in topics.items() for d in run.profile.deviations(t)]
+    rows = [{"topic": name, "deviation": d} for t, name in topics.items() for d in profile_deviations(run.profile, t)]
     return pd.DataFrame(rows).drop_duplicates("deviation").set_index("topic") if rows else None
 
 

@@ -25,6 +25,7 @@ import math
 import re
 from pathlib import Path
 
+from overinterp.paper.deviations import profile_deviations
 from overinterp.paper.claims import CLAIMS, PARTS, of_the_paper, quoted
 from overinterp.paper.formatting import MISSING, number, span
 from overinterp.store import code_version
@@ -477,12 +478,12 @@ TOPICS = {"models": "models", "evaluation": "evaluation", "backselect": "backwar
 def deviations_frame(profiles: list) -> "pd.DataFrame":
     """Every deviation of ``profiles`` (:class:`overinterp.config.profiles.Profile`) from the paper's protocol,
     by topic in :data:`TOPICS`' order, with the profiles that make it
-    (:meth:`~overinterp.config.profiles.Profile.deviations`)."""
+    (:func:`overinterp.paper.deviations.profile_deviations`)."""
     import pandas as pd
     seen: dict[tuple, list[str]] = {}
     for t, name in TOPICS.items():
         for p in profiles:
-            for d in p.deviations(t):
+            for d in profile_deviations(p, t):
                 names = seen.setdefault((name, d), [])
                 if p.name not in names:
                     names.append(p.name)
