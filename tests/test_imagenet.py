@@ -249,6 +249,10 @@ def test_a_folder_sample_is_keyed_by_its_root_and_seed_and_says_so(tmp_path):
     assert {k: s.values[k] for k in ("source", "n_source", "resize", "folder")} == {
         "source": "imagenet", "n_source": 3, "resize": 256, "folder": str(tmp_path)}
     assert C.source(tmp_path) == "imagenet" and C.source(None) == "photos"
+    from overinterp.pages.imagenet_plots import source_words
+    words = source_words(s.values)
+    assert f"folder `{tmp_path}`" in words["source_what"] and "shorter side 256" in words["source_how"]
+    assert source_words({"source": "photos"})["source_how"] == "each resized whole"
 
 
 def test_counts_read_as_words():

@@ -61,8 +61,7 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
     if show:
         devs = profile_deviations(run.profile, *deviations) if deviations else []
         display(Markdown(run_box(run, chapter)))
-        if devs:
-            display(Markdown(deviations_box(devs)))
+        show_deviations(devs, link=True)
         glue("run_dataset", run.dataset, display=False)
         glue("run_profile", run.profile.name, display=False)
         glue("run_device", run.device.type, display=False)
@@ -114,7 +113,8 @@ def deviations_box(devs: list[str], title: str = "Deviations from the paper's pr
     return f":::{{admonition}} {title} ({len(devs)})\n:class: dropdown\n{listed}{more}\n:::"
 
 
-def show_deviations(devs: list[str], title: str, link: bool = False) -> None:
+def show_deviations(devs: list[str], title: str = "Deviations from the paper's protocol in this chapter",
+                    link: bool = False) -> None:
     """Display :func:`deviations_box` of ``devs`` in a notebook, nothing when there are none."""
     if devs:
         display(Markdown(deviations_box(devs, title, link)))

@@ -1,9 +1,11 @@
 """Figures of the chapter "Overinterpretation on ImageNet" (``book/12_imagenet``; paper 4.1.1, Figures 3
 and 4): the images with their SIS (Figure 3) and the frequency of each pixel location over the SIS
-(Figure 4), drawn from what :mod:`overinterp.experiments.imagenet_chapter` selected.
+(Figure 4), drawn from what :mod:`overinterp.experiments.imagenet_chapter` selected; and the words the
+prose glues for where the images come from.
 
     fig3 = examples(sample, sel)       # images, SIS location and SIS alone, per image
     fig4 = heatmap(sel, taus, band)    # one heatmap per threshold, the border band's inner edge dotted
+    words = source_words(sample.values)
 
 Each returns a matplotlib figure (a note-only one where there is nothing to draw);
 :func:`overinterp.pages.chapter.figure` glues it.
@@ -20,7 +22,18 @@ from overinterp.experiments import imagenet as I
 from overinterp.experiments import imagenet_chapter as C
 from overinterp.pages.plots import note_figure, to_pixels
 
-__all__ = ["examples_figure", "heatmap_figure", "examples", "heatmap"]
+__all__ = ["examples_figure", "heatmap_figure", "examples", "heatmap", "source_words"]
+
+
+def source_words(values: dict) -> dict:
+    """The words the chapter glues around ``n_source`` and ``size`` for where its images come from
+    (``source_which``, ``source_what``, ``source_how``), from a sample's facts (``values`` of
+    :func:`overinterp.experiments.imagenet_chapter.sample`: ``source``, ``folder``, ``resize``)."""
+    if values["source"] == "photos":
+        return {"source_which": "the", "source_how": "each resized whole",
+                "source_what": "photographs that scikit-image (`skimage.data`) and scikit-learn (sample images) ship"}
+    return {"source_which": "a seeded random sample of the", "source_what": f"images of the folder `{values['folder']}`",
+            "source_how": f"resized (shorter side {values['resize']}) and centre-cropped"}
 
 
 def examples_figure(images: torch.Tensor, masks: torch.Tensor, titles: Sequence[str], size: float = 1.9):
