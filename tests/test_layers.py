@@ -33,3 +33,29 @@ def test_the_contract_fails_on_an_upward_import(tmp_path):
 def test_every_package_says_what_it_holds():
     for init in sorted((ROOT / "overinterp").glob("*/__init__.py")):
         assert init.read_text().lstrip().startswith('"""'), f"{init.parent.name} has no docstring"
+
+
+def test_the_library_runs_without_pyro_and_captum_until_a_method_needs_them():
+    """A bare machine (a GPU image with torch only) trains, selects and prepares: Pyro and Captum are
+    imported where Bayes-TrEx, PGD and the saliency maps first need them, and their absence is one line
+    naming the package to install."""
+    code = """
+import sys
+sys.modules["pyro"] = sys.modules["captum"] = None          # as if not installed
+import overinterp.__main__, overinterp.experiments.claims, overinterp.experiments.prepare
+from overinterp.methods import bayes_trex, shared_interest
+import torch
+for call in (lambda: bayes_trex._pyro(),
+             lambda: shared_interest.saliency_map(torch.nn.Flatten(), torch.zeros(1, 1, 2, 2), "saliency",
+                                                  torch.zeros(1, dtype=torch.long))):
+    try:
+        call()
+    except ModuleNotFoundError as e:
+        print(e)
+"""
+    res = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-2000:]
+    lines = res.stdout.splitlines()
+    assert len(lines) == 2
+    assert lines[0] == "Bayes-TrEx (chapter 16) needs the package pyro-ppl (pip install pyro-ppl); pyro cannot be imported"
+    assert lines[1].startswith("saliency maps (chapter 14) needs the package captum (pip install captum); captum")

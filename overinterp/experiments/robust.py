@@ -41,15 +41,13 @@ import pandas as pd
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-with warnings.catch_warnings():  # captum imports tqdm.auto, which warns in a notebook without ipywidgets
-    warnings.simplefilter("ignore")
-    from captum.robust import PGD
 from tqdm import tqdm
 
 from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import find_sis, sis_size_pct
 from overinterp.experiments import runs as A
 from overinterp.experiments.runs import confident_selection, mean_std, model_config
+from overinterp.methods import optional
 from overinterp.paper.formatting import bounds, number
 from overinterp.paper.numbers import ARCH_NAMES, MADRY_ACCURACY, MADRY_TRAINING
 from overinterp.paper.intervals import replicate_interval
@@ -113,7 +111,7 @@ def pgd(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, epsilon: f
     was_training = model.training
     model.eval()
     try:
-        attack = PGD(pm, LOSSES[loss], lower_bound=0.0, upper_bound=1.0)
+        attack = optional("captum.robust", "captum", "PGD (chapter 9)").PGD(pm, LOSSES[loss], lower_bound=0.0, upper_bound=1.0)
         attack.fgsm.zero_thresh = 0.0   # move on tiny gradients too (module docstring)
         with torch.enable_grad(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Input Tensor 0 did not already require gradients")

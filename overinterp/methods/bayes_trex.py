@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -43,16 +42,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 from tqdm import tqdm
 
-with warnings.catch_warnings():   # Pyro imports tqdm.auto, which warns in a notebook without ipywidgets
-    warnings.filterwarnings("ignore", message="IProgress not found")
-    import pyro
-    import pyro.distributions as dist
-    from pyro.infer.mcmc import MCMC, NUTS
-    from pyro.ops.stats import effective_sample_size, split_gelman_rubin
-
-from overinterp.zoo import data as D
 from overinterp.engine.backselect import logit
+from overinterp.methods import optional
 from overinterp.paper.numbers import BOOTH_BAND, BOOTH_MISCLASSIFIED_LEVEL
+from overinterp.zoo import data as D
 
 __all__ = ["VAE", "VAEConfig", "ChainsConfig", "negative_elbo", "fit_vae", "normalise", "decoder", "Target", "high",
            "ambiguous", "target_log_odds", "one_minus_p", "level_set_log_lik", "in_level_set", "level_set_model",
@@ -243,9 +236,15 @@ def in_level_set(logits: torch.Tensor, target: Target, level: float = HIGH_LEVEL
 
 
 # ----------------------------------------------------------------------------- NUTS in the latent space
+def _pyro(part: str = ""):
+    """Pyro (or its submodule ``part``), imported when a chain is first sampled."""
+    return optional("pyro." + part if part else "pyro", "pyro-ppl", "Bayes-TrEx (chapter 16)")
+
+
 def level_set_model(generator: Callable, classifier: Callable, target: Target, sigma: float, latent: int,
                     device="cpu") -> Callable:
     """The Pyro model of eq. 12: z ~ N(0, I_latent), x = generator(z), factor log p(u = u* | x)."""
+    pyro, dist = _pyro(), _pyro("distributions")
 
     def model():
         z = pyro.sample("z", dist.Normal(torch.zeros(latent, device=device), 1.0).to_event(1))
@@ -295,14 +294,14 @@ class Chains:
         """(latent,) split Gelman-Rubin (Pyro's; NaN with fewer than 4 samples per chain)."""
         if self.z.shape[1] < 4:
             return torch.full(self.z.shape[2:], float("nan"), dtype=torch.float64)
-        return split_gelman_rubin(self.z.double(), chain_dim=0, sample_dim=1)
+        return _pyro("ops.stats").split_gelman_rubin(self.z.double(), chain_dim=0, sample_dim=1)
 
     @property
     def ess(self) -> torch.Tensor:
         """(latent,) effective sample size over all chains (Pyro's)."""
         if self.z.shape[1] < 2:
             return torch.full(self.z.shape[2:], float("nan"), dtype=torch.float64)
-        return effective_sample_size(self.z.double(), chain_dim=0, sample_dim=1)
+        return _pyro("ops.stats").effective_sample_size(self.z.double(), chain_dim=0, sample_dim=1)
 
     def flat(self) -> torch.Tensor:
         """(chains * samples, latent)."""
@@ -322,6 +321,7 @@ def sample_chains(generator: Callable, classifier: Callable, target: Target, *, 
     if min(chains, samples) < 1 or warmup < 0:
         raise ValueError(f"chains and samples must be >= 1 and warmup >= 0, got {chains}, {samples}, {warmup}")
     model = level_set_model(generator, classifier, target, sigma, latent, device)
+    pyro, mc = _pyro(), _pyro("infer.mcmc")
     zs, acc, div = [], [], []
     t0 = time.perf_counter()
     with torch_threads(threads), _frozen(classifier), _frozen(generator), torch.random.fork_rng(devices=[]):
@@ -334,8 +334,8 @@ def sample_chains(generator: Callable, classifier: Callable, target: Target, *, 
                 if stage == "Sample" and i == samples - 1:
                     d = kernel.diagnostics()
                     diag.update(acceptance=float(d["acceptance rate"]), divergences=len(d["divergences"]))
-            mcmc = MCMC(NUTS(model, max_tree_depth=max_tree_depth), num_samples=samples, warmup_steps=warmup,
-                        num_chains=1, initial_params=start, disable_progbar=not progress, hook_fn=last)
+            mcmc = mc.MCMC(mc.NUTS(model, max_tree_depth=max_tree_depth), num_samples=samples, warmup_steps=warmup,
+                           num_chains=1, initial_params=start, disable_progbar=not progress, hook_fn=last)
             mcmc.run()
             zs.append(mcmc.get_samples()["z"].detach().cpu())
             acc.append(diag["acceptance"])

@@ -26,7 +26,6 @@ Masks are keep masks, (B, H, W) bool, True = the pixel is visible (as :mod:`over
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -36,10 +35,8 @@ import torch.nn.functional as F
 
 from overinterp.engine.backselect import feature_grid, features_to_pixels
 from overinterp.engine.sis import subset_size
+from overinterp.methods import optional
 
-with warnings.catch_warnings():  # captum imports tqdm.auto, which warns in a notebook without ipywidgets
-    warnings.simplefilter("ignore")
-    from captum.attr import NoiseTunnel, Saliency
 
 __all__ = ["REGIONS", "dilate", "boundary", "regions", "smoothgrad", "attribution_shares", "matched_random_keep",
            "top_keep", "expected_calibration_error", "reliability"]
@@ -80,6 +77,7 @@ def smoothgrad(model: nn.Module, images: torch.Tensor, target: torch.Tensor, n: 
     standard deviation ``sigma`` (in the images' units) of the absolute input gradient of the ``target``
     logit, summed over channels: (B, H, W), on the CPU. Captum's ``NoiseTunnel`` over ``Saliency``; the
     noise is drawn under ``torch.manual_seed(seed)`` (the same inputs give the same map)."""
+    captum = optional("captum.attr", "captum", "SmoothGrad (chapter 7b)")
     model.eval()
     out = []
     with torch.random.fork_rng(devices=[images.device] if images.is_cuda else []):
@@ -87,8 +85,8 @@ def smoothgrad(model: nn.Module, images: torch.Tensor, target: torch.Tensor, n: 
         for i in range(0, len(images), batch_size):
             x = images[i:i + batch_size].clone().requires_grad_(True)
             t = target[i:i + batch_size].to(images.device)
-            a = NoiseTunnel(Saliency(model)).attribute(x, nt_type="smoothgrad", nt_samples=int(n), stdevs=float(sigma),
-                                                       nt_samples_batch_size=batch_size, target=t, abs=True)
+            a = captum.NoiseTunnel(captum.Saliency(model)).attribute(x, nt_type="smoothgrad", nt_samples=int(n),
+                                                                     stdevs=float(sigma), nt_samples_batch_size=batch_size, target=t, abs=True)
             out.append(a.detach().sum(1).cpu())
     return torch.cat(out)
 

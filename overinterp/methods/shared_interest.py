@@ -41,7 +41,6 @@ IoU >= h / (2 - h)).
 """
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,9 +48,8 @@ import pandas as pd
 import torch
 import torch.nn as nn
 
-with warnings.catch_warnings():  # captum imports tqdm.auto, which warns in a notebook without ipywidgets
-    warnings.simplefilter("ignore")
-    from captum.attr import IntegratedGradients, Saliency
+from overinterp.methods import optional
+
 
 __all__ = ["IOU", "GTC", "EC", "METRICS", "iou", "ground_truth_coverage", "explanation_coverage", "coverage",
            "binarize", "silhouette", "box_region", "saliency_map", "SALIENCY_METHODS", "Case", "CASES", "cases"]
@@ -164,15 +162,16 @@ def saliency_map(model: nn.Module, images: torch.Tensor, method: str, target: to
     value of backward selection). The model is called in eval mode on ``images``' device."""
     if method not in SALIENCY_METHODS:
         raise ValueError(f"method must be one of {', '.join(SALIENCY_METHODS)}, got {method!r}")
+    captum = optional("captum.attr", "captum", "saliency maps (chapter 14)")
     model.eval()
     out = []
     for i in range(0, len(images), batch_size):
         x, t = images[i:i + batch_size].clone().requires_grad_(True), target[i:i + batch_size].to(images.device)
         if method == "saliency":
-            a = Saliency(model).attribute(x, target=t, abs=True)
+            a = captum.Saliency(model).attribute(x, target=t, abs=True)
         else:
-            a = IntegratedGradients(model).attribute(x, baselines=baseline, target=t, n_steps=n_steps,
-                                                     internal_batch_size=batch_size).abs()
+            a = captum.IntegratedGradients(model).attribute(x, baselines=baseline, target=t, n_steps=n_steps,
+                                                       internal_batch_size=batch_size).abs()
         out.append(a.detach().sum(1).cpu())
     return torch.cat(out)
 
