@@ -10,7 +10,9 @@ interval and outcome, and whether the two outcomes *flip* (one "holds", the othe
 
     python benchmarks/bench_verdicts.py --profile quick --seeds 0 3                # replicates 0-2 and 3-5
     python benchmarks/bench_verdicts.py --profile standard --seeds 0 5 --artifacts ~/.cache/overinterp/artifacts
-    python benchmarks/bench_verdicts.py --reuse 0=v0.json 5=v5.json --profile standard
+    python benchmarks/bench_verdicts.py --profile standard --seeds 0 5 --reuse \
+        0=editions/fashion-mnist-standard/verdicts-seed0.json 5=editions/fashion-mnist-standard/verdicts-seed5.json \
+        --out editions/fashion-mnist-standard/verdicts-seeds.json     # the standard edition's two-seed check
 
 Seeds whose replicates overlap (seed, seed + 1, ... for each) are not independent checks: choose
 seeds at least the profile's replicates apart (the script warns otherwise).
@@ -25,23 +27,11 @@ from pathlib import Path
 
 from overinterp.config.context import make_run
 from overinterp.experiments import claims
+from overinterp.pages.report import seed_rows
 from overinterp.store import Store
 from overinterp.zoo.train import device_name
 
 ROOT = Path(__file__).resolve().parents[1]
-FLIP = {"holds", "does not hold"}
-
-
-def compare(by_seed: dict[int, list[dict]]) -> list[dict]:
-    """One row per (claim, model): each seed's record and whether the outcomes flip."""
-    keys = list(dict.fromkeys((r["claim"], r["model"]) for recs in by_seed.values() for r in recs))
-    rows = []
-    for claim, model in keys:
-        per = {str(s): next((r for r in recs if (r["claim"], r["model"]) == (claim, model)), None)
-               for s, recs in by_seed.items()}
-        outcomes = {r["outcome"] for r in per.values() if r}
-        rows.append({"claim": claim, "model": model, "seeds": per, "flip": FLIP <= outcomes})
-    return rows
 
 
 def overlapping(seeds: list[int], replicates: int) -> list[tuple[int, int]]:
@@ -76,7 +66,7 @@ def main(argv=None):
             vs = claims.verdicts(make_run(a.dataset, a.profile, a.device, seed), a.only)
             by_seed[seed] = claims.table(vs)
             seconds[str(seed)] = {"total": round(time.perf_counter() - t0, 1), **vs.seconds}
-    rows = compare(by_seed)
+    rows = seed_rows(by_seed)
     flips = [r for r in rows if r["flip"]]
     out = Path(a.out or ROOT / "benchmarks" / "results" / f"verdicts-{a.profile}-{a.device}.json")
     out.parent.mkdir(parents=True, exist_ok=True)

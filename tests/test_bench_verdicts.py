@@ -16,7 +16,7 @@ def _rec(claim, model, outcome):
 
 
 def test_a_flip_is_holds_at_one_seed_and_does_not_hold_at_the_other():
-    rows = bench.compare({0: [_rec("sis", "A", "holds"), _rec("sis", "B", "holds"), _rec("kept", "A", "holds")],
+    rows = bench.seed_rows({0: [_rec("sis", "A", "holds"), _rec("sis", "B", "holds"), _rec("kept", "A", "holds")],
                           1: [_rec("sis", "A", "does not hold"), _rec("sis", "B", "inconclusive at this scale"),
                               _rec("kept", "A", "holds")]})
     assert [(r["claim"], r["model"], r["flip"]) for r in rows] == [("sis", "A", True), ("sis", "B", False),

@@ -262,3 +262,20 @@ def test_gpu_values_name_the_gpu_editions_and_the_measured_cost(tmp_path):
                                                  "projection": {"total_s": {"models_s": 36000, "x_s": 12960}}}))
     v = report.gpu_values(folder=tmp_path, cost=tmp_path / "c.json")
     assert v == {"gpu_editions": "fashion-mnist-gpu", "gpu_hours": "14", "gpu_device": "NVIDIA H100 80GB HBM3"}
+
+
+def test_seed_values_count_changes_and_flips_between_the_two_seeds():
+    """A flip is "holds" at one seed and "does not hold" at the other; a move to "inconclusive" is a change
+    that is not a flip; a row one seed lacks is not compared."""
+    def rec(claim, model, outcome):
+        return {"claim": claim, "model": model, "estimate": 1.0, "low": 0.5, "high": 1.5, "outcome": outcome}
+    rows = report.seed_rows({0: [rec("sis", "ResNet20", "does not hold"), rec("sis", "VGG16", "holds"),
+                            rec("kept", "ResNet20", "holds"), rec("accurate", "ResNet20", "holds")],
+                        5: [rec("sis", "ResNet20", "holds"), rec("sis", "VGG16", "inconclusive at this scale"),
+                            rec("kept", "ResNet20", "holds")]})
+    v = report.seed_values({"seeds": [0, 5], "replicates": 5, "rows": rows}, "s")
+    assert (v["s_seeds"], v["s_replicates"], v["s_rows"], v["s_changed"], v["s_flips"]) == ("0 and 5", "0–4 and 5–9", 3, 2, 1)
+    assert v["s_flips_which"].endswith("ResNet20: “does not hold” then “holds”") and v["s_flips_which"].count(";") == 0
+    assert "VGG16: “holds” then “inconclusive at this scale”" in v["s_changed_which"]
+    assert set(report.seed_values(None, "s").values()) == {"—"}
+    assert report.seed_values({"seeds": [0, 5], "replicates": 5, "rows": rows[2:3]}, "s")["s_flips_which"] == "none"

@@ -264,22 +264,21 @@ def _numbers_span(numbers: list[int]) -> str:
 
 def _verdict_values(doc: dict | None) -> dict:
     """Part I's verdicts at two seeds (:data:`VERDICTS`): how many (claim, model) outcomes there are and how
-    many differ between the seeds, which, how many were inconclusive at the first seed, and the widest
-    95% interval at the first seed (claim, model, ends, width)."""
-    keys = ("v_seeds", "v_rows", "v_changed", "v_changed_which", "v_inconclusive", "v_widest_claim",
-            "v_widest_model", "v_widest_interval", "v_widest_width", "v_device", "v_date")
+    many differ between the seeds, which (:func:`overinterp.pages.report.seed_values`), how many were
+    inconclusive at the first seed, and the widest 95% interval at the first seed (claim, model, ends, width)."""
+    from overinterp.pages.report import seed_values
+    seeds = {k: v for k, v in seed_values(doc, "v").items()
+             if k in ("v_seeds", "v_rows", "v_changed", "v_changed_which")}
+    keys = ("v_inconclusive", "v_widest_claim", "v_widest_model", "v_widest_interval", "v_widest_width", "v_device",
+            "v_date")
     if not doc or not doc.get("rows"):
-        return dict.fromkeys(keys, MISSING)
-    s0, s1 = (str(s) for s in doc["seeds"][:2])
+        return {**seeds, **dict.fromkeys(keys, MISSING)}
+    s0 = str(doc["seeds"][0])
     rows = doc["rows"]
-    changed = [r for r in rows if r["seeds"][s0]["outcome"] != r["seeds"][s1]["outcome"]]
     widest = max(rows, key=lambda r: r["seeds"][s0]["high"] - r["seeds"][s0]["low"])
     w = widest["seeds"][s0]
     digits = CL.CLAIMS[widest["claim"]].digits if widest["claim"] in CL.CLAIMS else 1
-    return {"v_seeds": f"{s0} and {s1}", "v_rows": len(rows), "v_changed": len(changed),
-            "v_changed_which": "; ".join(f"{CL.CLAIMS[r['claim']].short if r['claim'] in CL.CLAIMS else r['claim']}, "
-                                         f"{r['model']}: “{r['seeds'][s0]['outcome']}” then “{r['seeds'][s1]['outcome']}”"
-                                         for r in changed) or "none",
+    return {**seeds,
             "v_inconclusive": sum(r["seeds"][s0]["outcome"].startswith("inconclusive") for r in rows),
             "v_widest_claim": CL.CLAIMS[widest["claim"]].short if widest["claim"] in CL.CLAIMS else widest["claim"],
             "v_widest_model": widest["model"], "v_widest_interval": bounds(w["low"], w["high"], digits),

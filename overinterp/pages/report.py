@@ -32,7 +32,8 @@ from overinterp.store import code_version
 from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTABLE
 
 __all__ = ["text", "document", "write", "load", "table", "edition_view", "ROOT", "STANDARD", "RESULTS", "READING",
-           "group", "edition_verdicts", "this_execution", "by_claim", "bottom_line", "agreement", "accuracy_values",
+           "group", "edition_verdicts", "this_execution", "by_claim", "bottom_line", "agreement", "FLIP", "seed_rows",
+           "seed_values", "accuracy_values",
            "verdict_frame", "verdict_table", "forest_figure", "results_table", "scope_table", "deviations_frame",
            "compute_frame", "compute_values", "engine_values", "control_values", "citation", "citation_values",
            "standard_accuracies", "zoo_accuracies", "scale_values", "data_values", "gpu_values", "paper_values",
@@ -220,6 +221,55 @@ def agreement(first: dict | None, second: dict | None, prefix: str) -> dict:
                          (UNTESTABLE, "untestable")):
         out[f"{prefix}_only_{key}"] = "; ".join(_label(c) for c in only if b[c][0]["verdict"] == outcome) or "none"
     return out
+
+
+# ----------------------------------------------------------------------------- the same claims at two seeds
+
+#: two outcomes that contradict each other; "inconclusive at this scale" beside either is not a flip
+FLIP = frozenset({HOLDS, FAILS})
+
+
+def seed_rows(by_seed: dict[int, list[dict]]) -> list[dict]:
+    """One row per (claim, model) of the verdicts rows of each seed (``{seed: rows}``): ``seeds`` (each
+    seed's row, None where it lacks one) and ``flip`` (one seed "holds", another "does not hold"). The rows
+    of the two-seed JSON that ``benchmarks/bench_verdicts.py`` writes."""
+    keys = list(dict.fromkeys((r["claim"], r["model"]) for recs in by_seed.values() for r in recs))
+    rows = []
+    for claim, model in keys:
+        per = {str(s): next((r for r in recs if (r["claim"], r["model"]) == (claim, model)), None)
+               for s, recs in by_seed.items()}
+        outcomes = {r["outcome"] for r in per.values() if r}
+        rows.append({"claim": claim, "model": model, "seeds": per, "flip": FLIP <= outcomes})
+    return rows
+
+
+def _span(first: int, n: int) -> str:
+    return f"{first}–{first + n - 1}" if n > 1 else f"{first}"
+
+
+def seed_values(doc: dict | None, prefix: str) -> dict:
+    """Glue values of a two-seed document (``benchmarks/bench_verdicts.py``: ``seeds``, ``replicates``,
+    ``rows`` of :func:`seed_rows`), its first two seeds compared, ``<prefix>_<name>``: ``seeds`` ('0 and 5'),
+    ``replicates`` ('0–4 and 5–9'), ``rows`` ((claim, model) outcomes both computed), ``changed`` (of those,
+    outcomes that differ) and ``changed_which`` ('claim, model: “holds” then “inconclusive ...”; ...' or
+    "none"), ``flips`` (changes from "holds" to "does not hold" or back) and ``flips_which``; "—" for every
+    value without a document."""
+    keys = ("seeds", "replicates", "rows", "changed", "changed_which", "flips", "flips_which")
+    if not doc or not doc.get("rows"):
+        return {f"{prefix}_{k}": MISSING for k in keys}
+    s0, s1 = (str(s) for s in doc["seeds"][:2])
+    rows = [r for r in doc["rows"] if r["seeds"].get(s0) and r["seeds"].get(s1)]
+    changed = [r for r in rows if r["seeds"][s0]["outcome"] != r["seeds"][s1]["outcome"]]
+    flips = [r for r in changed if {r["seeds"][s0]["outcome"], r["seeds"][s1]["outcome"]} == FLIP]
+
+    def which(rs):
+        return "; ".join(f"{CLAIMS[r['claim']].short if r['claim'] in CLAIMS else r['claim']}, {r['model']}: "
+                         f"“{r['seeds'][s0]['outcome']}” then “{r['seeds'][s1]['outcome']}”" for r in rs) or "none"
+    n = doc.get("replicates")
+    return {f"{prefix}_seeds": f"{s0} and {s1}",
+            f"{prefix}_replicates": f"{_span(int(s0), n)} and {_span(int(s1), n)}" if n else MISSING,
+            f"{prefix}_rows": len(rows), f"{prefix}_changed": len(changed), f"{prefix}_changed_which": which(changed),
+            f"{prefix}_flips": len(flips), f"{prefix}_flips_which": which(flips)}
 
 
 def accuracy_values(measured: tuple, prefix: str) -> dict:
