@@ -279,3 +279,15 @@ def test_seed_values_count_changes_and_flips_between_the_two_seeds():
     assert "VGG16: “holds” then “inconclusive at this scale”" in v["s_changed_which"]
     assert set(report.seed_values(None, "s").values()) == {"—"}
     assert report.seed_values({"seeds": [0, 5], "replicates": 5, "rows": rows[2:3]}, "s")["s_flips_which"] == "none"
+
+
+def test_the_seed_table_marks_overlapping_replicates_and_dashes_a_check_not_committed(tmp_path):
+    rows = report.seed_rows({0: [{"claim": "sis", "model": "ResNet20", "outcome": "holds"}],
+                             1: [{"claim": "sis", "model": "ResNet20", "outcome": "does not hold"}]})
+    (tmp_path / "q.json").write_text(json.dumps({"seeds": [0, 1], "replicates": 3, "rows": rows,
+                                                 "device": "CPU", "date": "2026-11-25"}))
+    t = report.seed_table({"standard edition": tmp_path / report.SEEDS, "quick": tmp_path / "q.json"})
+    assert list(t.index) == ["standard edition", "quick"]
+    assert t.loc["quick", "replicates"] == "0–2 and 1–3 (overlapping: not independent)"
+    assert (t.loc["quick", "outcomes compared"], t.loc["quick", "flips"]) == (1, 1)
+    assert set(t.loc["standard edition"]) == {"—"}

@@ -33,7 +33,7 @@ from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTA
 
 __all__ = ["text", "document", "write", "load", "table", "edition_view", "ROOT", "STANDARD", "RESULTS", "READING",
            "group", "edition_verdicts", "this_execution", "by_claim", "bottom_line", "agreement", "FLIP", "seed_rows",
-           "seed_values", "accuracy_values",
+           "seed_values", "seed_table", "SEEDS", "accuracy_values",
            "verdict_frame", "verdict_table", "forest_figure", "results_table", "scope_table", "deviations_frame",
            "compute_frame", "compute_values", "engine_values", "control_values", "citation", "citation_values",
            "standard_accuracies", "zoo_accuracies", "scale_values", "data_values", "gpu_values", "paper_values",
@@ -243,6 +243,12 @@ def seed_rows(by_seed: dict[int, list[dict]]) -> list[dict]:
     return rows
 
 
+def _profile_replicates(name: str | None) -> int | None:
+    """The replicates of profile ``name`` (a two-seed file of schema < 3 does not record them)."""
+    from overinterp.config.profiles import PROFILES
+    return PROFILES[name].replicates if name in PROFILES else None
+
+
 def _span(first: int, n: int) -> str:
     return f"{first}–{first + n - 1}" if n > 1 else f"{first}"
 
@@ -265,11 +271,37 @@ def seed_values(doc: dict | None, prefix: str) -> dict:
     def which(rs):
         return "; ".join(f"{CLAIMS[r['claim']].short if r['claim'] in CLAIMS else r['claim']}, {r['model']}: "
                          f"“{r['seeds'][s0]['outcome']}” then “{r['seeds'][s1]['outcome']}”" for r in rs) or "none"
-    n = doc.get("replicates")
+    n = doc.get("replicates") or (_profile_replicates(doc["profile"]) if doc.get("profile") else None)
     return {f"{prefix}_seeds": f"{s0} and {s1}",
             f"{prefix}_replicates": f"{_span(int(s0), n)} and {_span(int(s1), n)}" if n else MISSING,
             f"{prefix}_rows": len(rows), f"{prefix}_changed": len(changed), f"{prefix}_changed_which": which(changed),
             f"{prefix}_flips": len(flips), f"{prefix}_flips_which": which(flips)}
+
+
+#: an edition's two-seed check (``benchmarks/bench_verdicts.py --out``), in the edition's folder
+SEEDS = "verdicts-seeds.json"
+
+
+def seed_table(files: dict) -> "pd.DataFrame":
+    """One row per two-seed check of ``files`` ({label: path of a ``bench_verdicts.py`` JSON}): the seeds and
+    their replicates (marked where they overlap: not independent checks), the (claim, model) outcomes
+    both seeds computed, how many changed and how many flipped (:func:`seed_values`), which changed, the
+    device and date; "—" for a check that is not committed."""
+    import pandas as pd
+    rows = []
+    for label, path in files.items():
+        path = Path(path)
+        doc = json.loads(path.read_text()) if path.is_file() else None
+        v = seed_values(doc, "s")
+        seeds = doc.get("seeds", [])[:2] if doc else []
+        n = doc and (doc.get("replicates") or _profile_replicates(doc.get("profile")))
+        overlap = bool(n and len(seeds) == 2 and abs(seeds[1] - seeds[0]) < n)
+        rows.append({"edition": label, "seeds": v["s_seeds"],
+                     "replicates": v["s_replicates"] + (" (overlapping: not independent)" if overlap else ""),
+                     "outcomes compared": v["s_rows"], "changed": v["s_changed"], "flips": v["s_flips"],
+                     "which changed": v["s_changed_which"],
+                     "computed": f"{doc.get('device', MISSING)}, {doc.get('date', MISSING)}" if doc else MISSING})
+    return pd.DataFrame(rows).set_index("edition")
 
 
 def accuracy_values(measured: tuple, prefix: str) -> dict:
