@@ -230,7 +230,7 @@ def test_table_values_and_verdict_read_the_rows_at_tau():
                           "SIS pixels in the border band (%)": [80.0, 20.0, 0.0]})
     v = C.table_values(table, 0.9, 0.125, 0.4375)
     assert v == {"band_pct": "12.5%", "band_area": "43.8%", "n_tau": 2, "size_tau": "2.0%", "size_all": "1.0–10.0%"}
-    assert C.table_values(table.iloc[:0], 0.9, 0.125, 0.4375)["size_all"] == "nothing (no SIS at any threshold)"
+    assert C.table_values(table.iloc[:0], 0.9, 0.125, 0.4375)["size_all"] == "—"
     assert C.border_shares(table, 0.9) == [0.8, 0.2]
     verdict = FV.borders_verdict(C.border_shares(table, 0.9), 0.4375, 0.9, min_images=2)
     assert verdict.numbers["images with an SIS"].item() == 2 and verdict.numbers["images above the area share"].item() == 1

@@ -147,12 +147,13 @@ def count(n: int, noun: str) -> str:
 
 def table_values(table: pd.DataFrame, tau: float, border: float, area: float) -> dict[str, str]:
     """The prose of the SIS table: the border band (percent of each side and of the area), the images
-    with an SIS at ``tau`` and their median size, and the range of sizes over all thresholds."""
+    with an SIS at ``tau`` and their median size, and the range of sizes over all thresholds ("—" where
+    there is no SIS to measure: the sentence around them says so with the count)."""
     at_tau = table[table["tau"] == tau]
     return {"band_pct": f"{100 * border:g}%", "band_area": f"{100 * area:.1f}%", "n_tau": len(at_tau),
-            "size_tau": f"{at_tau['SIS size (%)'].median():.1f}%" if len(at_tau) else "not defined (no SIS)",
+            "size_tau": f"{at_tau['SIS size (%)'].median():.1f}%" if len(at_tau) else MISSING,
             "size_all": (f"{table['SIS size (%)'].min():.1f}–{table['SIS size (%)'].max():.1f}%"
-                         if len(table) else "nothing (no SIS at any threshold)")}
+                         if len(table) else MISSING)}
 
 
 def border_shares(table: pd.DataFrame, tau: float) -> list[float]:
