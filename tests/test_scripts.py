@@ -61,3 +61,36 @@ def test_compare_books_finds_a_moved_glued_value_and_ignores_a_stylers_random_id
     _executed(tmp_path / "d", "03_sis", {"sis_mean": "8.8", "n": 20}, table.replace("8.8", "9.1").format("1", "1"))
     assert compare_books.main([str(tmp_path / "a"), str(tmp_path / "d")]) == 1
     assert compare_books.main([str(tmp_path / "a"), str(tmp_path / "empty")]) == 2
+
+
+def test_the_two_seed_script_trains_the_zoo_first_then_the_rest_then_both_seeds_verdicts(tmp_path):
+    """scripts/standard_two_seeds.sh with a Python that records its calls: the zoo (units 0-14) in two
+    ranks, then the rest in two ranks, then the verdicts of the claims whose chapters the edition's
+    manifest lists, at seed 0 and at the second seed, then their comparison into the edition's folder."""
+    import os
+    import subprocess
+    import sys
+    from overinterp.paper.claims import CLAIMS
+    edition = tmp_path / "edition"
+    edition.mkdir()
+    (edition / "manifest.json").write_text(json.dumps({"chapters": {"03_sis": {}, "10_ensembles": {}}}))
+    calls = tmp_path / "calls.txt"
+    stub = tmp_path / "python"
+    stub.write_text(f'#!/usr/bin/env bash\nif [ "$1" = "-c" ]; then exec {sys.executable} "$@"; fi\n'
+                    f'echo "RANK=${{RANK:-}} $*" >> {calls}\n')
+    stub.chmod(0o755)
+    env = {**os.environ, "PYTHON": str(stub), "OVERINTERP_ARTIFACTS": str(tmp_path / "store"),
+           "LOGS": str(tmp_path / "logs"), "EDITION": str(edition)}
+    res = subprocess.run(["bash", str(ROOT / "scripts" / "standard_two_seeds.sh"), "11"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    lines = calls.read_text().splitlines()
+    prepares = [ln for ln in lines if " prepare " in ln]
+    assert len(prepares) == 4 and all("--profile standard --seed 11" in ln for ln in prepares)
+    assert all("--shards 0:15" in ln for ln in prepares[:2]) and not any("--shards" in ln for ln in prepares[2:])
+    assert sorted(ln.split()[0] for ln in prepares[:2]) == ["RANK=0", "RANK=1"]
+    claims = " ".join(c for c, claim in CLAIMS.items() if claim.chapter in ("03_sis", "10_ensembles"))
+    verdicts = [ln for ln in lines if " verdicts " in ln]
+    assert [ln.split("--seed ")[1].split()[0] for ln in verdicts] == ["0", "11"]
+    assert all(f"--only {claims} --json" in ln for ln in verdicts)
+    assert "bench_verdicts.py" in lines[-1] and f"--out {edition}/verdicts-seeds.json" in lines[-1]
