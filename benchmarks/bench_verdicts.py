@@ -27,16 +27,11 @@ from pathlib import Path
 
 from overinterp.config.context import make_run
 from overinterp.experiments import claims
-from overinterp.pages.report import seed_rows
+from overinterp.pages.report import overlapping, seed_rows
 from overinterp.store import Store
 from overinterp.zoo.train import device_name
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def overlapping(seeds: list[int], replicates: int) -> list[tuple[int, int]]:
-    """Pairs of seeds whose replicates (seed, ..., seed + replicates - 1) overlap."""
-    return [(a, b) for i, a in enumerate(seeds) for b in seeds[i + 1:] if abs(a - b) < replicates]
 
 
 def main(argv=None):

@@ -32,7 +32,7 @@ from overinterp.store import code_version
 from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTABLE
 
 __all__ = ["text", "document", "write", "load", "table", "edition_view", "ROOT", "STANDARD", "RESULTS", "READING",
-           "group", "edition_verdicts", "this_execution", "by_claim", "bottom_line", "agreement", "FLIP", "seed_rows",
+           "group", "edition_verdicts", "this_execution", "by_claim", "bottom_line", "agreement", "FLIP", "seed_rows", "overlapping",
            "seed_values", "seed_table", "SEEDS", "accuracy_values",
            "verdict_frame", "verdict_table", "forest_figure", "results_table", "scope_table", "deviations_frame",
            "compute_frame", "compute_values", "engine_values", "control_values", "citation", "citation_values",
@@ -243,10 +243,15 @@ def seed_rows(by_seed: dict[int, list[dict]]) -> list[dict]:
     return rows
 
 
-def _profile_replicates(name: str | None) -> int | None:
-    """The replicates of profile ``name`` (a two-seed file of schema < 3 does not record them)."""
+def overlapping(seeds: list[int], replicates: int) -> list[tuple[int, int]]:
+    """Pairs of seeds whose replicates (seed, ..., seed + replicates - 1) overlap: not independent checks."""
+    return [(a, b) for i, a in enumerate(seeds) for b in seeds[i + 1:] if abs(a - b) < replicates]
+
+
+def _replicates(doc: dict) -> int | None:
+    """A two-seed document's replicates per seed, or its profile's (a file of schema < 3 does not record them)."""
     from overinterp.config.profiles import PROFILES
-    return PROFILES[name].replicates if name in PROFILES else None
+    return doc.get("replicates") or (PROFILES[doc["profile"]].replicates if doc.get("profile") in PROFILES else None)
 
 
 def _span(first: int, n: int) -> str:
@@ -271,7 +276,7 @@ def seed_values(doc: dict | None, prefix: str) -> dict:
     def which(rs):
         return "; ".join(f"{CLAIMS[r['claim']].short if r['claim'] in CLAIMS else r['claim']}, {r['model']}: "
                          f"“{r['seeds'][s0]['outcome']}” then “{r['seeds'][s1]['outcome']}”" for r in rs) or "none"
-    n = doc.get("replicates") or (_profile_replicates(doc["profile"]) if doc.get("profile") else None)
+    n = _replicates(doc)
     return {f"{prefix}_seeds": f"{s0} and {s1}",
             f"{prefix}_replicates": f"{_span(int(s0), n)} and {_span(int(s1), n)}" if n else MISSING,
             f"{prefix}_rows": len(rows), f"{prefix}_changed": len(changed), f"{prefix}_changed_which": which(changed),
@@ -293,9 +298,8 @@ def seed_table(files: dict) -> "pd.DataFrame":
         path = Path(path)
         doc = json.loads(path.read_text()) if path.is_file() else None
         v = seed_values(doc, "s")
-        seeds = doc.get("seeds", [])[:2] if doc else []
-        n = doc and (doc.get("replicates") or _profile_replicates(doc.get("profile")))
-        overlap = bool(n and len(seeds) == 2 and abs(seeds[1] - seeds[0]) < n)
+        n = _replicates(doc) if doc else None
+        overlap = bool(n and overlapping(doc.get("seeds", [])[:2], n))
         rows.append({"edition": label, "seeds": v["s_seeds"],
                      "replicates": v["s_replicates"] + (" (overlapping: not independent)" if overlap else ""),
                      "outcomes compared": v["s_rows"], "changed": v["s_changed"], "flips": v["s_flips"],
