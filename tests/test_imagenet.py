@@ -255,5 +255,11 @@ def test_a_folder_sample_is_keyed_by_its_root_and_seed_and_says_so(tmp_path):
     assert source_words({"source": "photos"})["source_how"] == "each resized whole"
 
 
-def test_counts_read_as_words():
-    assert C.count(1, "image") == "1 image" and C.count(3, "step") == "3 steps" and C.count(0, "image") == "0 images"
+def test_heatmap_panels_average_only_the_images_with_an_sis_and_count_them():
+    from types import SimpleNamespace
+    masks = torch.zeros(3, 2, 2, dtype=torch.bool)
+    masks[0, 0, 0] = masks[1, 0, 0] = masks[1, 1, 1] = masks[2, 1, 1] = True
+    sis = {0.5: SimpleNamespace(size=torch.tensor([1, 2, -1])), 0.9: SimpleNamespace(size=torch.tensor([-1, -1, -1]))}
+    freqs = C.heatmap_freqs(C.Selected(None, sis, {0.5: masks, 0.9: masks}, pd.DataFrame()), [0.5, 0.9])
+    assert list(freqs) == ["τ = 0.5 (n = 2)"]   # no panel at 0.9, where no image has an SIS
+    assert freqs["τ = 0.5 (n = 2)"].tolist() == [[1.0, 0.0], [0.0, 0.5]]   # image 2 (no SIS) left out

@@ -136,13 +136,8 @@ def heatmap_freqs(sel: Selected, taus) -> dict[str, torch.Tensor]:
     images, the frequency of each pixel location over those SIS (empty where there is none;
     :func:`overinterp.pages.imagenet_plots.heatmap` draws them)."""
     sis, masks = sel.sis, sel.masks
-    return {f"τ = {t:g} ({count(int((sis[t].size >= 0).sum()), 'image')})": I.frequency(masks[t][sis[t].size.cpu() >= 0])
+    return {f"τ = {t:g} (n = {int((sis[t].size >= 0).sum())})": I.frequency(masks[t][sis[t].size.cpu() >= 0])
             for t in taus if len(sis) and int((sis[t].size >= 0).sum())}
-
-
-def count(n: int, noun: str) -> str:
-    """'1 image', '3 images'."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def table_values(table: pd.DataFrame, tau: float, border: float, area: float) -> dict[str, str]:
@@ -192,7 +187,7 @@ def cost(net: nn.Module, images: torch.Tensor, model: str, cfg, device) -> tuple
     inc_min = table.loc[table["model"].str.startswith("Inception"), minutes].iloc[0]
     table["model"] = "ours: " + table["model"]
     values = {"paper_lo": p["minutes"][0], "paper_hi": p["minutes"][1], "inc_min": f"{inc_min:.0f}", "eff_min": f"{table[minutes].iloc[0]:.0f}",
-              "timing": f"{count(cfg.timing_steps, 'step')} on {count(n_t, 'image')}"}
+              "timing_steps": cfg.timing_steps, "timing_images": n_t}
     shown = pd.concat([table.assign(**{"s per image-step": table["s per image-step"].round(3),
                                        minutes: table[minutes].round(1)}), pd.DataFrame([paper_row])],
                       ignore_index=True)
