@@ -39,18 +39,21 @@ def stage(u: dict) -> str:
 
 
 def report(rows: list[dict], device: str) -> dict:
-    by = defaultdict(lambda: {"units": 0, "process_seconds": 0.0})
+    """Units and process-seconds per stage: a unit counted once however many runs list it (a resumed run lists
+    the units it found stored, at the seconds of loading them), its seconds summed over those runs."""
+    by = defaultdict(lambda: {"units": set(), "process_seconds": 0.0})
     for u in rows:
         s = by[stage(u)]
-        s["units"] += 1
+        s["units"].add((u.get("study", "chapters"), u["kind"], u["unit"]))
         s["process_seconds"] += u["seconds"]
+    by = {k: {**v, "units": len(v["units"])} for k, v in by.items()}
     total = sum(s["process_seconds"] for s in by.values())
     return {"what": "seconds of the prepare processes per stage (sum over processes: two 1-thread processes on "
                     "2 cores run side by side, so the wall time is about half the sum)",
             "device": device, "stages": {k: {**v, "process_seconds": round(v["process_seconds"], 1),
                                               "process_hours": round(v["process_seconds"] / 3600, 2)}
                                          for k, v in by.items()},
-            "total_process_hours": round(total / 3600, 2), "units": len(rows)}
+            "total_process_hours": round(total / 3600, 2), "units": sum(s["units"] for s in by.values())}
 
 
 def main(argv=None) -> int:

@@ -94,3 +94,22 @@ def test_the_two_seed_script_trains_the_zoo_first_then_the_rest_then_both_seeds_
     assert [ln.split("--seed ")[1].split()[0] for ln in verdicts] == ["0", "11"]
     assert all(f"--only {claims} --json" in ln for ln in verdicts)
     assert "bench_verdicts.py" in lines[-1] and f"--out {edition}/verdicts-seeds.json" in lines[-1]
+
+
+def test_compute_report_counts_a_unit_once_across_a_run_and_its_resumption(tmp_path):
+    spec = importlib.util.spec_from_file_location("compute_report", ROOT / "scripts" / "compute_report.py")
+    cr = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cr)
+    first, resumed = tmp_path / "rest.jsonl", tmp_path / "rest-rank0.log"
+    first.write_text("\n".join(json.dumps(u) for u in [
+        {"unit": "resnet20 on 5% bs subsets", "kind": "retrained", "seconds": 800.0},
+        {"unit": "resnet20 seed 5 SIS sizes", "kind": "backselect", "seconds": 100.0},
+        {"unit": "resnet20 seed 5 train", "kind": "backselect", "seconds": 50.0}]) + "\n")
+    # prepare's closing JSON of the resumed run: the stored unit is listed again at its loading time
+    resumed.write_text("progress...\n" + json.dumps({"study": "chapters", "seconds": {
+        "retrained: resnet20 on 5% bs subsets": 1.5, "retrained: vgg16 on full images (control)": 300.0}},
+        indent=1) + "\n")
+    doc = cr.report(cr.units([first, resumed]), "test machine")
+    assert doc["stages"]["retraining"] == {"units": 2, "process_seconds": 1101.5, "process_hours": 0.31}
+    assert doc["stages"]["SIS sizes (pruned)"]["units"] == 1 and doc["stages"]["backward selection"]["units"] == 1
+    assert doc["units"] == 4 and doc["total_process_hours"] == round(1251.5 / 3600, 2)
