@@ -143,17 +143,19 @@ def test_the_results_are_decided_by_the_largest_scale_that_computed_each_claim()
 def test_the_compute_budget_counts_every_run_and_those_not_kept(tmp_path):
     std = {"device": "machine A", "stages": {"model zoo": {"units": 3, "process_seconds": 7200.0}},
            "edition_chapters_seconds": {"02": 1800.0}, "verdicts_seconds": 360,
+           "seeds": {"5": {"stages": {"model zoo": {"units": 3, "process_seconds": 3600.0}}, "verdicts_seconds": 720}},
            "not_recorded": "a first run was stopped; its units were resumed"}
     book = {"profile": "quick", "device": "machine B", "total_minutes": 48.0,
             "earlier_run_same_machine": {"execute_seconds": 3600.0, "notes": "the run before: killed, resumed"}}
     (tmp_path / "c.json").write_text(json.dumps(std))
     (tmp_path / "b.json").write_text(json.dumps(book))
     f = report.compute_frame(tmp_path / "c.json", tmp_path / "b.json", tmp_path / "none.json")
-    assert list(f["kept"]) == ["yes", "yes", "yes", "no: stopped", "yes", "no: superseded"]
-    assert list(f["run"])[3] == "a first run was stopped" and list(f["run"])[5] == "the run before"
+    assert list(f["kept"]) == ["yes", "yes", "yes", "yes", "yes", "no: stopped", "yes", "no: superseded"]
+    assert list(f["run"])[3:5] == ["prepare at seed 5: model zoo (3 units)", "python -m overinterp verdicts --seed 5"]
+    assert list(f["run"])[5] == "a first run was stopped" and list(f["run"])[7] == "the run before"
     assert list(f.index)[0] == "standard: machine A" and list(f.index)[1] == ""
     v = report.compute_values(f)
-    assert (v["standard_process_hours"], v["standard_wall_hours"], v["standard_discarded"]) == ("2.00", "0.60", 1)
+    assert (v["standard_process_hours"], v["standard_wall_hours"], v["standard_discarded"]) == ("3.00", "0.80", 1)
     assert (v["quick_wall_hours"], v["quick_process_hours"], v["quick_discarded"]) == ("0.80", MISSING, 1)
 
 

@@ -580,7 +580,8 @@ def deviations_frame(profiles: list) -> "pd.DataFrame":
 
 def compute_frame(standard=STANDARD / "compute.json", book=RESULTS / "book-quick-cpu.json",
                   chapters=RESULTS / "chapters-quick-cpu.json") -> "pd.DataFrame":
-    """The compute each edition took, per run, from the committed files, runs that were discarded
+    """The compute each edition took, per run, from the committed files (the standard edition's ``seeds``:
+    the prepare and verdicts of its two-seed check's other seed), runs that were discarded
     included: hours, on which machine, whether they are process hours (summed over processes running side
     by side) or wall-clock hours, and what became of the run."""
     import pandas as pd
@@ -596,6 +597,15 @@ def compute_frame(standard=STANDARD / "compute.json", book=RESULTS / "book-quick
         if d.get("verdicts_seconds") is not None:
             out.append({"edition": "standard", "run": "python -m overinterp verdicts", "machine": d["device"],
                         "hours": d["verdicts_seconds"] / 3600, "clock": "wall", "kept": "yes"})
+        for seed, extra in d.get("seeds", {}).items():     # the two-seed check's other replicates
+            for stage, v in extra.get("stages", {}).items():
+                out.append({"edition": "standard", "run": f"prepare at seed {seed}: {stage} ({v['units']} units)",
+                            "machine": d["device"], "hours": v["process_seconds"] / 3600, "clock": "process",
+                            "kept": "yes"})
+            if extra.get("verdicts_seconds") is not None:
+                out.append({"edition": "standard", "run": f"python -m overinterp verdicts --seed {seed}",
+                            "machine": d["device"], "hours": extra["verdicts_seconds"] / 3600, "clock": "wall",
+                            "kept": "yes"})
         if d.get("not_recorded"):
             out.append({"edition": "standard", "run": d["not_recorded"].split(";")[0], "machine": d["device"], "hours": math.nan,
                         "clock": "process", "kept": "no: stopped"})
