@@ -3,7 +3,8 @@
 # two 1-thread processes, the zoo first (units 0-14) so that no two processes train one model, then the
 # verdicts of the claims whose chapters the edition executed, at seed 0 and at SEED by this one commit (two
 # 1-thread processes), and their comparison. Every stage resumes from the store ($OVERINTERP_ARTIFACTS,
-# outside the work tree): run it again after an interruption and it continues where it stopped (README, "The standard edition").
+# outside the work tree): run it again after an interruption and it continues where it stopped (README,
+# "The standard edition").
 #
 #   OVERINTERP_ARTIFACTS=~/.cache/overinterp/artifacts nohup bash scripts/standard_two_seeds.sh 5 &
 set -euo pipefail
