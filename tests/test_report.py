@@ -220,7 +220,7 @@ def _report_keys() -> set[str]:
             **report.accuracy_values(([], None), "exec"), **report.control_values({}),
             **report.engine_values({"std": BackSelectConfig(), "exec": BackSelectConfig()}),
             **report.paper_values("fashion-mnist"), **report.data_values("fashion-mnist"),
-            **report.compute_values(report.compute_frame()),
+            **report.compute_values(report.compute_frame()), **report.seed_values(None, "std2"),
             **report.citation_values(report.citation())}
     return set(keys) | {"exec_verdict_seconds", "n_code_deviations", "tolerance", "verdict_table", "fig_forest",
                         "run_dataset", "run_profile", "run_device"}

@@ -33,7 +33,7 @@ from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTA
 
 __all__ = ["text", "document", "write", "load", "table", "edition_view", "ROOT", "STANDARD", "RESULTS", "READING",
            "group", "edition_verdicts", "this_execution", "by_claim", "bottom_line", "agreement", "FLIP", "seed_rows", "overlapping",
-           "seed_values", "seed_table", "SEEDS", "accuracy_values",
+           "seed_values", "seed_doc", "seed_table", "SEEDS", "accuracy_values",
            "verdict_frame", "verdict_table", "forest_figure", "results_table", "scope_table", "deviations_frame",
            "compute_frame", "compute_values", "engine_values", "control_values", "citation", "citation_values",
            "standard_accuracies", "zoo_accuracies", "scale_values", "data_values", "gpu_values", "paper_values",
@@ -287,6 +287,12 @@ def seed_values(doc: dict | None, prefix: str) -> dict:
 SEEDS = "verdicts-seeds.json"
 
 
+def seed_doc(path) -> dict | None:
+    """The two-seed check at ``path`` (``benchmarks/bench_verdicts.py --out``), None where none is committed."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
 def seed_table(files: dict) -> "pd.DataFrame":
     """One row per two-seed check of ``files`` ({label: path of a ``bench_verdicts.py`` JSON}): the seeds and
     their replicates (marked where they overlap: not independent checks), the (claim, model) outcomes
@@ -295,8 +301,7 @@ def seed_table(files: dict) -> "pd.DataFrame":
     import pandas as pd
     rows = []
     for label, path in files.items():
-        path = Path(path)
-        doc = json.loads(path.read_text()) if path.is_file() else None
+        doc = seed_doc(path)
         v = seed_values(doc, "s")
         n = _replicates(doc) if doc else None
         overlap = bool(n and overlapping(doc.get("seeds", [])[:2], n))
