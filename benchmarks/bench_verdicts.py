@@ -51,12 +51,14 @@ def main(argv=None):
     run0 = make_run(a.dataset, a.profile, a.device, seeds[0])
     for s, t in overlapping(seeds, run0.profile.replicates):
         print(f"warning: seeds {s} and {t} share replicates: not independent checks", file=sys.stderr)
-    by_seed, seconds = {}, {}
+    by_seed, seconds, devices = {}, {}, {}
     with Store.using(a.artifacts):
         for seed in seeds:
             if seed in reuse:
-                by_seed[seed] = json.loads(reuse[seed].read_text())["rows"]
+                doc = json.loads(reuse[seed].read_text())
+                by_seed[seed], devices[seed] = doc["rows"], doc.get("device", "not recorded")
                 continue
+            devices[seed] = device_name(a.device)
             t0 = time.perf_counter()
             vs = claims.verdicts(make_run(a.dataset, a.profile, a.device, seed), a.only)
             by_seed[seed] = claims.table(vs)
@@ -68,7 +70,7 @@ def main(argv=None):
     out.write_text(json.dumps({
         "what": "every claim's verdict at two seeds: per claim and model, estimate, 95% interval, margin and outcome",
         "command": "python benchmarks/bench_verdicts.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "schema": 3, "device": device_name(a.device), "date": time.strftime("%Y-%m-%d"), "profile": a.profile,
+        "schema": 3, "device": "; ".join(dict.fromkeys(devices.values())),   # where each seed's verdicts ran "date": time.strftime("%Y-%m-%d"), "profile": a.profile,
         "dataset": a.dataset, "seeds": seeds, "replicates": run0.profile.replicates,
         "overlapping_seeds": overlapping(seeds, run0.profile.replicates), "seconds": seconds,
         "flips": len(flips), "rows": rows}, indent=1, ensure_ascii=False) + "\n")
