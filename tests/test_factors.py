@@ -84,6 +84,20 @@ def test_every_measure_is_finite_where_it_is_defined(sweeps):
         assert "nan" not in shown.to_string().lower() and len(shown.columns) == len(df)
 
 
+def test_the_method_table_is_split_into_every_method_on_the_same_images_and_the_larger_samples(sweeps):
+    methods = sweeps[0]["method"]
+    same, more = F.method_tables(methods)
+    smallest = methods["sample size"].min()
+    settings = list(dict.fromkeys(methods.setting))
+    assert [c.split("  ←")[0] for c in same.columns] == settings      # every method, exact included, one sample
+    assert same.loc["images"].tolist() == [smallest] * len(settings)
+    assert "exact" not in [c.split("  ←")[0] for c in more.columns]    # exact ran on the small sample only
+    assert set(more.loc["images"]) == {methods["sample size"].max()}
+    assert len(same.columns) + len(more.columns) == len(methods)
+    one = methods[methods["sample size"] == smallest]
+    assert F.method_tables(one)[1].empty                            # one sample: nothing more to show
+
+
 def test_other_models_are_the_zoo_without_the_source(run):
     others, zoo = F.other_models(run), A.zoo(run)
     assert len(others) == sum(len(ms) for ms in zoo.values()) - 1

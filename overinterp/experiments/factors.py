@@ -58,8 +58,8 @@ __all__ = ["FRAC", "CONTROL_SEED", "MEASURES", "sample", "source_model", "other_
            "position_values", "IMPUTED", "imputation_values", "imputed_correct",
            "method_settings", "black_value", "method_sweep", "mask_sweep", "epochs_sweep", "width_sweep",
            "keep_mask_images", "other_class_partner", "fill_from_other_class", "random_other_class",
-           "random_target_subsets", "retrain_controls", "controls_table", "retrain_verdicts", "table", "READ_AS",
-           "effects", "closing_values", "prose_values"]
+           "random_target_subsets", "retrain_controls", "controls_table", "retrain_verdicts", "table", "method_tables",
+           "READ_AS", "effects", "closing_values", "prose_values"]
 
 FRAC = SUBSET_FRAC   # the paper's 5% subsets
 CONTROL_SEED = 0     # the other-class pairing and the random target classes of the retraining controls
@@ -454,6 +454,14 @@ def table(sweep: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
         return v
 
     return out.map(show).T
+
+
+def method_tables(sweep: pd.DataFrame, digits: int = 2) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`method_sweep` as two :func:`table` s that fit the page: every method on the smallest sample
+    (the same images, exact among them), and the methods that ran on more images on their larger samples
+    (no columns where every method ran on one sample)."""
+    same = sweep["sample size"] == sweep["sample size"].min()
+    return table(sweep[same], digits), table(sweep[~same], digits) if (~same).any() else pd.DataFrame()
 
 
 def _main_rows(factor: str, sweep: pd.DataFrame) -> pd.DataFrame:
