@@ -70,7 +70,8 @@ def main(argv=None):
     out.write_text(json.dumps({
         "what": "every claim's verdict at two seeds: per claim and model, estimate, 95% interval, margin and outcome",
         "command": "python benchmarks/bench_verdicts.py " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "schema": 3, "device": "; ".join(dict.fromkeys(devices.values())),   # where each seed's verdicts ran "date": time.strftime("%Y-%m-%d"), "profile": a.profile,
+        "schema": 3, "device": "; ".join(dict.fromkeys(devices.values())),   # where each seed's verdicts ran
+        "date": time.strftime("%Y-%m-%d"), "profile": a.profile,
         "dataset": a.dataset, "seeds": seeds, "replicates": run0.profile.replicates,
         "overlapping_seeds": overlapping(seeds, run0.profile.replicates), "seconds": seconds,
         "flips": len(flips), "rows": rows}, indent=1, ensure_ascii=False) + "\n")

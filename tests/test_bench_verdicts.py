@@ -35,4 +35,5 @@ def test_overlapping_seeds_are_named_and_reused_json_rows_are_compared(tmp_path,
     doc = json.loads(out.read_text())
     assert code == 1 and doc["flips"] == 1 and doc["seeds"] == [0, 5] and doc["overlapping_seeds"] == []
     assert doc["device"] == "machine 0; machine 5"     # where the reused verdicts ran, not where they were compared
+    assert doc["profile"] == "tiny" and doc["date"]
     assert doc["rows"][0]["seeds"]["5"]["outcome"] == "does not hold" and "FLIP" in capsys.readouterr().out
