@@ -144,12 +144,18 @@ def cmd_prepare(args) -> int:
 
 def cmd_verdicts(args) -> int:
     run = _run(args)
+    earlier = report.load(args.json) if args.merge else None   # a missing or foreign file fails before computing
+    if earlier:
+        report.same_run(earlier, {"dataset": run.dataset, "profile": run.profile.name, "seed": run.seed})
     vs = claims.verdicts(run, args.only)
     rows = claims.table(vs)
     print(report.text(rows))
     if args.json:
-        report.write(args.json, report.document(run, rows, vs.seconds, device_name(run.device)))
-        print(f"wrote {args.json}")
+        doc = report.document(run, rows, vs.seconds, device_name(run.device))
+        if args.merge:
+            doc = report.merge(earlier, doc)
+        report.write(args.json, doc)
+        print(f"{'merged these rows into' if args.merge else 'wrote'} {args.json}")
     return 0
 
 
@@ -296,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--only", nargs="*", default=None, metavar="CLAIM",
                    help="only these claims (default all): " + ", ".join(CLAIMS))
     v.add_argument("--json", default=None, metavar="FILE", help="also write the verdicts as JSON to FILE")
+    v.add_argument("--merge", action="store_true",
+                   help="with --json: add these claims' rows to the verdicts already in FILE (same profile and "
+                        "seed), replacing their earlier rows and listing the command under 'merged'")
 
     g = _command(sub, "scale", cmd_scale, "the scale study: Part I's measures over training-set size and width",
                  "Compute the scale study of PROFILE (its ScaleConfig: models of one architecture trained on more "
@@ -348,6 +357,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.command == "store" and args.action != "verify" and not args.file:
         parser.error(f"store {args.action} needs a FILE")
+    if args.command == "verdicts" and args.merge and not args.json:
+        parser.error("verdicts --merge needs --json FILE, the verdicts to merge into")
     try:
         with Store.using(args.artifacts, repair=args.repair):
             return args.func(args) or 0

@@ -66,11 +66,22 @@ def exit_code(argv) -> int:
     (["prepare", "--profile", "huge"], "parameter profile='huge' is not valid; valid values: tiny, quick, standard, gpu, paper"),
     (["book", "--device", "tpu"], "parameter device='tpu' is not valid"),
     (["verdicts", "--only", "sis", "everything"], "unknown claim 'everything'; valid claims: sis, accurate,"),
+    (["verdicts", "--merge"], "verdicts --merge needs --json FILE, the verdicts to merge into"),
+    (["verdicts", "--only", "sis", "--merge", "--json", "/nonexistent/v.json"], "no verdicts at /nonexistent/v.json"),
 ])
 def test_bad_arguments_end_with_one_line_and_exit_code_2(capsys, argv, says):
     code = exit_code(argv)
     err = capsys.readouterr().err
     assert code == 2 and says in err.strip().splitlines()[-1] and "Traceback" not in err
+
+
+def test_verdicts_merge_into_a_file_of_another_seed_fails_before_computing(capsys, monkeypatch, tmp_path):
+    from overinterp.experiments import claims
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps({"dataset": "fashion-mnist", "profile": "tiny", "seed": 3, "rows": []}))
+    monkeypatch.setattr(claims, "verdicts", lambda *a: pytest.fail("computed before checking the file"))
+    code = exit_code(["verdicts", "--profile", "tiny", "--only", "sis", "--merge", "--json", str(path)])
+    assert code == 2 and "cannot merge verdicts of seed 0 into a file of seed 3" in capsys.readouterr().err
 
 
 def test_every_command_takes_the_chapters_run_parameters_with_their_defaults():

@@ -30,6 +30,26 @@ def test_the_edition_table_keeps_every_row_with_its_interval_sample_and_decision
     assert ours[2] == "— (5 × 40)" and t["outcome"][2] == "—"
 
 
+def test_merging_replaces_the_later_claims_rows_keeps_the_others_in_registry_order_and_records_the_command():
+    head = {"schema": 1, "dataset": "fashion-mnist", "profile": "standard", "seed": 5}
+    old = {**head, "commit": "a", "device": "CPU (1 thread)", "seconds": {"sis": 1.0, "road": 9.0},
+           "rows": [_row("sis", "ResNet20", 3, 2, 4, "holds"), _row("sis", "VGG16", 6, 5, 7, "holds"),
+                    _row("road", "ResNet20", 1, 0, 2, "does not hold"),
+                    _row("sis_accuracy", "ResNet20", 1, 0, 2, "holds")],
+           "merged": "an earlier merge, described in words"}
+    new = {**head, "commit": "b", "device": "CPU (2 threads)", "seconds": {"road": 60.0},
+           "rows": [_row("road", "ResNet20, imputed", 18, 15, 21, "holds")]}
+    doc = report.merge(old, new)
+    assert [(r["claim"], r["model"]) for r in doc["rows"]] == [
+        ("sis", "ResNet20"), ("sis", "VGG16"), ("road", "ResNet20, imputed"), ("sis_accuracy", "ResNet20")]
+    assert doc["commit"] == "a" and doc["device"] == "CPU (1 thread)" and doc["seconds"] == {"sis": 1.0, "road": 60.0}
+    assert doc["merged"] == ["an earlier merge, described in words",
+                             {"claims": ["road"], "commit": "b", "device": "CPU (2 threads)", "seconds": {"road": 60.0}}]
+    assert report.merge(doc, new)["merged"][-1]["claims"] == ["road"] and len(report.merge(doc, new)["rows"]) == 4
+    with pytest.raises(ValueError, match="seed 0 into a file of seed 5"):
+        report.merge(old, {**new, "seed": 0})
+
+
 def test_a_missing_or_foreign_verdicts_file_fails_naming_it(tmp_path):
     with pytest.raises(FileNotFoundError, match="none.json"):
         report.load(tmp_path / "none.json")

@@ -92,6 +92,30 @@ def write(path, doc: dict) -> None:
     Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
 
 
+def same_run(old: dict, new: dict) -> None:
+    """A ValueError naming the first of dataset, profile and seed in which two verdicts documents differ."""
+    for key in ("dataset", "profile", "seed"):
+        if old.get(key) != new.get(key):
+            raise ValueError(f"cannot merge verdicts of {key} {new.get(key)!r} into a file of {key} {old.get(key)!r}")
+
+
+def merge(old: dict, new: dict) -> dict:
+    """``old`` with the rows of ``new``'s claims replaced by ``new``'s (both one profile and seed): a claim
+    computed later (a chapter executed after the file) joins the file without recomputing the others. The
+    rows keep the registry's order; ``merged`` lists each later command (claims, commit, device, seconds),
+    while ``commit`` and ``device`` stay the first command's."""
+    same_run(old, new)
+    claims = list(dict.fromkeys(r["claim"] for r in new["rows"]))
+    order = {c: i for i, c in enumerate(CLAIMS)}
+    rows = sorted([r for r in old["rows"] if r["claim"] not in claims] + new["rows"],
+                  key=lambda r: order.get(r["claim"], len(order)))   # stable: models keep their order
+    earlier = old.get("merged", [])
+    return {**old, "rows": rows, "seconds": {**old.get("seconds", {}), **new.get("seconds", {})},
+            "merged": ([earlier] if isinstance(earlier, str) else list(earlier))
+            + [{"claims": claims, "commit": new.get("commit"), "device": new.get("device"),
+                "seconds": new.get("seconds", {})}]}
+
+
 def load(path) -> dict:
     """A :func:`document` from ``path`` (a clear error naming the file when it is missing or not one)."""
     path = Path(path)
