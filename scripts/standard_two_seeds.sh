@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The standard edition's two-seed check (issue 27 item 6): the prepare at SEED (replicates SEED..SEED+4) in
 # two 1-thread processes, the zoo first (units 0-14) so that no two processes train one model, then the
-# verdicts of the claims whose chapters the edition executed, at seed 0 and at SEED by this one commit (two
-# 1-thread processes), and their comparison. Every stage resumes from the store ($OVERINTERP_ARTIFACTS,
-# outside the work tree): run it again after an interruption and it continues where it stopped (README,
-# "The standard edition").
+# verdicts of the claims whose chapters the edition executed, at seed 0 and at SEED (two 1-thread processes;
+# a seed whose file exists computes only the claims it lacks), and their comparison. Every stage resumes
+# from the store ($OVERINTERP_ARTIFACTS, outside the work tree): run it again after an interruption and it
+# continues where it stopped (README, "The standard edition").
 #
 #   OVERINTERP_ARTIFACTS=~/.cache/overinterp/artifacts nohup bash scripts/standard_two_seeds.sh 5 &
 set -euo pipefail
@@ -37,13 +37,21 @@ stage zoo --shards 0:15
 stage rest
 
 # both seeds' verdicts side by side, one thread each (SEED's computes what its claims lack: Springer's dilated
-# retraining of chapter 8 alone is ~1.5 process-hours)
+# retraining of chapter 8 alone is ~1.5 process-hours); where a seed's file exists, only the claims it lacks
+# (a chapter the edition executed later), merged into it (verdicts --merge)
+missing() {  # the claims of $CLAIMS without a row in the verdicts file $1
+  "$PY" -c 'import json, sys; have = {r["claim"] for r in json.load(open(sys.argv[1]))["rows"]}
+print(" ".join(c for c in sys.argv[2:] if c not in have))' "$1" $CLAIMS
+}
 pids=()
 for s in 0 "$SEED"; do
-  echo "[two-seeds] $(date -u +%H:%M) verdicts seed $s"
+  f="$ED/verdicts-seed$s.json"
+  if [ -f "$f" ]; then only=$(missing "$f"); merge=--merge; else only=$CLAIMS; merge=; fi
+  [ -z "$only" ] && { echo "[two-seeds] seed $s: $f has every claim"; continue; }
+  echo "[two-seeds] $(date -u +%H:%M) verdicts seed $s: $only"
   # shellcheck disable=SC2086
-  OMP_NUM_THREADS=1 "$PY" -m overinterp verdicts --profile standard --seed "$s" --only $CLAIMS \
-    --json "$ED/verdicts-seed$s.json" > "$LOGS/verdicts-seed$s.log" 2>&1 & pids+=($!)
+  OMP_NUM_THREADS=1 "$PY" -m overinterp verdicts --profile standard --seed "$s" --only $only $merge \
+    --json "$f" > "$LOGS/verdicts-seed$s.log" 2>&1 & pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
 "$PY" benchmarks/bench_verdicts.py --profile standard --seeds 0 "$SEED" \

@@ -95,6 +95,20 @@ def test_the_two_seed_script_trains_the_zoo_first_then_the_rest_then_both_seeds_
     assert all(f"--only {claims} --json" in ln for ln in verdicts)
     assert "bench_verdicts.py" in lines[-1] and f"--out {edition}/verdicts-seeds.json" in lines[-1]
 
+    # run again with seed 0's file holding one claim and seed 11's every claim: seed 0 computes the others
+    # and merges them into its file, seed 11 computes nothing
+    first, *rest = claims.split()
+    for seed, held in (("0", [first]), ("11", claims.split())):
+        (edition / f"verdicts-seed{seed}.json").write_text(json.dumps({"rows": [{"claim": c} for c in held]}))
+    calls.write_text("")
+    res = subprocess.run(["bash", str(ROOT / "scripts" / "standard_two_seeds.sh"), "11"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    verdicts = [ln for ln in calls.read_text().splitlines() if " verdicts " in ln]
+    assert len(verdicts) == 1 and "--seed 0 " in verdicts[0]
+    assert f"--only {' '.join(rest)} --merge --json {edition}/verdicts-seed0.json" in verdicts[0]
+    assert "seed 11: " in res.stdout and "has every claim" in res.stdout
+
 
 def test_compute_report_counts_a_unit_once_across_a_run_and_its_resumption(tmp_path):
     spec = importlib.util.spec_from_file_location("compute_report", ROOT / "scripts" / "compute_report.py")
