@@ -144,8 +144,8 @@ def cmd_prepare(args) -> int:
 
 def cmd_verdicts(args) -> int:
     run = _run(args)
-    earlier = report.load(args.json) if args.merge else None   # a missing or foreign file fails before computing
-    if earlier:
+    if args.merge:   # a missing or foreign file, or one of another run, fails before anything is computed
+        earlier = report.load(args.json)
         report.same_run(earlier, {"dataset": run.dataset, "profile": run.profile.name, "seed": run.seed})
     vs = claims.verdicts(run, args.only)
     rows = claims.table(vs)
