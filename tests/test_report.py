@@ -116,7 +116,9 @@ def test_every_verdict_is_one_table_grouped_by_part_with_a_dash_where_an_edition
     sis = frame.iloc[list(CLAIMS).index("sis")]
     assert sis["standard edition"].startswith("<b>✘ does not hold</b><br>✘ M0: 1.0 [0.5,\u00a02.0] (5\u00a0replicates, ")
     assert sis["this execution (quick)"] == MISSING and sis["margin"] == "≤\u00a05"
-    assert "<sup>a</sup>" in sis["claim"]                                  # the engine's note
+    assert "<sup>a,d</sup>" in sis["claim"]                     # the engine's note and the blank image's
+    ensemble = frame.iloc[list(CLAIMS).index("ensemble_accuracy")]["claim"]
+    assert "<sup>" not in ensemble                                # no subsets, no mask: no note
     assert frame.iloc[list(CLAIMS).index("transfer")]["the source's number"] == "share 0.21†"
     assert (frame["standard edition"] == MISSING).sum() == len(CLAIMS) - 1
     n = chapter_number("03_sis")
@@ -269,8 +271,10 @@ def test_every_glue_key_the_report_and_the_introduction_paste_is_one_the_report_
 def test_the_introduction_opens_with_the_bottom_line_and_folds_its_parameters():
     cells = json.loads((report.ROOT / "book" / "01_introduction.ipynb").read_text())["cells"]
     first = "".join(cells[0]["source"])
-    assert first.startswith("# Overinterpretation, executed\n\n") and "**Reproduced:** {glue:text}`std_reproduced`" in first
-    assert first.index("Reproduced:") < first.index("```{glue:any} verdict_table")
+    assert first.startswith("# Overinterpretation, executed\n\n")
+    assert "**Reproduced at both seeds:** {glue:text}`std_reproduced`" in first and "std_differ" in first
+    assert first.index("Reproduced at both seeds:") < first.index("**The blank image.**") < first.index(
+        "```{glue:any} verdict_table")
     params = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
     assert "hide-cell" in params["metadata"]["tags"]
 

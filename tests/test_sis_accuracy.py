@@ -157,29 +157,29 @@ def _increase(rows):
                           "increase (%)": (lo + hi) / 2, "low": lo, "high": hi} for m, s, t, nc, ni, lo, hi in rows])
 
 
-def test_verdict_holds_when_every_tested_interval_lies_above_zero():
-    rows = [("A", s, t, 500, 50, 5.0, 40.0) for s in ("test", "ood") for t in (0.5, 0.9)]
-    holds = V.sis_predicts_accuracy(_increase(rows + [("A", "test", 0.99, 500, 3, -80.0, -10.0)]))
-    assert holds.holds is True and holds.word == "holds"   # tau 0.99 has 3 incorrect images: not tested
-    assert holds.numbers.loc[("A", "test"), "tested"] == 2 and holds.numbers.loc[("A", "test"), "thresholds"] == 3
+def test_verdict_has_one_row_per_threshold_stated_in_advance_and_holds_when_each_lies_above_the_margin():
+    edge = V.SIS_ACCURACY_MIN_INCREASE
+    rows = [("A", s, t, 500, 50, edge + 1, edge + 40) for s in ("test", "ood") for t in V.SIS_ACCURACY_TAUS]
+    holds = V.sis_predicts_accuracy(_increase(rows + [("A", "test", 0.5, 500, 50, -80.0, -10.0)]))
+    assert holds.word == V.HOLDS                      # tau 0.5 is not a threshold of the verdict: not read
+    assert holds.numbers.index.tolist() == [("A", s, t) for s in ("test", "ood") for t in V.SIS_ACCURACY_TAUS]
+    row = holds.numbers.loc[("A", "test", 0.9)]        # its estimate and interval belong together
+    assert (row["95% low"], row["95% high"]) == (edge + 1, edge + 40) and row["increase (%)"] == edge + 20.5
+    few = V.sis_predicts_accuracy(_increase(rows[:-1] + [("A", "ood", 0.99, 500, 3, -80.0, -10.0)]))
+    assert few.word == V.INCONCLUSIVE and few.numbers.loc[("A", "ood", 0.99), "outcome"] == V.UNTESTABLE
 
 
-def test_verdict_fails_on_an_interval_below_zero_is_inconclusive_on_one_reaching_it_and_untestable_without_images():
-    good = [("A", "test", t, 500, 50, 5.0, 40.0) for t in (0.5, 0.9)]
-    straddles = V.sis_predicts_accuracy(_increase(good + [("A", "ood", 0.5, 400, 100, -3.0, 20.0)]))
-    assert straddles.holds is None and straddles.word == V.INCONCLUSIVE
-    assert straddles.numbers.loc[("A", "ood"), "interval above 0"] == 0
-    assert straddles.numbers.loc[("A", "ood"), "outcome"] == V.INCONCLUSIVE
-    fails = V.sis_predicts_accuracy(_increase(good + [("A", "ood", 0.5, 400, 100, -30.0, -2.0)]))
-    assert fails.holds is False and fails.numbers.loc[("A", "ood"), "interval below 0"] == 1
-    few = V.sis_predicts_accuracy(_increase(good + [("B", "test", 0.5, 500, 19, 10.0, 30.0)]))
-    assert few.numbers.loc[("B", "test"), "outcome"] == V.UNTESTABLE and few.numbers.loc[("B", "test"), "tested"] == 0
-    assert few.holds is None and few.word == V.INCONCLUSIVE            # holds for A, cannot be tested for B
-    only = V.sis_predicts_accuracy(_increase([("B", "test", 0.5, 500, 19, 10.0, 30.0)]))
-    assert only.word == "cannot be tested"
-    assert V.sis_predicts_accuracy(_increase(good + [("B", "test", 0.5, 500, 19, 10.0, 30.0)]),
-                                   min_images=10).holds is True
-    assert "at least 20" in few.criterion
+def test_verdict_fails_on_a_null_increase_is_inconclusive_across_the_edge_and_untestable_without_images():
+    edge = V.SIS_ACCURACY_MIN_INCREASE
+    good = [("A", "test", t, 500, 50, edge + 5, edge + 40) for t in (0.7, 0.9)]
+    straddles = V.sis_predicts_accuracy(_increase(good + [("A", "ood", 0.7, 400, 100, edge - 3, edge + 20)]))
+    assert straddles.word == V.INCONCLUSIVE and straddles.numbers.loc[("A", "ood", 0.7), "outcome"] == V.INCONCLUSIVE
+    null = V.sis_predicts_accuracy(_increase(good + [("A", "ood", 0.7, 400, 100, -4.0, 4.0)]))
+    assert null.word == V.FAILS                        # indistinguishable from zero decides it
+    only = V.sis_predicts_accuracy(_increase([("B", "test", 0.7, 500, 19, 30.0, 50.0)]))
+    assert only.word == V.UNTESTABLE
+    assert V.sis_predicts_accuracy(_increase([("B", "test", 0.7, 500, 19, 30.0, 50.0)]), min_images=10).word == V.HOLDS
+    assert "at least 20" in only.criterion and "0.7, 0.9, 0.99" in only.criterion
 
 
 def test_tiny_profile_end_to_end_from_the_cached_backward_selections():
@@ -207,7 +207,8 @@ def test_tiny_profile_end_to_end_from_the_cached_backward_selections():
     assert len(inc) == 2 * len(taus) and (inc["correct images"] + inc["incorrect images"]).sum() == len(images)
     ok = inc["low"].notna()
     assert (inc.loc[ok, "low"] <= inc.loc[ok, "high"]).all()
-    assert V.sis_predicts_accuracy(inc).numbers.index.tolist() == [("small CNN", s) for s in A.eval_selections(run)]
+    picked = V.sis_predicts_accuracy(inc, taus=taus).numbers.index.tolist()
+    assert picked == [("small CNN", s, t) for s in A.eval_selections(run) for t in taus]
     for fig in (SP.increase_figure(inc), SP.confidence_figure(images)):
         assert len([ax for ax in fig.axes if ax.has_data()]) == 2
 
@@ -240,13 +241,15 @@ def test_increase_table_shows_each_point_with_its_interval_and_the_group_sizes_i
     assert S.increase_table(_inc_rows(), ["test", "ood"], "groups").loc[("test", "A")].tolist() == ["3 / 2", "1 / 0"]
 
 
-def test_verdict_values_count_the_tested_points_and_give_the_range_of_the_tested_increases():
-    rows = [("A", "test", 0.5, 500, 50, 5.0, 40.0), ("A", "test", 0.9, 500, 50, 10.0, 60.0),
-            ("A", "ood", 0.5, 500, 50, -30.0, -10.0), ("A", "ood", 0.9, 500, 3, 1.0, 2.0)]
+def test_verdict_values_count_the_rows_above_within_and_below_the_margin_and_the_tested_increases():
+    edge = V.SIS_ACCURACY_MIN_INCREASE
+    rows = [("A", "test", 0.7, 500, 50, edge + 5, edge + 40), ("A", "test", 0.9, 500, 50, edge - 5, edge + 60),
+            ("A", "ood", 0.7, 500, 50, -30.0, -10.0), ("A", "ood", 0.9, 500, 3, 1.0, 2.0)]
     v = S.verdict_values(V.sis_predicts_accuracy(_increase(rows), min_images=10))
-    assert v["verdict"] == "does not hold" and (v["tested"], v["cells"], v["above"], v["below"]) == (3, 4, 2, 1)
-    assert (v["test_min"], v["test_max"], v["ood_min"], v["ood_max"]) == ("22", "35", "-20", "-20")
-    assert all(type(v[k]) is int for k in ("tested", "cells", "above", "below"))
+    assert v["verdict"] == "does not hold"
+    assert (v["tested"], v["cells"], v["above"], v["within"], v["below"]) == (3, 4, 1, 1, 1)
+    assert v["test_range"] == f"from {edge + 22.5:.0f}% to {edge + 27.5:.0f}%" and v["ood_range"] == "from -20% to -20%"
+    assert all(type(v[k]) is int for k in ("tested", "cells", "above", "within", "below"))
 
 
 def test_replicate_values_count_the_points_where_the_correct_group_has_the_larger_mean():

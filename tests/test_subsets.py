@@ -219,7 +219,7 @@ def test_transfer_table_and_verdict_on_models_of_known_accuracy(always):
     # source #0 (75% own, others 25% and 25%) and source #1 (25% own, others 75% and 25%): shares 1/3 and 2
     assert v.numbers.loc["ResNet20", "share of lift transferred"] == pytest.approx((1 / 3 + 2) / 2)
     assert v.numbers.loc["ResNet20", "own accuracy"] == 50.0 and v.numbers.loc["ResNet20", "other models"] == 2
-    assert v.numbers.loc["ResNet20", "sources"] == 2
+    assert v.numbers.loc["ResNet20", "replicates"] == 2
     assert v.numbers.loc["small CNN", "others' accuracy"] == pytest.approx(50.0)
     assert v.numbers.loc["small CNN", "share of lift transferred"] == pytest.approx(50 / 25)
     assert v.numbers.loc["small CNN", "outcome"] != V.HOLDS and v.holds is not True

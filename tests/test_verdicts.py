@@ -147,7 +147,7 @@ def test_no_transfer_three_outcomes_and_untestable_without_lift():
     paperlike = V.no_transfer(own={"s": own}, others={"s": [[_hits(60), _hits(60), _hits(66)]] * 2}, random={"s": rnd})
     assert paperlike.holds is True
     assert paperlike.numbers.loc["s", "share of lift transferred"] == pytest.approx((62 / 3 - 10) / 90, abs=1e-9)
-    assert paperlike.numbers.loc["s", "other models"] == 3 and paperlike.numbers.loc["s", "sources"] == 2
+    assert paperlike.numbers.loc["s", "other models"] == 3 and paperlike.numbers.loc["s", "replicates"] == 2
     transfers = V.no_transfer(own={"s": own}, others={"s": [[_hits(285), _hits(285)]] * 2}, random={"s": rnd})
     assert transfers.holds is False
     half = V.no_transfer(own={"s": own}, others={"s": [[_hits(165), _hits(165)]] * 2}, random={"s": rnd})

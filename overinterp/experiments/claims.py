@@ -21,10 +21,12 @@ from tqdm import tqdm
 
 from overinterp.config.chapters import chapter_config, resolve, thresholds
 from overinterp.experiments import bayes_trex as B
+from overinterp.experiments import blank as BL
 from overinterp.experiments import factors as F
 from overinterp.experiments import imagenet as I
 from overinterp.experiments import imagenet_chapter as C
 from overinterp.experiments import input_reduction as IR
+from overinterp.experiments import masked as MK
 from overinterp.experiments import mitigation as M
 from overinterp.experiments import robust as R
 from overinterp.experiments import runs as A
@@ -36,7 +38,7 @@ from overinterp.paper import verdicts as V
 from overinterp.paper.claims import CLAIMS, records
 from overinterp.zoo import data as D
 
-__all__ = ["MEASURES", "params", "verdict", "verdicts", "table"]
+__all__ = ["MEASURES", "BLANK_ASIDE", "MASKED_TRAINED", "CONTROLLED", "params", "verdict", "verdicts", "table"]
 
 
 def params(run, chapter: str):
@@ -50,7 +52,10 @@ def params(run, chapter: str):
 # ----------------------------------------------------------------------------- Part I (4.1, 4.2)
 
 def _sis(run, p):
-    return V.sis_size(A.sis_sizes_by_replicate(run, p.tau), p.tau, seed=run.seed)
+    # the replicates' confident images come from one test sample and overlap: matched by id, their shared
+    # image error enters the interval
+    return V.sis_size(A.sis_sizes_by_replicate(run, p.tau), p.tau, seed=run.seed,
+                      ids=A.sis_ids_by_replicate(run, p.tau))
 
 
 def _subset_correct(run, frac):
@@ -86,9 +91,7 @@ def _road(run, p):
 # ----------------------------------------------------------------------------- Part II (4.1.1, 4.4-4.6)
 
 def _sis_accuracy(run, p):
-    taus = thresholds(p.taus)
-    inc = SA.percentage_increase(SA.image_table(run, taus), taus=taus, n_resamples=p.n_resamples, seed=run.seed)
-    return V.sis_predicts_accuracy(inc, min_images=p.min_images)
+    return V.sis_predicts_accuracy(SA.verdict_input(run, p.n_resamples, run.seed), min_images=p.min_images)
 
 
 def _robust(run, p):
@@ -164,9 +167,27 @@ MEASURES: dict[tuple, Callable] = {
 }
 
 
-def verdicts(run, only: Iterable[str] | None = None, progress: bool = True) -> dict:
+#: the controlled conditions of section 4.1's claims on masked inputs (chapter 3): with the blank's classes set
+#: aside (:func:`overinterp.experiments.blank.restricted`) and on counterfactually trained models
+#: (:func:`overinterp.experiments.masked.masked_claims`), beside the paper's protocol
+BLANK_ASIDE, MASKED_TRAINED = "blank's class set aside", "masked-trained models"
+CONTROLLED = ("accurate", "kept")
+
+
+def _controlled(run, p) -> dict[str, dict[str, V.Verdict]]:
+    r, m = BL.restricted(run, frac=p.frac), MK.masked_claims(run, p.frac, progress=False)
+    out = {c: {BLANK_ASIDE: BL.annotate(run, c, getattr(r, c)), MASKED_TRAINED: BL.annotate(run, c, getattr(m, c))}
+           for c in CONTROLLED}
+    for c in CONTROLLED:                      # the fine-tuned models' own blanks, not the zoo's
+        out[c][MASKED_TRAINED].blank_passes = m.blank.passes()
+    return out
+
+
+def verdicts(run, only: Iterable[str] | None = None, progress: bool = True, controls: bool = True) -> dict:
     """{claim id: Verdict} for every claim of the registry (or those in ``only``), in the registry's order.
-    Returns also the seconds each computation took in ``verdicts.seconds`` (a dict attribute)."""
+    Returns also the seconds each computation took in ``verdicts.seconds`` (a dict attribute) and, with
+    ``controls``, the verdicts of :data:`CONTROLLED` claims under each controlled condition in
+    ``verdicts.controlled`` ({claim: {condition: Verdict}})."""
     only = list(only) if only else list(CLAIMS)
     unknown = [c for c in only if c not in CLAIMS]
     if unknown:
@@ -178,26 +199,39 @@ def verdicts(run, only: Iterable[str] | None = None, progress: bool = True) -> d
         got = MEASURES[ids](run, params(run, CLAIMS[ids[0]].chapter))
         got = got if isinstance(got, tuple) else (got,)
         seconds[", ".join(ids)] = round(time.perf_counter() - t0, 1)
-        out.update({i: v for i, v in zip(ids, got) if i in only})
+        out.update({i: BL.annotate(run, i, v) for i, v in zip(ids, got) if i in only})
     ordered = _Verdicts({c: out[c] for c in CLAIMS if c in out})
-    ordered.seconds = seconds
+    ordered.seconds, ordered.controlled = seconds, {}
+    if controls and any(c in out for c in CONTROLLED):
+        t0 = time.perf_counter()
+        got = _controlled(run, params(run, CLAIMS[CONTROLLED[0]].chapter))
+        ordered.controlled = {c: got[c] for c in CONTROLLED if c in out}
+        seconds["controlled conditions"] = round(time.perf_counter() - t0, 1)
     return ordered
 
 
 class _Verdicts(dict):
     seconds: dict
+    controlled: dict
 
 
 def verdict(run, claim: str) -> V.Verdict:
     """The verdict of one claim (:func:`verdicts` of it alone)."""
-    return verdicts(run, [claim], progress=False)[claim]
+    return verdicts(run, [claim], progress=False, controls=False)[claim]
 
 
 def table(vs: dict) -> list[dict]:
     """Every row of every verdict as :func:`overinterp.paper.claims.records`, plus the claim's part,
-    chapter and the claim's own outcome (JSON-ready)."""
-    return [{**r, "part": CLAIMS[c].part, "chapter": CLAIMS[c].chapter, "verdict": v.word}
-            for c, v in vs.items() for r in records(v, c)]
+    chapter and the claim's own outcome (JSON-ready); after a claim's rows, those of its controlled
+    conditions (``vs.controlled``), each model named 'ResNet20 · <condition>' with its ``condition`` and
+    that condition's outcome as ``verdict``."""
+    out = []
+    for c, v in vs.items():
+        out += [{**r, "part": CLAIMS[c].part, "chapter": CLAIMS[c].chapter, "verdict": v.word} for r in records(v, c)]
+        for condition, cv in getattr(vs, "controlled", {}).get(c, {}).items():
+            out += [{**r, "model": f"{r['model']} · {condition}", "condition": condition, "part": CLAIMS[c].part,
+                     "chapter": CLAIMS[c].chapter, "verdict": cv.word} for r in records(cv, c)]
+    return out
 
 
 # ----------------------------------------------------------------------------- Part I: the paper against its critiques

@@ -265,7 +265,8 @@ def mask_shape(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
     of every test image with its kept pixels set to one of :data:`FILLS` and the rest to the mask value, so
     that the input keeps the mask's shape and none of its values. One row per (replicate, fill, image):
     "subset class" (predicted on the BS subset), "shape class" (on the mask-shape input), "same class" (1/0)
-    and "class prior" (the share of the subset class among the replicate's predictions on full images)."""
+    "class prior" (the share of the subset class among the replicate's predictions on full images) and "blank
+    same" (1/0: the fully masked input, every pixel the mask value, is given the subset class)."""
     X, _ = _test(run)
     K = len(D.load(run.dataset, "test").classes)
     rows = []
@@ -274,12 +275,15 @@ def mask_shape(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
         full, c_bs = basic[INPUTS[0]].argmax(1), basic[INPUTS[1]].argmax(1)
         prior = torch.bincount(full, minlength=K).double() / len(full)
         keep = pixel_subset(res, X, frac)[1]
+        blank = predict(model, torch.zeros_like(X[:1]) + res.mask_value.cpu().view(1, -1, 1, 1),
+                        device=run.device).argmax(1)
         for fill in FILLS:
             c = predict(model, apply_keep(_fill_images(run, X, fill), keep.cpu(), res.mask_value.cpu()),
                         device=run.device).argmax(1)
             rows.append(_frame(model=ARCH_NAMES[arch], replicate=r, fill=fill, image=np.arange(len(X)),
                                **{"subset class": c_bs.numpy(), "shape class": c.numpy(),
-                                  "same class": (c == c_bs).double().numpy(), "class prior": prior[c_bs].numpy()}))
+                                  "same class": (c == c_bs).double().numpy(), "class prior": prior[c_bs].numpy(),
+                                  "blank same": (blank == c_bs).double().numpy()}))
     return pd.concat(rows, ignore_index=True)
 
 
@@ -400,9 +404,9 @@ def blank_verdict(run, blank: pd.DataFrame):
 
 def mask_shape_verdict(shape: pd.DataFrame, fill: str = VERDICT_FILL, seed: int = 0):
     """Missingness bias on :func:`mask_shape`'s ``fill`` rows: the shape input's class is the subset's more
-    often than the class prior (:func:`overinterp.paper.further_verdicts.mask_shape_leaks`)."""
+    often than the fully masked input is (:func:`overinterp.paper.further_verdicts.mask_shape_leaks`)."""
     rows = shape[shape["fill"] == fill]
-    return FV.mask_shape_leaks(per_replicate(rows, "same class"), per_replicate(rows, "class prior"), fill,
+    return FV.mask_shape_leaks(per_replicate(rows, "same class"), per_replicate(rows, "blank same"), fill,
                                seed=seed)
 
 

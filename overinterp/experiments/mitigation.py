@@ -275,7 +275,8 @@ def accuracy_gain(ensemble_logits: torch.Tensor, member_logits: Sequence[torch.T
     ens = (ensemble_logits.argmax(1) == labels).double().numpy()
     mem = [(m.argmax(1) == labels).double().numpy() for m in member_logits]
     iv = replicate_interval({"ens": [ens], "mem": mem}, lambda m: 100 * (m["ens"] - m["mem"]), paired_images=True,
-                          n_resamples=n_resamples, confidence_level=confidence_level, seed=seed)
+                          n_resamples=n_resamples, confidence_level=confidence_level, seed=seed,
+                          bounds=(-100.0, 100.0))
     return {"images": len(labels), "members": len(mem), "ensemble accuracy (%)": 100 * ens.mean(),
             "members' mean accuracy (%)": 100 * np.mean([m.mean() for m in mem]), "gain (points)": iv.estimate,
             "low": iv.low, "high": iv.high}

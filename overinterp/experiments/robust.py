@@ -282,7 +282,8 @@ def size_difference(pairs: Mapping[str, pd.DataFrame], n_resamples: int = 2000, 
         if sum(len(r) for r in d) < 2:
             rows[name] = {**row, "difference (points)": np.nan, "95% low": np.nan, "95% high": np.nan}
             continue
-        iv = replicate_interval({"d": d}, paired_images=False, n_resamples=n_resamples, seed=seed)
+        iv = replicate_interval({"d": d}, paired_images=False, n_resamples=n_resamples, seed=seed,
+                                bounds=(-100.0, 100.0))
         rows[name] = {**row, "difference (points)": iv.estimate, "95% low": iv.low, "95% high": iv.high}
     return pd.DataFrame.from_dict(rows, orient="index")
 

@@ -382,6 +382,24 @@ def sis_sizes_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
             for a in run.profile.archs}
 
 
+def sis_ids_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
+    """The images of :func:`sis_sizes_by_replicate`, parallel to its arrays: each one's position in the
+    test selection, so that :func:`overinterp.paper.verdicts.sis_size` sees which images the replicates'
+    confident samples share (:func:`sis_result`'s choice replayed: its confident images, the first
+    ``sis_images`` with the profile's SIS engine, those with an SIS)."""
+    p, sel = run.profile, selection(run, "test")
+    X, Y = sel.load()
+    out = {}
+    for a in p.archs:
+        out[ARCH_NAMES.get(a, a)] = ids = []
+        for r in range(p.replicates):
+            model = trained_model(run.dataset, a, p.name, seed=run.seed + r, device=run.device, progress=False)
+            idx = confident(model, X, Y, tau, device=run.device).cpu()
+            idx = idx if p.sis_engine is None else idx[:p.sis_images]
+            ids.append(idx[find_sis(sis_result(run, a, run.seed + r, tau), tau).found.cpu()].numpy())
+    return out
+
+
 def empty_values(by_replicate: dict[str, list]) -> dict:
     """Chapter 3's prose on empty SIS (size 0: the fully masked image alone reaches tau, so the
     decision needs no pixel of the image): the range over architectures of the share (%) of images

@@ -162,6 +162,9 @@ def replicate_values(run, pt: Point) -> dict[tuple[str, str], dict[str, list[np.
     return out
 
 
+#: the range of each bounded measure, which its interval keeps to (None: unbounded)
+BOUNDS = {"SIS size (%)": (0.0, 100.0), "accuracy drop (points)": (-100.0, 100.0), "test accuracy (%)": (0.0, 100.0),
+          "BS - random (points)": (-100.0, 100.0), "full - BS (points)": (-100.0, 100.0), "confidence drop": (-1.0, 1.0)}
 _STATISTICS = {"accuracy drop (points)": lambda m: 100 * (m["full"] - m["bs"]),
                "test accuracy (%)": lambda m: 100 * m["full"],
                "BS - random (points)": lambda m: 100 * (m["bs"] - m["random"]),
@@ -196,7 +199,8 @@ def study(run, progress: bool = True) -> pd.DataFrame:
                     continue                      # e.g. no confident image in any replicate: no SIS sizes
                 stat = _STATISTICS.get(name, lambda m: m[next(iter(m))])
                 # SIS sizes: each replicate its own confident images; the rest: one test sample for all
-                iv = replicate_interval(groups, stat, paired_images=name != "SIS size (%)", seed=run.seed)
+                iv = replicate_interval(groups, stat, paired_images=name != "SIS size (%)", seed=run.seed,
+                                        bounds=BOUNDS.get(name))
                 means = {k: np.array([np.nanmean(v) for v in vs]) for k, vs in groups.items()}
                 per_rep = np.atleast_1d(stat(means)).astype(float)
                 rows.append({"curve": pt.curve, "training images": pt.train_size or all_images,

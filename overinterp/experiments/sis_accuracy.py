@@ -44,10 +44,11 @@ from overinterp.engine.sis import find_sis
 from overinterp.paper.formatting import MISSING, number, span
 from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES
+from overinterp.paper import verdicts as V
 
 __all__ = ["TAUS", "KEYS", "SIZE", "CONF", "sis_rows", "image_table", "group_means", "percentage_increase",
            "prose_number", "prose_range", "setup_values", "increase_table",
-           "verdict_values", "replicate_values", "pooled_empty", "empty_table", "empty_values", "confidence_values"]
+           "verdict_input", "verdict_values", "replicate_values", "pooled_empty", "empty_table", "empty_values", "confidence_values"]
 
 TAUS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)   # thresholds of the chapter (the issue's 0.5 to 0.99)
 KEYS = ["model", "replicate", "set"]            # what one backward-selection run is
@@ -200,20 +201,27 @@ def increase_table(inc: pd.DataFrame, sets: Sequence[str], values: str = "shown"
     return table.rename(columns=lambda t: f"τ = {t:g}").rename_axis(columns=None)
 
 
+def verdict_input(run, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """What :func:`overinterp.paper.verdicts.sis_predicts_accuracy` decides on: :func:`percentage_increase` at
+    its thresholds stated in advance, the empty SIS (the blank's class, not the image's evidence) left out."""
+    taus = V.SIS_ACCURACY_TAUS
+    images = image_table(run, taus)
+    return percentage_increase(images[images[SIZE] > 0], taus=taus, n_resamples=n_resamples, seed=seed)
+
+
 def verdict_values(verdict) -> dict:
-    """Glue name -> value of the verdict (:func:`overinterp.paper.verdicts.sis_predicts_accuracy`):
-    its word, the points tested and their intervals, the range of the tested increases."""
+    """Glue name -> value of the verdict (:func:`overinterp.paper.verdicts.sis_predicts_accuracy`): its
+    word, the thresholds, the rows tested and how many lie above, within and below the margin's edge, the
+    range of the tested increases on the test and out-of-distribution sets."""
     nums = verdict.numbers
-    test = nums.xs("test", level="set")
-    ood = nums[nums.index.get_level_values("set") != "test"]
-    return {"verdict": verdict.word, "tested": int(nums["tested"].sum()), "cells": int(nums["thresholds"].sum()),
-            "above": int(nums["interval above 0"].sum()), "below": int(nums["interval below 0"].sum()),
-            "test_min": prose_number(test["smallest increase (%)"].min(), 0),
-            "test_max": prose_number(test["largest increase (%)"].max(), 0),
-            "ood_min": prose_number(ood["smallest increase (%)"].min(), 0),
-            "ood_max": prose_number(ood["largest increase (%)"].max(), 0),
-            "test_range": prose_range(pd.concat([test["smallest increase (%)"], test["largest increase (%)"]])),
-            "ood_range": prose_range(pd.concat([ood["smallest increase (%)"], ood["largest increase (%)"]]))}
+    tested = nums[nums["outcome"] != V.UNTESTABLE]
+    test, ood = (tested[tested.index.get_level_values("set") == "test"],
+                 tested[tested.index.get_level_values("set") != "test"])
+    return {"verdict": verdict.word, "verdict_taus": ", ".join(f"{t:g}" for t in V.SIS_ACCURACY_TAUS),
+            "min_increase": f"{V.SIS_ACCURACY_MIN_INCREASE:g}", "cells": len(nums), "tested": len(tested),
+            "above": int((tested["outcome"] == V.HOLDS).sum()), "below": int((tested["outcome"] == V.FAILS).sum()),
+            "within": int((tested["outcome"] == V.INCONCLUSIVE).sum()),
+            "test_range": prose_range(test["increase (%)"]), "ood_range": prose_range(ood["increase (%)"])}
 
 
 def replicate_values(images: pd.DataFrame, taus: Sequence[float], min_images: int) -> dict:

@@ -96,13 +96,17 @@ def write_parameters(root: Path = ROOT, url: str | None = None, branch: str | No
 
 def hide_injected(notebook: Path) -> None:
     """Tag papermill's injected-parameters cell ``remove-cell``: the chapter's own parameters cell
-    and its box already show the values, so the rendered page does not show them twice."""
+    and its box already show the values, so the rendered page does not show them twice. Drop the
+    cells' stderr streams too: progress bars, which a rendered page does not show and which made one
+    executed chapter megabytes of carriage returns."""
     import nbformat
     nb = nbformat.read(notebook, as_version=4)
     for cell in nb.cells:
         tags = cell.metadata.setdefault("tags", [])
         if "injected-parameters" in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if not (o.output_type == "stream" and o.name == "stderr")]
     nbformat.write(nb, notebook)
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from overinterp.config.chapters import chapter_config, resolve
 from overinterp.config.context import make_run
+from overinterp.experiments.blank import annotate
 from overinterp.paper.deviations import profile_deviations
 from overinterp.pages.audit import COUNTS, figure_png
 from overinterp.paper.formatting import MISSING, number
@@ -58,6 +59,7 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
     params = cls(**{**given, **values})
     run = make_run(params.dataset, params.profile, params.device, params.seed)
     params = resolve(dataclasses.replace(params, profile=run.profile.name), run.profile)
+    _TABLES["run"] = run
     if show:
         devs = profile_deviations(run.profile, *deviations) if deviations else []
         display(Markdown(run_box(run, chapter)))
@@ -251,7 +253,11 @@ def record(claim: str, verdict) -> None:
     """Glue a claim's result (``claim``: a key of :data:`overinterp.paper.claims.CLAIMS`) for the
     introduction's results table: ``res_<claim>_paper`` (the source's number), ``_ours`` (each
     model's estimate and 95% interval), ``_verdict`` (the outcome) and ``_json`` (the per-model
-    records of :func:`overinterp.paper.claims.records`, what ``python -m overinterp verdicts`` writes)."""
+    records of :func:`overinterp.paper.claims.records`, what ``python -m overinterp verdicts`` writes).
+    The verdict first gets its engine and blank check (:func:`overinterp.experiments.blank.annotate`),
+    so that the box the chapter shows next carries them."""
+    if _TABLES.get("run") is not None:
+        annotate(_TABLES["run"], claim, verdict)
     glue_all({f"res_{claim}_paper": CL.paper_number(claim), f"res_{claim}_ours": CL.result_text(verdict, claim),
               f"res_{claim}_verdict": verdict.word,
               f"res_{claim}_json": json.dumps(CL.records(verdict, claim))})

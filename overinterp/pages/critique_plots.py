@@ -23,7 +23,7 @@ from overinterp.paper.formatting import MISSING, number
 
 __all__ = ["kernel_label", "examples_figure", "dilation_figure", "dilation_table", "retraining_table", "shares_figure",
            "shares_table", "blank_table", "shape_table", "reliability_figure", "calibration_table", "insertion_figure",
-           "insertion_table", "verdict_values", "setup_values", "blank_values"]
+           "insertion_table", "headroom_range", "verdict_values", "setup_values", "blank_values"]
 
 
 def kernel_label(k: int) -> str:
@@ -168,12 +168,14 @@ def blank_values(blank: pd.DataFrame) -> dict:
 
 
 def shape_table(shape: pd.DataFrame) -> pd.DataFrame:
-    """Per architecture and fill: the share (%) of mask-shape inputs given the BS subset's class, the mean
-    prior (%) of that class and the excess, means over the replicates."""
-    reps = _replicate_means(shape, ["model", "fill"], ["same class", "class prior"])
-    out = 100 * reps.groupby(["model", "fill"], sort=False)[["same class", "class prior"]].mean()
-    out.columns = ["same class as the subset (%)", "class prior (%)"]
-    out["excess (points)"] = out.iloc[:, 0] - out.iloc[:, 1]
+    """Per architecture and fill: the share (%) of mask-shape inputs given the BS subset's class, the share
+    whose fully masked input is given it, the mean prior (%) of that class and the excess over the blank,
+    means over the replicates."""
+    cols = ["same class", "blank same", "class prior"]
+    reps = _replicate_means(shape, ["model", "fill"], cols)
+    out = 100 * reps.groupby(["model", "fill"], sort=False)[cols].mean()
+    out.columns = ["same class as the subset (%)", "blank's class the subset's (%)", "class prior (%)"]
+    out["excess over the blank (points)"] = out.iloc[:, 0] - out.iloc[:, 1]
     return out
 
 
@@ -241,6 +243,12 @@ def _range(values, digits: int = 1) -> str:
     if not shown:
         return MISSING
     return shown[0] if shown[0] == shown[-1] else f"{shown[0]} to {shown[-1]}"
+
+
+def headroom_range(verdict) -> str:
+    """The headroom of the dilated retraining (the full-image control minus the random subsets, points) over
+    the architectures, as the chapter's prose quotes it."""
+    return _range(verdict.numbers["headroom (points)"])
 
 
 def verdict_values(prefix: str, verdict, column: str, digits: int = 1) -> dict:

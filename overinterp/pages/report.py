@@ -28,11 +28,12 @@ from pathlib import Path
 from overinterp.paper.deviations import profile_deviations
 from overinterp.paper.claims import CLAIMS, PARTS, of_the_paper, quoted
 from overinterp.paper.formatting import MISSING, number, span
+from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.store import code_version
 from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTABLE
 
 __all__ = ["text", "document", "write", "load", "table", "edition_view", "ROOT", "STANDARD", "RESULTS", "READING",
-           "group", "edition_verdicts", "this_execution", "by_claim", "bottom_line", "agreement", "FLIP", "seed_rows", "overlapping",
+           "group", "edition_verdicts", "this_execution", "by_claim", "blank_failures", "causes", "second_seed", "bottom_line", "agreement", "FLIP", "seed_rows", "overlapping",
            "seed_values", "seed_doc", "seed_table", "SEEDS", "accuracy_values",
            "verdict_frame", "verdict_table", "forest_figure", "results_table", "scope_table", "deviations_frame",
            "compute_frame", "compute_values", "engine_values", "control_values", "citation", "citation_values",
@@ -49,12 +50,14 @@ RESULTS = ROOT / "benchmarks" / "results"
 READING = {HOLDS: "reproduced", FAILS: "not reproduced", INCONCLUSIVE: "inconclusive", UNTESTABLE: "not testable here"}
 
 #: what decides a verdict beside its numbers: the footnote marks of the table, by claim (the notes are the
-#: page's Markdown): the backward-selection engine behind an SIS size, the strength of the control a
-#: difference is measured against, and class information leaking through the mask's shape
-NOTES = {"engine": ("sis", "sis_accuracy", "robust", "ensemble_sis", "dropout", "sparse_pixels", "dilated_sis"),
+#: page's Markdown): the backward-selection engine behind the claim's subsets (every claim the registry gives
+#: one), the strength of the control a difference is measured against, class information leaking through the
+#: mask's shape, and the blank image of the models the claim feeds masked inputs
+NOTES = {"engine": tuple(c for c, claim in CLAIMS.items() if claim.engine),
          "control": ("transfer", "beats", "road", "dilated_beats", "insertion"),
-         "leakage": ("beats", "near", "road", "dilated_beats", "dilated_near", "mask_shape")}
-MARK = {"engine": "a", "control": "b", "leakage": "c"}
+         "leakage": ("beats", "near", "road", "dilated_beats", "dilated_near", "mask_shape"),
+         "blank": tuple(c for c, claim in CLAIMS.items() if claim.blank)}
+MARK = {"engine": "a", "control": "b", "leakage": "c", "blank": "d"}
 
 
 def text(rows: list[dict]) -> str:
@@ -206,24 +209,77 @@ def _label(claim: str) -> str:
     return f"{c.short} ({c.section.split(',')[0]})"
 
 
-def bottom_line(doc: dict | None, prefix: str) -> dict:
+def blank_failures(doc: dict | None) -> list[str]:
+    """The architectures whose fully masked input under the paper's mask is not uninformative in ``doc``: from
+    its rows' ``blank passes`` where it has them, else from the rows of the ``blank`` claim (chapter 7)."""
+    rows = {c: [r for r in rs if not r.get("condition")] for c, rs in by_claim(doc).items()}   # the paper's mask
+    names = {r["model"].split(",")[0].split(" / ")[0] for c in rows for r in rows[c] if r.get("blank passes") is False}
+    flagged = names & set(ARCH_NAMES.values())
+    if flagged or any("blank passes" in r for c in rows for r in rows[c]):
+        return sorted(flagged)
+    return [r["model"].split(",")[0] for r in rows.get("blank", []) if "mean pixel" in r["model"]
+            and r["outcome"] != HOLDS]
+
+
+def causes(doc: dict | None) -> dict[str, str]:
+    """Claim -> what a chapter measured beside a verdict other than "holds", in a few words: "blank image
+    informative" where the claim feeds the zoo masked inputs (:attr:`overinterp.paper.claims.Claim.blank`) and a model's
+    blank under the paper's mask is informative (:func:`blank_failures`)."""
+    rows, failing = by_claim(doc), blank_failures(doc)
+    return {c: "blank image informative" for c in rows if CLAIMS[c].blank and failing and rows[c][0]["verdict"] != HOLDS}
+
+
+def second_seed(path) -> dict | None:
+    """The verdicts of the same edition at its other seed: the one other ``verdicts-seed*.json`` beside
+    ``path`` (None where there is none)."""
+    path = Path(path)
+    others = sorted(q for q in path.parent.glob("verdicts-seed[0-9]*.json") if q.name != path.name)
+    return load(others[0]) if len(others) == 1 else None
+
+
+def bottom_line(doc: dict | None, prefix: str, other: dict | None = None) -> dict:
     """Glue values of one edition for the introduction's opening paragraph, ``<prefix>_<name>``: of the
     paper's claims (:func:`overinterp.paper.claims.of_the_paper`) the number tested and not computed here,
     and per outcome the list of claims read as ``reproduced``, ``not`` (reproduced), ``inconclusive`` and
-    ``untestable`` ("none" for none) with their counts (``_n``); of the tests the book adds, the number and
-    how many hold (``added_holds``) and do not (``added_fails``)."""
-    rows = by_claim(doc)
+    ``untestable`` ("none" for none) with their counts (``_n``), each with the cause a chapter found
+    (:func:`causes`); of the tests the book adds, the number and how many hold (``added_holds``) and do not
+    (``added_fails``). With ``other`` (the same edition at a second seed) a claim is listed under an outcome
+    only where both seeds agree, and under ``differ`` ('claim (4.1): reproduced at seed 0, inconclusive at
+    seed 5') where they do not; ``seeds`` names them. ``blank_fails`` counts the architectures whose blank
+    is informative, ``blank_archs`` names them ("none")."""
+    rows, more = by_claim(doc), by_claim(other)
+    why = causes(doc)
     paper = [c for c in CLAIMS if of_the_paper(c)]
     added = [c for c in CLAIMS if not of_the_paper(c) and c in rows]
+
+    def label(c):
+        return _label(c) + (f" ({why[c]})" if c in why else "")
+
+    def outcome(c):
+        first = rows[c][0]["verdict"]
+        return first if other is None or c not in more or more[c][0]["verdict"] == first else None
     out = {f"{prefix}_paper": len(paper), f"{prefix}_tested": sum(c in rows for c in paper),
            f"{prefix}_missing": sum(c not in rows for c in paper), f"{prefix}_added": len(added)}
-    for outcome, key in ((HOLDS, "reproduced"), (FAILS, "not"), (INCONCLUSIVE, "inconclusive"),
-                         (UNTESTABLE, "untestable")):
-        names = [_label(c) for c in paper if c in rows and rows[c][0]["verdict"] == outcome]
+    for result, key in ((HOLDS, "reproduced"), (FAILS, "not"), (INCONCLUSIVE, "inconclusive"),
+                        (UNTESTABLE, "untestable")):
+        names = [label(c) for c in paper if c in rows and outcome(c) == result]
         out[f"{prefix}_{key}"] = "; ".join(names) or "none"
         out[f"{prefix}_{key}_n"] = len(names)
-    for outcome, key in ((HOLDS, "holds"), (FAILS, "fails"), (INCONCLUSIVE, "inconclusive"), (UNTESTABLE, "untestable")):
-        out[f"{prefix}_added_{key}"] = sum(rows[c][0]["verdict"] == outcome for c in added)
+    seeds = [(doc or {}).get("seed"), (other or {}).get("seed")]
+    split = [c for c in paper if c in rows and outcome(c) is None]
+    out[f"{prefix}_differ"] = "; ".join(
+        f"{label(c)}: {READING[rows[c][0]['verdict']]} at seed {seeds[0]}, {READING[more[c][0]['verdict']]} at "
+        f"seed {seeds[1]}" for c in split) or "none"
+    out[f"{prefix}_differ_n"] = len(split)
+    out[f"{prefix}_seeds"] = " and ".join(str(x) for x in seeds if x is not None) or "none"
+    failing = blank_failures(doc)
+    out[f"{prefix}_blank_fails"] = len(failing)
+    out[f"{prefix}_blank_archs"] = ", ".join(failing) or "none"
+    out[f"{prefix}_blank_p"] = span([r["estimate"] for r in by_claim(doc).get("blank", [])
+                                     if "mean pixel" in r["model"]], 2)
+    for result, key in ((HOLDS, "holds"), (FAILS, "fails"), (INCONCLUSIVE, "inconclusive"),
+                        (UNTESTABLE, "untestable")):
+        out[f"{prefix}_added_{key}"] = sum(rows[c][0]["verdict"] == result for c in added)
     return out
 
 

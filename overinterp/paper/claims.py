@@ -23,7 +23,7 @@ from overinterp.paper.formatting import MISSING
 from overinterp.paper import numbers as paper
 from overinterp.paper import verdicts as V
 
-__all__ = ["Claim", "CLAIMS", "PARTS", "records", "result_text", "paper_number", "quoted", "of_the_paper"]
+__all__ = ["Claim", "CLAIMS", "PARTS", "blank_of", "records", "result_text", "paper_number", "quoted", "of_the_paper"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,8 @@ class Claim:
     paper: str       # the source's number, quoted; "(derived)" where we compute it from the source's tables
     measure: str     # the column of the verdict's table that holds our estimate
     digits: int = 1  # decimals the tables print
+    engine: str = ""  # the backward selection behind it: "test", "train" (Profile.engine), "sis" (Profile.sis_engine)
+    blank: bool = False  # feeds the zoo's models inputs masked with the paper's fill: its rows carry the blank check
 
 
 def _retrain_gap() -> str:
@@ -59,35 +61,39 @@ PARTS = {"I": "Part I: the paper's main claims (4.1, 4.2)", "II": "Part II: the 
 
 CLAIMS = {c.id: c for c in [
     Claim("sis", "I", "03_sis", "4.1", "mean SIS size below 5%", f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}%",
-          "mean SIS size (%)"),
+          "mean SIS size (%)", engine="sis", blank=True),
     Claim("accurate", "I", "04_pixel_subsets", "4.1, Table 1", "as accurate on own 5% BS subsets",
-          f"drop at most {V.paper_gap('full', 'bs'):.2f} points (derived from Table 1)", "drop (points)"),
+          f"drop at most {V.paper_gap('full', 'bs'):.2f} points (derived from Table 1)", "drop (points)",
+          engine="test", blank=True),
     Claim("kept", "I", "04_pixel_subsets", "4.1", "as confident on own 5% BS subsets",
-          f"mean drop {V.minus(min(_CONF))} to {V.minus(max(_CONF))}", "mean drop", 3),
+          f"mean drop {V.minus(min(_CONF))} to {V.minus(max(_CONF))}", "mean drop", 3,
+          engine="test", blank=True),
     Claim("transfer", "I", "04_pixel_subsets", "4.1", "5% BS subsets do not transfer to other models",
-          f"share {V.paper_transfer_share():.2f} (derived from 4.1's accuracies)", "share of lift transferred", 2),
+          f"share {V.paper_transfer_share():.2f} (derived from 4.1's accuracies)", "share of lift transferred", 2,
+          engine="test", blank=True),
     Claim("beats", "I", "05_retraining", "4.2, Table 1", "retrained on BS subsets far above random subsets",
-          _retrain_gap(), "difference (points)"),
+          _retrain_gap(), "difference (points)", engine="train"),
     Claim("near", "I", "05_retraining", "4.2, Table 1", "retrained on BS subsets near full images",
-          f"drop at most {V.paper_gap('bs', 'bs'):.2f} points (derived from Table 1)", "drop (points)"),
+          f"drop at most {V.paper_gap('bs', 'bs'):.2f} points (derived from Table 1)", "drop (points)", engine="train"),
     Claim("road", "I", "06_why", "our control (Rong et al. 2022)",
           "retrained on imputed BS subsets far above imputed random ones", "not in the paper",
-          "difference (points)"),
+          "difference (points)", engine="train"),
     Claim("sis_accuracy", "II", "08_sis_accuracy", "4.4, Figure 5",
           "SIS of correct images larger than of misclassified ones", "drawn in Figure 5, no number",
-          "smallest increase (%)"),
+          "increase (%)", engine="test", blank=True),
     Claim("robust", "II", "09_robust", "4.5", "robust models' mean SIS size below 5%",
           f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}% (no number for robust models)", "mean SIS size (%)"),
     Claim("ensemble_accuracy", "II", "10_ensembles", "4.6, Table 1", "ensembles more accurate than their members",
           _ensemble_gain(), "increase (points)", 2),
     Claim("ensemble_sis", "II", "10_ensembles", "4.6, Figure 6", "ensembles' SIS larger than their members'",
-          "drawn in Figure 6, no number", "increase (points)", 2),
+          "drawn in Figure 6, no number", "increase (points)", 2, engine="test", blank=True),
     Claim("dropout", "II", "11_input_dropout", "code README's abstract", "input dropout enlarges the SIS",
           "no number", "increase (points)", 2),
     Claim("borders", "II", "12_imagenet", "4.1.1, Figure 4", "ImageNet SIS concentrate along the borders",
           "drawn in Figure 4, no number", "mean share of SIS pixels in the band (%)"),
     Claim("background", "III", "14_shared_interest", "4.1.1 in Shared Interest's terms",
-          "SIS lie on the background more than random pixels", "no number", "EC − random", 3),
+          "SIS lie on the background more than random pixels", "no number", "EC − random", 3,
+          engine="test", blank=True),
     Claim("reduction_size", "III", "15_input_reduction", "Feng et al. 2018, Table 2",
           "entropy fine-tuning enlarges reduced inputs", "larger on all three tasks", "mean increase"),
     Claim("reduction_sis", "III", "15_input_reduction", "our question", "entropy fine-tuning enlarges the SIS",
@@ -132,25 +138,39 @@ def _text(x) -> str | None:
 
 
 def _ends(row: pd.Series) -> tuple:
-    for lo, hi in (("95% low", "95% high"), ("low", "high"), ("lowest interval end (%)", None)):
+    for lo, hi in (("95% low", "95% high"), ("low", "high")):
         if lo in row:
             return _num(row[lo]), _num(row[hi]) if hi else None
     return None, None
 
 
+def blank_of(model: str, passes: dict[str, bool]) -> bool | None:
+    """Whether the blank check passes for the architecture a row names ('ResNet20, own BS subsets' ->
+    ResNet20's); None where the row names none of ``passes``' architectures (an ensemble of all)."""
+    hits = [ok for arch, ok in passes.items() if arch in model]
+    return hits[0] if len(hits) == 1 else None
+
+
 def records(verdict: V.Verdict, claim: str) -> list[dict]:
     """Per row of the verdict's table: claim id, model, estimate, 95% interval, margin, outcome, the
     replicates and images behind it and, where inconclusive, how many replicates would decide it
-    (JSON-ready; None where a value does not exist)."""
+    (JSON-ready; None where a value does not exist), the verdict's engine and, for a claim that feeds the
+    zoo masked inputs (:attr:`Claim.blank`), whether the row's architecture passes the blank check."""
     col = CLAIMS[claim].measure
     out = []
     for m, r in verdict.numbers.iterrows():
         low, high = _ends(r)
-        out.append({"claim": claim, "model": " / ".join(map(str, m)) if isinstance(m, tuple) else str(m),
-                    "estimate": _num(r.get(col)), "low": low, "high": high, "margin": _text(r.get("margin")) or "",
-                    "outcome": _text(r.get("outcome")),
-                    "replicates": _num(r.get("replicates")), "images": _num(r.get("images")),
-                    "to decide": _text(r.get("replicates to decide"))})
+        model = " / ".join(map(str, m)) if isinstance(m, tuple) else str(m)
+        row = {"claim": claim, "model": model,
+               "estimate": _num(r.get(col)), "low": low, "high": high, "margin": _text(r.get("margin")) or "",
+               "outcome": _text(r.get("outcome")),
+               "replicates": _num(r.get("replicates")), "images": _num(r.get("images")),
+               "to decide": _text(r.get("replicates to decide"))}
+        if verdict.engine:
+            row["engine"] = verdict.engine
+        if verdict.blank_passes is not None and CLAIMS[claim].blank:
+            row["blank passes"] = blank_of(model, verdict.blank_passes)
+        out.append(row)
     return out
 
 
@@ -173,26 +193,26 @@ def result_text(verdict: V.Verdict, claim: str) -> str:
 
 _CRITIQUES = [
     Claim("dilated", "I", "07b_critiques", "Springer 2022", "3×3-dilated 5% BS subsets keep the prediction",
-          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)"),
+          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)", engine="test", blank=True),
     Claim("dilated_sis", "I", "07b_critiques", "Springer 2022", "3×3-dilated SIS keep the prediction",
-          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)"),
+          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)", engine="sis", blank=True),
     Claim("dilated_beats", "I", "07b_critiques", "Springer 2022 (proposed test of 4.2)",
           "retrained on dilated BS subsets far above matched random ones", "proposed, no number",
-          "difference (points)"),
+          "difference (points)", engine="train"),
     Claim("dilated_near", "I", "07b_critiques", "Springer 2022 (proposed test of 4.2)",
-          "retrained on dilated BS subsets near full images", "proposed, no number", "drop (points)"),
+          "retrained on dilated BS subsets near full images", "proposed, no number", "drop (points)", engine="train"),
     Claim("boundary", "I", "07b_critiques", "Springer 2022",
           "SmoothGrad of subset images concentrates on the mask's edge", "no number (saliency maps)",
-          "ring − area (points)"),
+          "ring ÷ area", engine="test", blank=True),
     Claim("blank", "I", "07b_critiques", "SIS reference code (sis.py)", "the fully masked input is uninformative",
           "no number (\"tends to the mean or prior\")", "top-class probability", 3),
     Claim("mask_shape", "I", "07b_critiques", "Jain et al. 2022 (missingness bias)",
-          "the 5% BS mask's shape alone gives the subset's class", "no number for pixel masks",
-          "excess over the prior (points)"),
+          "the 5% BS mask's shape alone gives the subset's class beyond the blank", "no number for pixel masks",
+          "excess over the blank (points)", engine="test", blank=True),
     Claim("calibration", "I", "07b_critiques", "Decker et al. 2025 (ReCalX)", "worse calibrated on masked inputs",
-          "no number quoted", "ECE increase (points)"),
+          "no number quoted", "ECE increase (points)", engine="test", blank=True),
     Claim("insertion", "I", "07b_critiques", "our question", "BS order far above a saliency order at 5%",
-          "not in the paper", "difference (points)"),
+          "not in the paper", "difference (points)", engine="test", blank=True),
 ]
 _ordered = [c for c in CLAIMS.values() if c.part == "I"] + _CRITIQUES + [c for c in CLAIMS.values() if c.part != "I"]
 CLAIMS.clear()

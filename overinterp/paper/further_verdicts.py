@@ -36,6 +36,8 @@ def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images:
     ``min_images`` images. The claim holds when it holds for every row (:func:`combine`)."""
     numbers = rows.copy()
     numbers["images"] = numbers["images"].astype(int)
+    if "members" in numbers and "replicates" not in numbers:      # an ensemble's interval is over its members
+        numbers.insert(0, "replicates", numbers["members"].astype(int))
     numbers["margin"] = str(ABOVE_ZERO)
     numbers["outcome"] = [UNTESTABLE if n < min_images else ABOVE_ZERO.decide(Interval(e, lo, hi))
                           for n, e, lo, hi in zip(numbers["images"], numbers[column], numbers["low"], numbers["high"])]
@@ -169,7 +171,8 @@ def borders_verdict(shares: Sequence[float], area: float, tau: float, min_images
         rows = {"SIS": {**extra, "mean share of SIS pixels in the band (%)": math.nan, "95% low": math.nan,
                         "95% high": math.nan, "margin": str(margin), "outcome": UNTESTABLE}}
     else:
-        iv = replicate_interval({"share": [s]}, paired_images=False, n_resamples=resamples, seed=seed)
+        iv = replicate_interval({"share": [s]}, paired_images=False, n_resamples=resamples, seed=seed,
+                                bounds=(0.0, 1.0))
         rows = {"SIS": interval_row(iv, margin, "mean share of SIS pixels in the band (%)", 100, **extra)}
     numbers = pd.DataFrame.from_dict(rows, orient="index")
     return Verdict(
@@ -299,7 +302,7 @@ def sparse_pixels(generated: Sequence[float], real: Sequence[float], tau: float,
 
 from overinterp.paper.verdicts import FAR_MORE_POINTS, TOLERANCE_POINTS, retrain_near_full  # noqa: E402
 
-__all__ += ["BLANK_PRIOR_MULTIPLE", "dilation_keeps_prediction", "dilated_retraining_verdicts", "saliency_on_boundary",
+__all__ += ["BLANK_PRIOR_MULTIPLE", "BOUNDARY_RATIO", "dilation_keeps_prediction", "dilated_retraining_verdicts", "saliency_on_boundary",
             "blank_uninformative", "mask_shape_leaks", "masked_miscalibrated", "search_beats_saliency"]
 
 #: The fully masked input counts as uninformative while its top-class probability is at most this multiple of the
@@ -307,6 +310,10 @@ __all__ += ["BLANK_PRIOR_MULTIPLE", "dilation_keeps_prediction", "dilated_retrai
 #: prediction on the fully-masked input is uninformative ... (e.g. ... tends to the mean or prior over the training
 #: data)"; twice the prior lets a model lean toward a class without deciding for it.
 BLANK_PRIOR_MULTIPLE = 2.0
+#: SmoothGrad "concentrates" on the mask's edge when the ring of masked pixels around the kept ones holds at
+#: least this multiple of its share of the area: a quarter more, so that a ring holding about its area's share
+#: (attribution that ignores the edge) decides "does not hold" rather than staying inconclusive forever.
+BOUNDARY_RATIO = 1.25
 
 
 def _drop_empty(groups: dict) -> dict:
@@ -318,10 +325,10 @@ def _drop_empty(groups: dict) -> dict:
 
 
 def _difference_rows(a: Mapping, b: Mapping, name: str, margin: Margin, labels: tuple, paired_images: bool,
-                     seed: int, resamples: int, scale: float = 100.0) -> dict:
-    """Per model: the mean of ``a`` and of ``b`` (scaled) and the interval of a - b (:func:`replicate_interval`
-    over the replicates of each model, ``paired_images``: every replicate on the same images); a model without
-    a replicate that has values in both cannot be tested."""
+                     seed: int, resamples: int, scale: float = 100.0, ratio: bool = False) -> dict:
+    """Per model: the mean of ``a`` and of ``b`` (scaled) and the interval of a - b (``ratio``: a / b, unscaled)
+    (:func:`replicate_interval` over the replicates of each model, ``paired_images``: every replicate on the
+    same images); a model without a replicate that has values in both cannot be tested."""
     rows = {}
     for model in a:
         g = _drop_empty({"a": _reps(a[model]), "b": _reps(b[model])})
@@ -329,8 +336,10 @@ def _difference_rows(a: Mapping, b: Mapping, name: str, margin: Margin, labels: 
             rows[model] = {labels[0]: math.nan, labels[1]: math.nan, name: math.nan, "95% low": math.nan,
                            "95% high": math.nan, "margin": str(margin), "outcome": UNTESTABLE}
             continue
-        iv = replicate_interval(g, lambda m: scale * (m["a"] - m["b"]), paired_images=paired_images,
-                                n_resamples=resamples, seed=seed)
+        stat = (lambda m: m["a"] / m["b"]) if ratio else (lambda m: scale * (m["a"] - m["b"]))
+        # a and b are shares (1/0 per image, or fractions): a difference stays within +-scale, a ratio above 0
+        iv = replicate_interval(g, stat, paired_images=paired_images, n_resamples=resamples, seed=seed,
+                                bounds=(0.0, math.inf) if ratio else (-scale, scale))
         rows[model] = interval_row(iv, margin, name, replicates=len(g["a"]),
                                    images=len(g["a"][0]) if paired_images else sum(map(len, g["a"])),
                                    **{labels[0]: scale * np.mean([x.mean() for x in g["a"]]),
@@ -354,6 +363,9 @@ def dilation_keeps_prediction(undilated: Mapping, dilated: Mapping, kernel: int,
     rows = _difference_rows(dilated, undilated, "change (points)", margin, ("dilated (%)", "undilated (%)"),
                             paired_images, seed, resamples)
     images = "the same test images" if paired_images else "each replicate's own confident test images"
+    ceiling = (" An undilated SIS keeps the prediction by construction (every image 100%), so the change cannot "
+               "be positive: its ceiling is 0 points, and the claim holds only where dilation costs at most "
+               f"{TOLERANCE_POINTS:g} points." if subsets == "SIS" else "")
     return from_rows(
         f"The kept pixels of the {subsets} are sufficient evidence for the model's prediction: dilating each "
         f"keep-mask by {kernel}×{kernel} (every kept pixel stays, its neighbours come back with their true values) "
@@ -363,8 +375,8 @@ def dilation_keeps_prediction(undilated: Mapping, dilated: Mapping, kernel: int,
         f"the share of images still classified as on the full image, from the undilated to the {kernel}×{kernel}-"
         f"dilated {subsets}, lies at or above −{TOLERANCE_POINTS:g} points (chapter 4's flat margin for \"about as "
         "accurate\": a few hundred images do not resolve a finer drop; a gain holds); does not hold if it lies "
-        "wholly below; inconclusive if it straddles. Cannot be tested without a replicate that has such images.",
-        rows)
+        "wholly below; inconclusive if it straddles. Cannot be tested without a replicate that has such images."
+        + ceiling, rows)
 
 
 def dilated_retraining_verdicts(bs: Mapping, random: Mapping, full: Mapping, chance: float, kernel: int,
@@ -378,6 +390,15 @@ def dilated_retraining_verdicts(bs: Mapping, random: Mapping, full: Mapping, cha
     that lived in the mask's exact edge vanish once it moves."""
     beats = retrain_beats_random(bs, random, seed=seed)
     near = retrain_near_full(bs, full, chance, seed=seed)
+    for model, row in beats.numbers.iterrows():       # the most a BS model can beat random by: full - random
+        room = 100 * (np.mean([np.mean(x) for x in _reps(full[model])]) -
+                      np.mean([np.mean(x) for x in _reps(random[model])]))
+        beats.numbers.loc[model, "headroom (points)"] = room
+        if room < FAR_MORE_POINTS:
+            beats.numbers.loc[model, "outcome"] = UNTESTABLE
+            if "replicates to decide" in beats.numbers:
+                beats.numbers.loc[model, "replicates to decide"] = np.nan
+    beats.outcome = combine(list(beats.numbers["outcome"]))
     what = (f"({kernel}×{kernel}-dilated 5% BS subsets; the random subsets keep as many pixels as the dilated BS "
             "subsets of the same image)")
     beats.claim = (f"Models trained and tested on {kernel}×{kernel}-dilated 5% BS subsets are far more accurate than "
@@ -385,7 +406,9 @@ def dilated_retraining_verdicts(bs: Mapping, random: Mapping, full: Mapping, cha
                    "of section 4.2: retraining on dilated subsets).")
     near.claim = (f"Models trained and tested on {kernel}×{kernel}-dilated 5% BS subsets are nearly as accurate as "
                   "models trained on full images (section 4.2's second claim under Springer 2022's dilation).")
-    beats.criterion += f" {what}"
+    beats.criterion += (f" {what}. Cannot be tested where the headroom, the full-image control's accuracy "
+                        f"minus the random subsets' (the most the BS models could gain over random if they "
+                        f"learned as much as from full images), is below {FAR_MORE_POINTS:g} points.")
     near.criterion += f" {what}"
     return beats, near
 
@@ -398,17 +421,20 @@ def saliency_on_boundary(attribution: Mapping, area: Mapping, seed: int = 0, res
     ring "concentrates" the attribution where it holds more than its share of the area (Springer gives no
     size; :data:`~overinterp.paper.verdicts.ABOVE_ZERO`). Can hold: maps drawn to the mask's edge; can
     fail: maps on the kept pixels or spread over the image leave the ring less than its area."""
-    margin = Margin(low=0.0, words="the ring's share of the attribution above its share of the area")
-    rows = _difference_rows(attribution, area, "ring − area (points)", margin,
+    margin = Margin(low=BOUNDARY_RATIO, words=f"the ring holds at least {BOUNDARY_RATIO:g} times its share of the area")
+    rows = _difference_rows(attribution, area, "ring ÷ area", margin,
                             ("ring's share of the attribution (%)", "ring's share of the area (%)"), True, seed,
-                            resamples)
+                            resamples, ratio=True)
     return from_rows(
         "SmoothGrad saliency of a masked subset image concentrates on the boundary between the kept and the masked "
         "pixels (Springer 2022, on SIS images of an ImageNet ResNet-50; here on the 5% BS subsets).",
         "for every architecture, the 95% interval (a t interval over the replicates, the test images shared) of "
         "the share of the SmoothGrad attribution on the one-pixel ring of masked pixels that touch a kept pixel, "
-        "minus the ring's share of the image's area, lies above 0 points: holds if the whole interval is above 0, "
-        "does not hold if it lies wholly below, inconclusive if it contains 0 (Springer gives no size).", rows)
+        f"divided by the ring's share of the image's area (1: attribution spread as the area is), lies at or above "
+        f"{BOUNDARY_RATIO:g}: \"concentrates\" means at least a quarter more than the ring's share of the area "
+        f"(Springer gives no size). Does not hold if the whole interval lies below {BOUNDARY_RATIO:g}, a ring no "
+        "more than a quarter above its area, which an attribution that ignores the edge gives; inconclusive if it "
+        "straddles.", rows)
 
 
 def blank_uninformative(confidence: Mapping, classes: int, predicted: Mapping | None = None,
@@ -425,7 +451,7 @@ def blank_uninformative(confidence: Mapping, classes: int, predicted: Mapping | 
     rows = {}
     for name, values in confidence.items():
         v = [np.asarray([x], float) for x in values]
-        iv = replicate_interval({"p": v}, paired_images=False, seed=seed)
+        iv = replicate_interval({"p": v}, paired_images=False, seed=seed, bounds=(0.0, 1.0))
         rows[name] = interval_row(iv, margin, "top-class probability", replicates=len(v),
                                   **({"predicted class": predicted[name]} if predicted else {}))
     return from_rows(
@@ -439,25 +465,30 @@ def blank_uninformative(confidence: Mapping, classes: int, predicted: Mapping | 
         "interval lies above; inconclusive if it straddles.", rows)
 
 
-def mask_shape_leaks(same: Mapping, prior: Mapping, fill: str, seed: int = 0, resamples: int = 2000) -> Verdict:
+def mask_shape_leaks(same: Mapping, blank: Mapping, fill: str, seed: int = 0, resamples: int = 2000) -> Verdict:
     """Missingness bias (Jain et al. 2022): masking with a constant biases a CNN's predictions, and the mask's
-    pattern can push the model toward a class. ``same`` / ``prior``: model -> per replicate, per test image
+    pattern can push the model toward a class. ``same`` / ``blank``: model -> per replicate, per test image
     (shared), 1/0 whether the input that keeps the shape of the replicate's own 5% BS mask, its kept pixels
-    set to ``fill``, is given the class the BS subset was given, and the share of that class among the
-    replicate's predictions on full images (what a prediction blind to the shape would match). The measure
-    is their difference in points, above 0 where the shape leaks the class. Can hold: a shape that carries
-    its class; can fail: a shape read no better than the class prior."""
-    rows = _difference_rows(same, prior, "excess over the prior (points)", ABOVE_ZERO,
-                            ("same class as the subset (%)", "class prior (%)"), True, seed, resamples)
+    set to ``fill``, is given the class the BS subset was given, and whether the fully masked input (no shape
+    at all) is given that class. The baseline is the blank, not the class prior: a blank called one class
+    already matches every subset of that class, so only what the shape adds beyond it is the shape's. The
+    measure is their difference in points, against a minimal effect of TOLERANCE_POINTS. Can hold: a shape
+    that carries its class beyond the blank; can fail: a shape read no better than the blank."""
+    margin = Margin(low=TOLERANCE_POINTS, words=f"excess over the blank at least {TOLERANCE_POINTS:g} points")
+    rows = _difference_rows(same, blank, "excess over the blank (points)", margin,
+                            ("same class as the subset (%)", "blank's class the subset's (%)"), True, seed, resamples)
     return from_rows(
         "The shape of a 5% BS mask alone, without the kept pixels' values, moves the original model toward the "
         "class its BS subset was given (missingness bias, Jain et al. 2022: the masking pattern itself biases a "
         "CNN's prediction).",
         f"for every architecture, the 95% interval (a t interval over the replicates, the test images shared) of "
         f"the share of mask-shape inputs (the kept pixels set to {fill}, the rest to the mask value) given the BS "
-        "subset's class, minus the mean prior of that class among the model's predictions on full images, lies "
-        "above 0 points: holds if the whole interval is above 0, does not hold if it lies wholly below, "
-        "inconclusive if it contains 0.", rows)
+        "subset's class, minus the share of images whose fully masked input (no shape) is given that class, lies "
+        f"at or above {TOLERANCE_POINTS:g} points, chapter 3's flat margin (a few hundred images do not resolve a "
+        f"finer effect): holds if the whole interval is at or above {TOLERANCE_POINTS:g}, does not hold if it lies "
+        "wholly below (a shape that adds nothing the blank does not decides it), inconclusive if it straddles. "
+        "The blank is the baseline because a blank called one class matches every subset called that class with "
+        "no shape at all.", rows)
 
 
 def masked_miscalibrated(masked: Mapping, full: Mapping, images: int, bins: int = 15, seed: int = 0) -> Verdict:

@@ -38,7 +38,8 @@ SCOPE = ("replicates", "images", "images with an SIS")
 
 __all__ = ["Verdict", "Margin", "MARKS", "HOLDS", "FAILS", "INCONCLUSIVE", "UNTESTABLE", "OUTCOMES", "combine", "spread",
            "sis_size", "subsets_accurate", "confidence_kept", "no_transfer", "retrain_beats_random",
-           "retrain_near_full", "summary", "paper_gap", "paper_transfer_share", "sis_predicts_accuracy",
+           "retrain_near_full", "summary", "paper_gap", "paper_transfer_share", "sis_predicts_accuracy", "SIS_ACCURACY_TAUS",
+           "SIS_ACCURACY_MIN_INCREASE",
            "TOLERANCE_POINTS", "TOLERANCE_CONFIDENCE", "FAR_MORE_POINTS", "interval_row", "from_rows", "paper_round", "minus", "ABOVE_ZERO"]
 
 HOLDS, FAILS, INCONCLUSIVE, UNTESTABLE = "holds", "does not hold", "inconclusive at this scale", "cannot be tested"
@@ -130,6 +131,8 @@ class Verdict:
     outcome: str               # one of OUTCOMES
     numbers: pd.DataFrame = field(repr=False)  # per model: estimate, 95% interval, margin, outcome
     note: str = ""             # what a reader must know beside the outcome (e.g. subsets beating the control)
+    engine: str = ""           # the backward selection behind its subsets, in words
+    blank_passes: dict | None = None  # per architecture name: whether its blank is uninformative (the paper's fill)
 
     def __post_init__(self):
         if isinstance(self.outcome, bool) or self.outcome is None:   # a legacy True / False / None
@@ -180,6 +183,20 @@ class Verdict:
             out.append(f"{MARKS.get(outcome, '')}{name}: {value}{margin}{', ' + outcome if outcome else ''}{decide}")
         return f"**{measure}, per model.** " + "; ".join(out)
 
+    def blank_words(self) -> str:
+        """The SIS reference's precondition on this verdict's models, in a sentence (empty without a check)."""
+        if not self.blank_passes:
+            return ""
+        fail = [m for m, ok in self.blank_passes.items() if not ok]
+        if not fail:
+            return ("the fully masked input (the paper's mean-pixel mask) is uninformative for every architecture "
+                    "(chapter 1, “The fully masked input”).")
+        names = fail[0] if len(fail) == 1 else ", ".join(fail[:-1]) + " and " + fail[-1]
+        return (f"the fully masked input (the paper's mean-pixel mask) is classified above the bound of an "
+                f"uninformative blank by {names} (chapter 1, “The fully masked input”): for "
+                f"{'that architecture' if len(fail) == 1 else 'those architectures'} the measure reads the mask "
+                "as well as the kept pixels.")
+
     def _repr_markdown_(self) -> str:
         """The box a chapter shows: its outcome in a title that reads with each of the four outcomes, the
         scope, each row against the margin, the claim, the criterion and the note."""
@@ -190,6 +207,10 @@ class Verdict:
         if self.per_model():
             lines.append(self.per_model() + "\n")
         lines += [f"**Claim.** {self.claim}\n", f"**Criterion.** {self.criterion}"]
+        if self.engine:
+            lines.append(f"\n**Engine.** {self.engine}")
+        if self.blank_passes:
+            lines.append(f"\n**Blank check.** {self.blank_words()}")
         if self.note:
             lines.append(f"\n**Note.** {self.note}")
         return "\n".join(lines) + "\n:::"
@@ -280,7 +301,7 @@ def _accuracy_pair(a: Mapping, b: Mapping, name: str, margin: Margin, seed: int,
     for model in b:
         ra, rb = _replicates(a[model]), _replicates(b[model])
         iv = replicate_interval({"a": ra, "b": rb}, lambda m: 100 * (m["a"] - m["b"]), paired_images=True,
-                                n_resamples=resamples, seed=seed)
+                                n_resamples=resamples, seed=seed, bounds=(-100.0, 100.0))
         rows[model] = interval_row(iv, margin, name, replicates=len(rb), images=len(rb[0]),
                                    **{"A": 100 * np.mean([r.mean() for r in ra]),
                                       "B": 100 * np.mean([r.mean() for r in rb])})
@@ -292,27 +313,51 @@ def _rename(rows: dict, a: str, b: str) -> dict:
 
 
 def sis_size(sizes: Mapping[str, Sequence], tau: float, bound: float = paper.SIS_MEAN_SIZE_BELOW,
-             min_images: int = 1, claim: str | None = None, seed: int = 0, resamples: int = 2000) -> Verdict:
+             min_images: int = 1, claim: str | None = None, seed: int = 0, resamples: int = 2000,
+             ids: Mapping[str, Sequence] | None = None) -> Verdict:
     """Section 4.1: at tau = 0.99 the mean SIS is below 5% of the image. ``sizes``: model -> SIS
     size of each image as a fraction of the pixels, one array per replicate (or one flat array);
     NaN: the image has no SIS, not counted. A model with fewer than ``min_images`` SIS cannot be
     tested. ``claim``: the claim tested with this bound (default: section 4.1's).
 
+    ``ids``: model -> per replicate, the id of each image of ``sizes`` (its position in the test
+    sample), for replicates whose images overlap (each the first confident images of one sample):
+    the image error they share then enters the interval (:func:`replicate_interval`'s
+    ``image_ids``), and "images" counts the distinct images, "SIS sizes" the sizes over all
+    replicates. Without ids the replicates are taken to have their own images: "images" is the
+    sizes' count and the shared part is left out. The interval stays within 0 to 100%.
+
     Can hold: a model whose SIS are small has an interval below the bound; can fail: one whose
-    SIS are large has an interval above it (a t interval over the replicates, each on its own
-    confident images)."""
+    SIS are large has an interval above it (a t interval over the replicates)."""
     margin = Margin(high=100 * bound, words=f"below {100 * bound:g}%")
     rows = {}
     for name, s in sizes.items():
-        reps = [r[~np.isnan(r)] for r in _replicates(s)]
-        reps = [r for r in reps if len(r)]
+        values = _replicates(s)
+        keys = None
+        if ids is not None:
+            keys = ids[name]
+            flat = (isinstance(keys, np.ndarray) and keys.ndim == 1) or (len(keys) and np.ndim(keys[0]) == 0)
+            keys = [np.asarray(k).ravel() for k in ([keys] if flat else keys)]
+            if [len(k) for k in keys] != [len(v) for v in values]:
+                raise ValueError(f"sis_size: the ids of {name!r} must parallel its sizes, got lengths "
+                                 f"{[len(k) for k in keys]} for {[len(v) for v in values]}")
+        has = [~np.isnan(v) for v in values]
+        kept = [i for i, h in enumerate(has) if h.any()]
+        reps = [values[i][has[i]] for i in kept]
         n = sum(len(r) for r in reps)
-        if n < max(min_images, 1):
-            rows[name] = {"replicates": len(reps), "images": n, "mean SIS size (%)": math.nan, "95% low": math.nan,
-                          "95% high": math.nan, "margin": str(margin), "outcome": UNTESTABLE}
+        extra = {"replicates": len(reps), "images": n}
+        image_ids = None
+        if keys is not None:
+            image_ids = {"size": [keys[i][has[i]] for i in kept]}
+            extra = {"replicates": len(reps),
+                     "images": len(np.unique(np.concatenate(image_ids["size"]))) if kept else 0, "SIS sizes": n}
+        if extra["images"] < max(min_images, 1):
+            rows[name] = {**extra, "mean SIS size (%)": math.nan, "95% low": math.nan, "95% high": math.nan,
+                          "margin": str(margin), "outcome": UNTESTABLE}
             continue
-        iv = replicate_interval({"size": reps}, paired_images=False, n_resamples=resamples, seed=seed)
-        rows[name] = interval_row(iv, margin, "mean SIS size (%)", 100, replicates=len(reps), images=n)
+        iv = replicate_interval({"size": reps}, paired_images=False, n_resamples=resamples, seed=seed,
+                                image_ids=image_ids, bounds=(0.0, 1.0))
+        rows[name] = interval_row(iv, margin, "mean SIS size (%)", 100, **extra)
     more = f" A model with fewer than {min_images} images that have an SIS cannot test it." if min_images > 1 else ""
     return from_rows(
         claim or f"The mean size of a sufficient input subset at τ = {paper.SIS_THRESHOLD:g} is below "
@@ -350,7 +395,8 @@ def confidence_kept(drops: Mapping[str, Sequence], seed: int = 0, resamples: int
     """Section 4.1: the mean drop of confidence from full image to 5% BS subset is about zero or
     negative. ``drops``: model -> per replicate, the per-image drop of the predicted class's
     probability (full - subset; negative = more confident on the subset), every replicate on the same
-    test images (their shared image error is part of the interval).
+    test images (their shared image error is part of the interval). A drop of a probability lies in
+    [-1, 1], and so does the interval.
 
     Can hold: no change (drop 0) or a gain lies inside the margin; can fail: a model much less
     confident on its subsets has an interval above it."""
@@ -359,8 +405,9 @@ def confidence_kept(drops: Mapping[str, Sequence], seed: int = 0, resamples: int
     rows = {}
     for name, d in drops.items():
         reps = _replicates(d)
-        iv = replicate_interval({"drop": reps}, paired_images=True, n_resamples=resamples, seed=seed)
-        rows[name] = interval_row(iv, margin, "mean drop", replicates=len(reps), images=sum(len(r) for r in reps))
+        iv = replicate_interval({"drop": reps}, paired_images=True, n_resamples=resamples, seed=seed,
+                                bounds=(-1.0, 1.0))
+        rows[name] = interval_row(iv, margin, "mean drop", replicates=len(reps), images=len(reps[0]))
     return from_rows(
         f"Models are about as confident on their {100 * paper.SUBSET_FRAC:g}% BS subsets as on full images "
         f"(section 4.1: mean drop of confidence {minus(min(means))} to {minus(max(means))} on CIFAR-10).",
@@ -388,7 +435,7 @@ def no_transfer(own: Mapping[str, Sequence], others: Mapping[str, Sequence], ran
         o, r = _replicates(own[name]), _replicates(random[name])
         oth = [np.mean([np.asarray(x, dtype=np.float64) for x in xs], axis=0) for xs in others[name]]
         lift = 100 * np.mean([a.mean() - b.mean() for a, b in zip(o, r)])
-        extra = {"sources": len(o), "other models": len(others[name][0]), "images": len(o[0]),
+        extra = {"replicates": len(o), "other models": len(others[name][0]), "images": len(o[0]),
                  "own accuracy": 100 * np.mean([x.mean() for x in o]),
                  "others' accuracy": 100 * np.mean([x.mean() for x in oth]),
                  "random subsets": 100 * np.mean([x.mean() for x in r])}
@@ -477,38 +524,54 @@ def summary(verdicts: Mapping[str, Verdict]) -> pd.DataFrame:
     return pd.DataFrame([{"claim": name, "verdict": v.word, "criterion": v.criterion} for name, v in verdicts.items()])
 
 
-def sis_predicts_accuracy(increase: pd.DataFrame, min_images: int = 20) -> Verdict:
+#: Section 4.4's thresholds at which the verdict is decided, fixed before any data: the SIS chapter's 0.99 and two
+#: lower ones at which most test images are confident (the chapter draws every threshold of its figure).
+SIS_ACCURACY_TAUS = (0.7, 0.9, 0.99)
+#: "Significantly larger" (4.4): the correct images' mean SIS at least this many percent above the misclassified
+#: ones', so that an increase indistinguishable from zero decides the claim as not holding instead of leaving it
+#: open.
+SIS_ACCURACY_MIN_INCREASE = 10.0
+
+
+def sis_predicts_accuracy(increase: pd.DataFrame, taus: Sequence[float] = SIS_ACCURACY_TAUS,
+                          min_images: int = 20) -> Verdict:
     """Section 4.4, Figure 5: at every SIS threshold, the SIS of correctly classified images are
     significantly larger than those of misclassified images, on the test and OOD sets.
 
     ``increase``: one row per (model, set, tau), the columns of
     :func:`overinterp.experiments.sis_accuracy.percentage_increase`: "model", "set", "tau", "correct images",
-    "incorrect images" (images with an SIS at tau in each group), "increase (%)" and "low", "high"
-    (its 95% interval). A threshold tests the claim only where both groups have at least
-    ``min_images`` images. Per model and set: holds when every tested threshold's interval lies
-    above 0, does not hold when one lies wholly below 0 (misclassified images with larger SIS),
-    inconclusive otherwise; cannot be tested without a tested threshold."""
+    "incorrect images" (images with a non-empty SIS at tau in each group: an empty SIS is the blank's class,
+    not the image's evidence, and is left out), "increase (%)" and "low", "high" (its 95% interval). One
+    verdict row per (model, set, tau) of ``taus``, its estimate and interval together; a row tests the claim
+    where both groups have at least ``min_images`` images, else cannot be tested. A row holds when its
+    interval lies at or above SIS_ACCURACY_MIN_INCREASE, does not hold when it lies wholly below (an increase
+    indistinguishable from zero, or misclassified images with larger SIS), and is inconclusive otherwise."""
+    margin = Margin(low=SIS_ACCURACY_MIN_INCREASE, words=f"increase at least {SIS_ACCURACY_MIN_INCREASE:g}%")
     rows = {}
-    for (name, s), g in increase.groupby(["model", "set"], sort=False):
-        tested = g[(g["correct images"] >= min_images) & (g["incorrect images"] >= min_images)]
-        above, below = int((tested["low"] > 0).sum()), int((tested["high"] < 0).sum())
-        outcome = (UNTESTABLE if tested.empty else HOLDS if above == len(tested) else FAILS if below else
-                   INCONCLUSIVE)
-        rows[(name, s)] = {"thresholds": len(g), "tested": len(tested), "interval above 0": above,
-                           "interval below 0": below, "smallest increase (%)": tested["increase (%)"].min(),
-                           "largest increase (%)": tested["increase (%)"].max(),
-                           "lowest interval end (%)": tested["low"].min(), "outcome": outcome}
+    at = increase[increase["tau"].round(6).isin([round(float(t), 6) for t in taus])]
+    for _, r in at.iterrows():
+        key = (r["model"], r["set"], float(r["tau"]))
+        tested = r["correct images"] >= min_images and r["incorrect images"] >= min_images
+        iv = Interval(float(r["increase (%)"]), float(r["low"]), float(r["high"]))
+        rows[key] = {"correct images": int(r["correct images"]), "incorrect images": int(r["incorrect images"]),
+                     "replicates": int(r["replicates"]) if "replicates" in r else None,
+                     "increase (%)": iv.estimate, "95% low": iv.low, "95% high": iv.high, "margin": str(margin),
+                     "outcome": margin.decide(iv) if tested else UNTESTABLE}
     numbers = pd.DataFrame.from_dict(rows, orient="index")
     if len(numbers):
-        numbers.index = pd.MultiIndex.from_tuples(numbers.index, names=["model", "set"])
+        numbers.index = pd.MultiIndex.from_tuples(numbers.index, names=["model", "set", "tau"])
+    shown = ", ".join(f"{t:g}" for t in taus)
     return Verdict(
         claim="For varying SIS thresholds, the SIS of correctly classified images are consistently significantly "
               "larger than those of misclassified images, for each of the three architectures, on the CIFAR-10 "
               "test set and on CIFAR-10-C (section 4.4, Figure 5, drawn without numbers in the text), although the "
               "misclassified images are classified with lower confidence (Figure S3).",
-        criterion="for every model and set (test and out-of-distribution), at every threshold τ where both the "
-                  f"correct and the incorrect images with an SIS number at least {min_images}, the bootstrap 95% "
-                  "interval of the percentage increase of the mean SIS size of the correct images over the "
-                  "incorrect ones lies above 0 (holds); an interval wholly below 0 at any threshold: does not hold; "
-                  "otherwise inconclusive. Cannot be tested where a model and set have no such threshold.",
+        criterion=f"for every model and set (test and out-of-distribution), at each threshold τ stated in advance "
+                  f"({shown}) where the correct and the incorrect images with a non-empty SIS number at least "
+                  f"{min_images} each, the 95% interval (a t interval over the replicates) of the percentage "
+                  f"increase of the correct images' mean SIS size over the incorrect ones' lies at or above "
+                  f"{SIS_ACCURACY_MIN_INCREASE:g}% (\"significantly larger\"; an increase indistinguishable from "
+                  "zero does not hold). Empty SIS, which the blank image decides rather than the image, are left out "
+                  "and counted in the chapter. The claim holds where every tested threshold holds, does not hold "
+                  "where one does not, and is inconclusive otherwise; a threshold with too few images cannot test it.",
         outcome=combine(list(numbers["outcome"])) if len(numbers) else UNTESTABLE, numbers=numbers)

@@ -138,9 +138,10 @@ def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: Train
         seed: int = 0, device="auto", progress: bool = True, desc: str = "train", perturb=None) -> list[dict]:
     """Train ``model`` in place on (images (N,C,H,W), labels (N,)); returns per-epoch stats.
 
-    ``perturb(model, x, y) -> x'``, if given, replaces each (augmented) batch before the step:
-    adversarial training trains on PGD examples (:mod:`overinterp.experiments.robust`, Madry et al. 2018);
-    the stats are then those of the perturbed batches."""
+    ``perturb(model, x, y) -> x'`` (or ``(x', y')``), if given, replaces each (augmented) batch before the
+    step: adversarial training trains on PGD examples (:mod:`overinterp.experiments.robust`, Madry et al. 2018),
+    counterfactual training on the batch and its masked copy (:mod:`overinterp.experiments.masked`); the stats
+    are then those of the replaced batches."""
     device = resolve_device(device)
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -160,7 +161,7 @@ def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: Train
         # accumulate on the device and are read once per epoch: no host round trip per step
         t0 = time.perf_counter()
         loss_sum = torch.zeros((), device=device)
-        correct = torch.zeros((), dtype=torch.long, device=device)
+        correct, seen = torch.zeros((), dtype=torch.long, device=device), 0
         perm = torch.randperm(len(X), generator=gen).to(device)
         draws = augment_draws(len(X), gen, device) if cfg.augment else None
         for i in range(steps_per_epoch):
@@ -170,6 +171,7 @@ def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: Train
                 x = augment_batch(x, pad_value, draws=draws[:, sl])
             if perturb is not None:
                 x = perturb(model, x, y)
+                x, y = x if isinstance(x, tuple) else (x, y)
             with _autocast(device, fast):
                 out = model(x.contiguous(memory_format=memory_format))
                 loss = F.cross_entropy(out, y)
@@ -179,8 +181,9 @@ def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: Train
             sched.step()
             loss_sum += loss.detach().float() * len(y)
             correct += (out.argmax(1) == y).sum()
+            seen += len(y)
             bar.update(1)
-        loss_mean, acc = loss_sum.item() / len(X), correct.item() / len(X)
+        loss_mean, acc = loss_sum.item() / seen, correct.item() / seen
         bar.set_postfix(epoch=epoch + 1, loss=f"{loss_mean:.3f}", acc=f"{acc:.3f}")
         history.append({"epoch": epoch + 1, "loss": loss_mean, "train_acc": acc, "seconds": time.perf_counter() - t0})
     bar.close()

@@ -1,0 +1,215 @@
+"""The fully masked input: the precondition of every claim on masked inputs.
+
+The SIS reference implementation (google-research ``sis.py``) asks it of the mask before anything else:
+"Regardless of choice, one should check that the function's prediction on the fully-masked input is
+uninformative." A model that calls the blank image a class with confidence makes every heavily masked
+input lean to that class (missingness bias, Jain et al. 2022): a 5% subset is then "classified" by what
+was removed, not by what was kept. This module measures, for every zoo replicate and every fill of the
+masked pixels (the paper's mean pixel, black, a ladder of constant greys, the training-mean image):
+
+* the class of the blank (every pixel the fill) and its probability, from log-softmax of the logits
+  (float32 softmax saturates at 1 for confident models);
+* on random ``frac`` subsets of the test selection (chapter 4's seeded masks, the rest set to the fill),
+  the entropy in bits of the predicted classes (Jain et al.'s measure: near 0 when every masked input gets
+  one class, ``log2(classes)`` when they spread over all) and the share called the blank's class, beside
+  that class's prior (its share among the replicate's predictions on full images);
+* whether the blank passes :data:`UNINFORMATIVE_MULTIPLE` times the prior of a class.
+
+:func:`restricted` then decides section 4.1's two claims on the stored 5% BS subsets of the images whose
+label is not a blank class, and counts the BS subsets called the blank's class.
+
+    check = blank_check(run)
+    check.accepted()             # the fills whose blank passes for every replicate
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+
+from overinterp.engine.sis import pixel_subset, random_subset
+from overinterp.experiments import runs as A
+from overinterp.experiments import subsets as S
+from overinterp.paper import verdicts as V
+from overinterp.paper.claims import CLAIMS
+from overinterp.paper.further_verdicts import BLANK_PRIOR_MULTIPLE
+from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
+from overinterp.zoo import data as D
+from overinterp.zoo.train import logits
+
+__all__ = ["PAPER_FILL", "LEVELS", "UNINFORMATIVE_MULTIPLE", "BlankCheck", "fills", "blank_check", "Restricted",
+           "restricted", "paper_passes", "engine_of", "annotate"]
+
+PAPER_FILL = "mean pixel"                          # section 3.3: masked pixels take the mean pixel (0 normalised)
+LEVELS = tuple(round(0.1 * i, 1) for i in range(11))   # constant greys searched, in [0, 1] pixel units
+#: a blank is uninformative while its top-class probability is at most this multiple of a class's prior
+UNINFORMATIVE_MULTIPLE = BLANK_PRIOR_MULTIPLE
+
+
+def fills(dataset: str) -> dict[str, torch.Tensor]:
+    """Name -> the normalised fill of a masked pixel, (C, H, W): the paper's mean pixel, each grey of
+    :data:`LEVELS` (0 is black, 1 white) and the training-mean image (each pixel its own mean)."""
+    test = D.load(dataset, "test")
+    C, H, W = test.images.shape[1:]
+    mean, std = torch.tensor(test.mean).view(-1, 1, 1), torch.tensor(test.std).view(-1, 1, 1)
+    out = {PAPER_FILL: torch.zeros(C, H, W)}
+    for g in LEVELS:
+        out[f"grey {g:.1f}"] = ((g - mean) / std).expand(C, H, W).clone()
+    out["training-mean image"] = D.load(dataset, "train").images.mean(0)
+    return out
+
+
+def _entropy_bits(classes: torch.Tensor, k: int) -> float:
+    p = torch.bincount(classes, minlength=k).double() / len(classes)
+    p = p[p > 0]
+    return max(0.0, float(-(p * p.log2()).sum()))     # no -0.0
+
+
+@dataclass(frozen=True)
+class BlankCheck:
+    """The blank check of a run's zoo: ``rows`` has one row per (model, replicate, fill) with "class",
+    "probability", "log-odds" (of the top class against the rest), "subset entropy (bits)", "called the
+    blank's class (%)", "class prior (%)" and "passes"; ``bound`` is the probability at or below which a
+    blank counts as uninformative; ``classes`` the number of classes."""
+    rows: pd.DataFrame
+    bound: float
+    classes: int
+    frac: float
+
+    def passes(self, fill: str = PAPER_FILL) -> dict[str, bool]:
+        """Per architecture name: whether every replicate's blank passes under ``fill``."""
+        g = self.rows[self.rows["fill"] == fill]
+        return {m: bool(x["passes"].all()) for m, x in g.groupby("model", sort=False)}
+
+    def accepted(self) -> list[str]:
+        """The fills whose blank passes for every replicate of every architecture, in :func:`fills`' order."""
+        ok = self.rows.groupby("fill", sort=False)["passes"].all()
+        return [f for f, v in ok.items() if v]
+
+    def classes_of(self, fill: str = PAPER_FILL) -> dict[str, list[str]]:
+        """Per architecture name: the blank's classes over its replicates (each once, in replicate order)."""
+        g = self.rows[self.rows["fill"] == fill]
+        return {m: list(dict.fromkeys(x["class"])) for m, x in g.groupby("model", sort=False)}
+
+    def summary(self, fill: str | None = None) -> pd.DataFrame:
+        """Per (model, fill): the blank's classes, its lowest and highest probability, the mean entropy of the
+        subsets' classes, the mean share called the blank's class and its prior, and how many replicates pass."""
+        rows = self.rows if fill is None else self.rows[self.rows["fill"] == fill]
+        out = rows.groupby(["model", "fill"], sort=False).agg(
+            **{"class": ("class", lambda c: ", ".join(dict.fromkeys(c))), "lowest probability": ("probability", "min"),
+               "highest probability": ("probability", "max"),
+               "subset entropy (bits)": ("subset entropy (bits)", "mean"),
+               "called the blank's class (%)": ("called the blank's class (%)", "mean"),
+               "class prior (%)": ("class prior (%)", "mean"), "replicates passing": ("passes", "sum"),
+               "replicates": ("passes", "size")})
+        return out
+
+
+def blank_check(run, frac: float = SUBSET_FRAC, which: dict[str, torch.Tensor] | None = None,
+                models: dict[str, list] | None = None) -> BlankCheck:
+    """Every zoo replicate of ``run`` (or of ``models``, {arch: [replicate, ...]}) on the blank of each fill
+    of ``which`` (default :func:`fills`) and on chapter 4's random ``frac`` subsets of the test selection
+    with that fill."""
+    X, _ = A.selection(run, "test").load()
+    names = D.load(run.dataset, "test").classes
+    k = len(names)
+    which = fills(run.dataset) if which is None else which
+    keep = random_subset(X, frac, seed=A.subset_seed(run.dataset, "test"))[1][:, None]
+    rows = []
+    for arch, replicates in (A.zoo(run) if models is None else models).items():
+        for r, model in enumerate(replicates):
+            full = logits(model, X, device=run.device).argmax(1)
+            for fill, v in which.items():
+                z = torch.cat([logits(model, v[None], device=run.device),
+                               logits(model, torch.where(keep, X, v[None]), device=run.device)])
+                logp = F.log_softmax(z.double(), -1)
+                c = int(logp[0].argmax())
+                top, rest = float(logp[0, c]), float(torch.logsumexp(torch.cat([logp[0, :c], logp[0, c + 1:]]), 0))
+                sub = logp[1:].argmax(1)
+                rows.append({"model": ARCH_NAMES[arch], "replicate": r, "fill": fill, "class": names[c],
+                             "probability": math.exp(top), "log-odds": top - rest,
+                             "subset entropy (bits)": _entropy_bits(sub, k),
+                             "called the blank's class (%)": 100 * float((sub == c).double().mean()),
+                             "class prior (%)": 100 * float((full == c).double().mean()),
+                             "passes": math.exp(top) <= UNINFORMATIVE_MULTIPLE / k})
+    return BlankCheck(pd.DataFrame(rows), UNINFORMATIVE_MULTIPLE / k, k, frac)
+
+
+@dataclass
+class Restricted:
+    """Section 4.1's two claims on the images whose label is not a blank class of the architecture (the
+    paper's mask), beside the share of all BS subsets called the blank's class and its prior."""
+    accurate: V.Verdict
+    kept: V.Verdict
+    called: pd.DataFrame       # per model: images kept, the blank's classes, subsets called the blank's class (%), prior
+
+
+def restricted(run, check: BlankCheck | None = None, frac: float = SUBSET_FRAC) -> Restricted:
+    """:func:`overinterp.paper.verdicts.subsets_accurate` and :func:`~overinterp.paper.verdicts.confidence_kept`
+    on the 5% BS subsets stored by chapter 4, restricted per architecture to the test images whose label is
+    none of its replicates' blank classes under the paper's mask (the same images for every replicate, so
+    the intervals keep their shared image error). ``check``: a :func:`blank_check` with the paper's fill
+    (default: computed for that fill alone)."""
+    X, Y = A.selection(run, "test").load()
+    names = D.load(run.dataset, "test").classes
+    check = check or blank_check(run, frac, which={PAPER_FILL: fills(run.dataset)[PAPER_FILL]})
+    blank = check.rows[check.rows["fill"] == PAPER_FILL]
+    full, bs, drops, called = {}, {}, {}, {}
+    for arch, models in A.zoo(run).items():
+        name = ARCH_NAMES[arch]
+        mine = blank[blank["model"] == name].sort_values("replicate")
+        cls = [names.index(c) for c in dict.fromkeys(mine["class"])]
+        keep = ~torch.isin(Y, torch.tensor(cls))
+        full[name], bs[name], drops[name], shares, priors = [], [], [], [], []
+        for r, model in enumerate(models):
+            res = A.backselect_set(run, arch, A.selection(run, "test"), seed=run.seed + r, progress=False)
+            sub = pixel_subset(res, X, frac)[0]
+            pf, ps = F.softmax(logits(model, X, device=run.device).double(), -1), \
+                F.softmax(logits(model, sub, device=run.device).double(), -1)
+            c_full, c_sub = pf.argmax(1), ps.argmax(1)
+            b = names.index(mine["class"].iloc[r])
+            shares.append(100 * float((c_sub == b).double().mean()))
+            priors.append(100 * float((c_full == b).double().mean()))
+            full[name].append((c_full == Y)[keep].double().numpy())
+            bs[name].append((c_sub == Y)[keep].double().numpy())
+            conf = pf.max(1)
+            drops[name].append((conf.values - ps.gather(1, conf.indices[:, None]).squeeze(1))[keep].numpy())
+        called[name] = {"images kept": int(keep.sum()), "images": len(Y), "blank's classes": ", ".join(
+            names[c] for c in cls), "BS subsets called the blank's class (%)": float(np.mean(shares)),
+            "its prior (%)": float(np.mean(priors))}
+    return Restricted(V.subsets_accurate(full, bs, seed=run.seed), V.confidence_kept(drops, seed=run.seed),
+                      pd.DataFrame.from_dict(called, orient="index"))
+
+
+_PAPER_CHECKS: dict = {}   # the paper's fill only, per run: what every verdict on masked inputs carries
+
+
+def paper_passes(run) -> dict[str, bool]:
+    """Per architecture name: whether every replicate's blank under the paper's mask is uninformative
+    (:func:`blank_check` of that fill alone, computed once per run in this process)."""
+    key = (run.dataset, run.profile.name, run.seed, str(run.device))
+    if key not in _PAPER_CHECKS:
+        _PAPER_CHECKS[key] = blank_check(run, which={PAPER_FILL: fills(run.dataset)[PAPER_FILL]}).passes()
+    return _PAPER_CHECKS[key]
+
+
+def engine_of(run, claim: str) -> str:
+    """The backward selection behind ``claim``'s subsets under ``run``'s profile, in its own words ('' where
+    the claim's chapter picks its own)."""
+    p, which = run.profile, CLAIMS[claim].engine
+    engine = {"test": p.engine("test"), "train": p.engine("train"),
+              "sis": p.sis_engine or p.engine("test")}.get(which)
+    return engine.describe() if engine is not None else ""
+
+
+def annotate(run, claim: str, verdict: V.Verdict) -> V.Verdict:
+    """``verdict`` with the engine of ``claim`` and, where the claim feeds the zoo's models masked inputs
+    (:attr:`overinterp.paper.claims.Claim.blank`), whether each architecture's blank passes."""
+    verdict.engine = engine_of(run, claim)
+    if CLAIMS[claim].blank:
+        verdict.blank_passes = paper_passes(run)
+    return verdict

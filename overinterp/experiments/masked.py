@@ -1,0 +1,124 @@
+"""Masked inputs made in distribution: counterfactual training (Hase, Xie and Bansal, NeurIPS 2021).
+
+The paper's 5% subsets are 95% mean pixel, an input no zoo model saw in training; a model then reads the
+mask itself, and its blank leans to a class (:mod:`overinterp.experiments.blank`). Hase et al.'s remedy
+fine-tunes the model on batches doubled with a masked copy at the same labels, the removed share drawn per
+batch from {0.5, 0.8, 0.9, 0.95} and its positions at random, so that masked inputs are in distribution.
+Fine-tuned this way from each zoo replicate (:class:`overinterp.config.profiles.MaskedTrainingConfig`), a
+model is **accepted** where its clean test accuracy stays within ``max_drop`` points of the original and
+its blank is uninformative; section 4.1's two claims are then decided on its own 5% BS subsets beside the
+zoo's, the question no reproduction or the paper answers: overinterpretation, or missingness?
+
+    models = masked_zoo(run)                     # {arch: [fine-tuned replicate, ...]}
+    result = masked_claims(run)                  # accuracies, blank check, the claims' verdicts
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass
+
+import pandas as pd
+import torch
+import torch.nn as nn
+
+from overinterp.engine.backselect import apply_keep
+from overinterp.engine.sis import pixel_subset
+from overinterp.experiments import blank as BL
+from overinterp.experiments import runs as A
+from overinterp.paper import verdicts as V
+from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
+from overinterp.zoo import data as D
+from overinterp.zoo.train import TrainConfig, cached_fit, logits
+
+__all__ = ["masked_copy", "masked_config", "masked_model", "masked_zoo", "MaskedClaims", "masked_claims"]
+
+
+def masked_copy(removed: tuple, seed: int):
+    """``perturb`` for :func:`overinterp.zoo.train.fit`: each batch and a copy of it with a share of its
+    pixels (one of ``removed``, drawn per batch) set to 0, the mean pixel, at positions drawn per image,
+    at the same labels. Seeded: the same fine-tuning draws the same masks."""
+    gen = torch.Generator().manual_seed(seed)
+    shares = torch.tensor(removed, dtype=torch.float32)
+
+    def perturb(model, x, y):
+        share = shares[torch.randint(len(shares), (1,), generator=gen)]
+        keep = (torch.rand((len(x), *x.shape[2:]), generator=gen) >= share).to(x.device)
+        return torch.cat([x, apply_keep(x, keep, 0.0)]), torch.cat([y, y])
+    return perturb
+
+
+def masked_config(run, arch: str, seed: int) -> dict:
+    """The artifact key of replicate ``seed``'s fine-tuned model: its zoo model's and the fine-tuning's."""
+    c = run.profile.masked
+    return {**A.model_config(run.dataset, arch, run.profile.name, seed),
+            "masked": {"removed": list(c.removed), "epochs": c.epochs, "lr": c.lr, "train_size": c.train_size}}
+
+
+def masked_model(run, arch: str, seed: int, progress: bool = True) -> nn.Module:
+    """Replicate ``seed`` of ``arch`` from the zoo fine-tuned by counterfactual training (from the store, or
+    trained now and stored): ``epochs`` at the constant rate ``lr``, the zoo recipe otherwise."""
+    c, p = run.profile.masked, run.profile
+    base = A.trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
+    model = copy.deepcopy(base)
+    recipe = TrainConfig(**{**asdict(p.train), "epochs": c.epochs, "lr": c.lr, "milestones": ()})
+    cfg = masked_config(run, arch, seed)
+    return cached_fit("model", cfg, model, lambda: D.take(D.load(run.dataset, "train"), c.train_size or p.train_size,
+                                                           seed=0),
+                      None, recipe, seed, run.device, progress=progress, desc=f"{arch} seed {seed} masked",
+                      perturb=masked_copy(c.removed, seed))
+
+
+def masked_zoo(run, progress: bool = True) -> dict[str, list[nn.Module]]:
+    """The fine-tuned replicates: {arch: [model of seed run.seed + r, ...]} for the config's architectures."""
+    c, p = run.profile.masked, run.profile
+    return {a: [masked_model(run, a, run.seed + r, progress) for r in range(c.replicates or p.replicates)]
+            for a in (c.archs or p.archs)}
+
+
+@dataclass
+class MaskedClaims:
+    """What the fine-tuned models show beside the zoo's: ``models`` one row per fine-tuned replicate (clean
+    test accuracy of it and of its zoo model, the drop, whether its blank is uninformative, accepted);
+    ``blank`` their blank check; section 4.1's claims on their own 5% BS subsets (``accurate``, ``kept``)."""
+    models: pd.DataFrame
+    blank: BL.BlankCheck
+    accurate: V.Verdict
+    kept: V.Verdict
+
+
+def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> MaskedClaims:
+    """Fine-tune (or load) every replicate of the config's architectures, measure its clean accuracy on the
+    whole test set against its zoo model's, its blank under the paper's mask, and decide
+    :func:`~overinterp.paper.verdicts.subsets_accurate` and :func:`~overinterp.paper.verdicts.confidence_kept`
+    on its own backward selections of the test selection (the profile's engine, stored like the zoo's)."""
+    c = run.profile.masked
+    tuned = masked_zoo(run, progress)
+    whole = D.load(run.dataset, "test")
+    sel = A.selection(run, "test")
+    X, Y = sel.load()
+    paper_fill = {BL.PAPER_FILL: BL.fills(run.dataset)[BL.PAPER_FILL]}
+    check = BL.blank_check(run, frac, which=paper_fill, models=tuned)
+    passes = {(r["model"], r["replicate"]): r["passes"] for _, r in check.rows.iterrows()}
+    rows, full, bs, drops = [], {}, {}, {}
+    for arch, models in tuned.items():
+        name = ARCH_NAMES[arch]
+        full[name], bs[name], drops[name] = [], [], []
+        for r, m in enumerate(models):
+            seed = run.seed + r
+            zoo = A.trained_model(run.dataset, arch, run.profile.name, seed=seed, device=run.device, progress=False)
+            acc = [100 * float((logits(x, whole.images, device=run.device).argmax(1) == whole.labels).double().mean())
+                   for x in (m, zoo)]
+            ok = passes[(name, r)]
+            rows.append({"model": name, "replicate": r, "clean accuracy (%)": acc[0], "zoo accuracy (%)": acc[1],
+                         "drop (points)": acc[1] - acc[0], "blank uninformative": ok,
+                         "accepted": bool(ok and acc[1] - acc[0] <= c.max_drop)})
+            res = A.backselect_model(run, m, masked_config(run, arch, seed), sel, progress=progress)
+            sub = pixel_subset(res, X, frac)[0]
+            pf = torch.softmax(logits(m, X, device=run.device).double(), -1)
+            ps = torch.softmax(logits(m, sub, device=run.device).double(), -1)
+            full[name].append((pf.argmax(1) == Y).double().numpy())
+            bs[name].append((ps.argmax(1) == Y).double().numpy())
+            conf = pf.max(1)
+            drops[name].append((conf.values - ps.gather(1, conf.indices[:, None]).squeeze(1)).numpy())
+    return MaskedClaims(pd.DataFrame(rows), check, V.subsets_accurate(full, bs, seed=run.seed),
+                        V.confidence_kept(drops, seed=run.seed))

@@ -1,0 +1,109 @@
+"""The blank check presented (:mod:`overinterp.experiments.blank`): its table, its figure and its glued values."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from overinterp.experiments.blank import LEVELS, PAPER_FILL, BlankCheck, Restricted
+from overinterp.paper.claims import result_text
+from overinterp.paper.formatting import number, span
+from overinterp.pages.plots import outside_legend
+
+__all__ = ["blank_table", "fill_search_plot", "blank_values", "restricted_table", "restricted_values", "masked_values"]
+
+
+def blank_table(check: BlankCheck, fills=(PAPER_FILL, "grey 0.0")) -> pd.DataFrame:
+    """Per architecture and fill (the paper's mean pixel and black by default): the blank's class, its
+    probability over the replicates, the entropy of the random subsets' classes, the share of them called
+    the blank's class beside that class's prior, and the replicates that pass."""
+    s = check.summary()
+    s = s[s.index.get_level_values("fill").isin(fills)].copy()
+    s["probability"] = [span([lo, hi], 3) for lo, hi in zip(s["lowest probability"], s["highest probability"])]
+    s["passes"] = [f"{int(a)} of {int(b)}" for a, b in zip(s["replicates passing"], s["replicates"])]
+    return s[["class", "probability", "subset entropy (bits)", "called the blank's class (%)", "class prior (%)",
+              "passes"]]
+
+
+def fill_search_plot(check: BlankCheck):
+    """The blank's top-class probability of every replicate against the constant grey of the fill, one
+    colour per architecture, with the paper's mean pixel and the training-mean image marked on the right,
+    and the bound below which a blank is uninformative."""
+    rows = check.rows
+    fig, ax = plt.subplots(figsize=(7.2, 3.4))
+    models = list(dict.fromkeys(rows["model"]))
+    colours = dict(zip(models, plt.rcParams["axes.prop_cycle"].by_key()["color"]))
+    extra = {PAPER_FILL: 1.25, "training-mean image": 1.45}
+    for i, m in enumerate(models):
+        g = rows[rows["model"] == m]
+        greys = g[g["fill"].str.startswith("grey ")]
+        x = greys["fill"].str.slice(5).astype(float) + (i - 1) * 0.012
+        ax.scatter(x, greys["probability"], s=14, color=colours[m], label=m, alpha=0.8)
+        for f, pos in extra.items():
+            e = g[g["fill"] == f]
+            ax.scatter(np.full(len(e), pos + (i - 1) * 0.02), e["probability"], s=14, color=colours[m], alpha=0.8)
+    ax.axhline(check.bound, color="0.3", ls="--", lw=1)
+    ax.text(1.02, check.bound, " bound", va="bottom", fontsize=9, color="0.3")
+    ax.set_xticks(list(LEVELS[::2]) + list(extra.values()))
+    ax.set_xticklabels([f"{g:.1f}" for g in LEVELS[::2]] + ["mean\npixel", "mean\nimage"], fontsize=9)
+    ax.set_xlabel("grey level of the fill (0 black, 1 white)")
+    ax.set_ylabel("blank's top-class probability")
+    ax.set_ylim(0, 1.02)
+    outside_legend(ax)
+    fig.tight_layout()
+    return fig
+
+
+def restricted_table(called: pd.DataFrame) -> pd.DataFrame:
+    """:attr:`overinterp.experiments.blank.Restricted.called` as the chapter shows it."""
+    return called.rename(columns={"images kept": "images without a blank class", "images": "test images"})
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1] if names else "none"
+
+
+def blank_values(check: BlankCheck) -> dict:
+    """The chapter's glued words and numbers: the paper's mask (classes, probabilities, entropy, models
+    passing), the bound, and the fills accepted for every model."""
+    paper = check.rows[check.rows["fill"] == PAPER_FILL]
+    passes = check.passes(PAPER_FILL)
+    accepted = check.accepted()
+    greys = check.rows[check.rows["fill"].str.startswith("grey ")]
+    worst = greys.groupby("fill")["probability"].max()
+    best_fill = worst.idxmin()
+    classes = list(dict.fromkeys(paper["class"]))
+    return {"blank_bound": number(check.bound, 2), "blank_classes": _names(classes),
+            "blank_p_range": span(paper["probability"], 2),
+            "blank_entropy_range": span(paper["subset entropy (bits)"], 2),
+            "blank_entropy_max": number(np.log2(check.classes), 2),
+            "blank_called_range": span(paper["called the blank's class (%)"], 0),
+            "blank_prior_range": span(paper["class prior (%)"], 0),
+            "blank_n_models": str(len(paper)), "blank_n_pass": str(int(paper["passes"].sum())),
+            "blank_archs_pass": str(sum(passes.values())), "blank_n_archs": str(len(passes)),
+            "blank_n_fills": str(check.rows["fill"].nunique()), "blank_n_accepted": str(len(accepted)),
+            "blank_accepted": _names(accepted),
+            "blank_best_grey": best_fill.replace("grey ", ""), "blank_best_grey_p": number(worst.min(), 2)}
+
+
+def restricted_values(r: Restricted) -> dict:
+    """Chapter 3's glued outcomes and numbers of section 4.1's claims with the blank's classes set aside."""
+    c = r.called
+    return {"ctl_accurate": r.accurate.word, "ctl_accurate_ours": result_text(r.accurate, "accurate"),
+            "ctl_kept": r.kept.word, "ctl_kept_ours": result_text(r.kept, "kept"),
+            "ctl_images": span(c["images kept"], 0), "ctl_n_images": span(c["images"], 0),
+            "ctl_called_range": span(c["BS subsets called the blank's class (%)"], 0),
+            "ctl_prior_range": span(c["its prior (%)"], 0)}
+
+
+def masked_values(m) -> dict:
+    """Chapter 3's glued numbers and outcomes of the counterfactually trained models
+    (:class:`overinterp.experiments.masked.MaskedClaims`)."""
+    t = m.models
+    return {"mk_n": str(len(t)), "mk_archs": _names(list(dict.fromkeys(t["model"]))),
+            "mk_accepted": str(int(t["accepted"].sum())), "mk_blank_pass": str(int(t["blank uninformative"].sum())),
+            "mk_acc_range": span(t["clean accuracy (%)"], 1), "mk_drop_range": span(t["drop (points)"], 1),
+            "mk_blank_p_range": span(m.blank.rows["probability"], 2),
+            "mk_entropy_range": span(m.blank.rows["subset entropy (bits)"], 2),
+            "mk_accurate": m.accurate.word, "mk_accurate_ours": result_text(m.accurate, "accurate"),
+            "mk_kept": m.kept.word, "mk_kept_ours": result_text(m.kept, "kept")}
