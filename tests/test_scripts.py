@@ -127,3 +127,30 @@ def test_compute_report_counts_a_unit_once_across_a_run_and_its_resumption(tmp_p
     assert doc["stages"]["retraining"] == {"units": 2, "process_seconds": 1101.5, "process_hours": 0.31}
     assert doc["stages"]["SIS sizes (pruned)"]["units"] == 1 and doc["stages"]["backward selection"]["units"] == 1
     assert doc["units"] == 4 and doc["total_process_hours"] == round(1251.5 / 3600, 2)
+
+
+def test_pack_zoo_packs_the_profiles_zoo_models_only_and_lists_the_missing_ones(tmp_path, capsys):
+    import torch
+    from overinterp.experiments.runs import model_config
+    from overinterp.store import Store, unpack
+    spec = importlib.util.spec_from_file_location("pack_zoo", ROOT / "scripts" / "pack_zoo.py")
+    pack_zoo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pack_zoo)
+    store = Store(tmp_path / "store")
+    have = [("cnn", 0), ("cnn", 1), ("resnet20", 0)]        # the tiny zoo of seed 0 but resnet20 seed 1
+    for arch, seed in have:
+        store.save("model", model_config("fashion-mnist", arch, "tiny", seed), {"state_dict": {"w": torch.ones(2)}})
+    store.save("model", model_config("fashion-mnist", "cnn", "tiny", 7), {"state_dict": {}})   # not of seed 0
+    store.save("retrained", {"arch": "cnn"}, {"state_dict": {}})                               # not a zoo model
+    out = tmp_path / "zoo.tar.gz"
+    assert pack_zoo.main(["--profile", "tiny", "--seeds", "0", "--artifacts", str(store.root), "--out", str(out)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["models"] == 3 and report["missing"] == pack_zoo.zoo_keys("tiny", "fashion-mnist", [0])[3:]
+    fresh = Store(tmp_path / "fresh")
+    unpack(out, fresh)
+    assert sorted(p.name for p in (fresh.root / "model").iterdir()) == sorted(
+        pack_zoo.zoo_keys("tiny", "fashion-mnist", [0])[:3])
+    assert not (fresh.root / "retrained").exists()
+    assert fresh.load("model", model_config("fashion-mnist", "resnet20", "tiny", 0))["state_dict"]["w"].sum() == 2
+    empty = Store(tmp_path / "empty")
+    assert pack_zoo.main(["--profile", "tiny", "--artifacts", str(empty.root), "--out", str(tmp_path / "x.tar.gz")]) == 2

@@ -33,7 +33,6 @@ import torch.nn.functional as F
 
 from overinterp.engine.sis import pixel_subset, random_subset
 from overinterp.experiments import runs as A
-from overinterp.experiments import subsets as S
 from overinterp.paper import verdicts as V
 from overinterp.paper.claims import CLAIMS
 from overinterp.paper.further_verdicts import BLANK_PRIOR_MULTIPLE
@@ -42,7 +41,7 @@ from overinterp.zoo import data as D
 from overinterp.zoo.train import logits
 
 __all__ = ["PAPER_FILL", "LEVELS", "UNINFORMATIVE_MULTIPLE", "BlankCheck", "fills", "blank_check", "Restricted",
-           "restricted", "paper_passes", "engine_of", "annotate"]
+           "own_subsets", "restricted", "paper_passes", "engine_of", "annotate"]
 
 PAPER_FILL = "mean pixel"                          # section 3.3: masked pixels take the mean pixel (0 normalised)
 LEVELS = tuple(round(0.1 * i, 1) for i in range(11))   # constant greys searched, in [0, 1] pixel units
@@ -139,6 +138,17 @@ def blank_check(run, frac: float = SUBSET_FRAC, which: dict[str, torch.Tensor] |
     return BlankCheck(pd.DataFrame(rows), UNINFORMATIVE_MULTIPLE / k, k, frac)
 
 
+def own_subsets(model, res, X: torch.Tensor, Y: torch.Tensor, frac: float, device) -> dict[str, torch.Tensor]:
+    """One replicate on its own ``frac`` BS subsets (backward selection ``res`` of ``X``): per image the class
+    on the full image ("full class") and on the subset ("subset class"), 1/0 correct on each ("full",
+    "bs") and the drop of the full image's class's probability (section 4.1's confidence drop, "drop")."""
+    pf = F.softmax(logits(model, X, device=device).double(), -1)
+    ps = F.softmax(logits(model, pixel_subset(res, X, frac)[0], device=device).double(), -1)
+    conf = pf.max(1)
+    return {"full class": conf.indices, "subset class": ps.argmax(1), "full": (conf.indices == Y).double(),
+            "bs": (ps.argmax(1) == Y).double(), "drop": conf.values - ps.gather(1, conf.indices[:, None]).squeeze(1)}
+
+
 @dataclass
 class Restricted:
     """Section 4.1's two claims on the images whose label is not a blank class of the architecture (the
@@ -167,17 +177,12 @@ def restricted(run, check: BlankCheck | None = None, frac: float = SUBSET_FRAC) 
         full[name], bs[name], drops[name], shares, priors = [], [], [], [], []
         for r, model in enumerate(models):
             res = A.backselect_set(run, arch, A.selection(run, "test"), seed=run.seed + r, progress=False)
-            sub = pixel_subset(res, X, frac)[0]
-            pf, ps = F.softmax(logits(model, X, device=run.device).double(), -1), \
-                F.softmax(logits(model, sub, device=run.device).double(), -1)
-            c_full, c_sub = pf.argmax(1), ps.argmax(1)
+            m = own_subsets(model, res, X, Y, frac, run.device)
             b = names.index(mine["class"].iloc[r])
-            shares.append(100 * float((c_sub == b).double().mean()))
-            priors.append(100 * float((c_full == b).double().mean()))
-            full[name].append((c_full == Y)[keep].double().numpy())
-            bs[name].append((c_sub == Y)[keep].double().numpy())
-            conf = pf.max(1)
-            drops[name].append((conf.values - ps.gather(1, conf.indices[:, None]).squeeze(1))[keep].numpy())
+            shares.append(100 * float((m["subset class"] == b).double().mean()))
+            priors.append(100 * float((m["full class"] == b).double().mean()))
+            for out, k in ((full, "full"), (bs, "bs"), (drops, "drop")):
+                out[name].append(m[k][keep].numpy())
         called[name] = {"images kept": int(keep.sum()), "images": len(Y), "blank's classes": ", ".join(
             names[c] for c in cls), "BS subsets called the blank's class (%)": float(np.mean(shares)),
             "its prior (%)": float(np.mean(priors))}

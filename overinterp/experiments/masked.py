@@ -22,7 +22,6 @@ import torch
 import torch.nn as nn
 
 from overinterp.engine.backselect import apply_keep
-from overinterp.engine.sis import pixel_subset
 from overinterp.experiments import blank as BL
 from overinterp.experiments import runs as A
 from overinterp.paper import verdicts as V
@@ -113,12 +112,8 @@ def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> Mask
                          "drop (points)": acc[1] - acc[0], "blank uninformative": ok,
                          "accepted": bool(ok and acc[1] - acc[0] <= c.max_drop)})
             res = A.backselect_model(run, m, masked_config(run, arch, seed), sel, progress=progress)
-            sub = pixel_subset(res, X, frac)[0]
-            pf = torch.softmax(logits(m, X, device=run.device).double(), -1)
-            ps = torch.softmax(logits(m, sub, device=run.device).double(), -1)
-            full[name].append((pf.argmax(1) == Y).double().numpy())
-            bs[name].append((ps.argmax(1) == Y).double().numpy())
-            conf = pf.max(1)
-            drops[name].append((conf.values - ps.gather(1, conf.indices[:, None]).squeeze(1)).numpy())
+            own = BL.own_subsets(m, res, X, Y, frac, run.device)
+            for out, k in ((full, "full"), (bs, "bs"), (drops, "drop")):
+                out[name].append(own[k].numpy())
     return MaskedClaims(pd.DataFrame(rows), check, V.subsets_accurate(full, bs, seed=run.seed),
                         V.confidence_kept(drops, seed=run.seed))

@@ -1,0 +1,57 @@
+"""Pack a profile's zoo models from an artifact store into one checksummed archive, so that an edition
+re-executes on another machine without retraining them (the models are its longest computation).
+
+    python scripts/pack_zoo.py --profile standard --seeds 0 5 \
+        --artifacts ~/.cache/overinterp/artifacts --out editions/fashion-mnist-standard/zoo.tar.gz
+    python -m overinterp store unpack editions/fashion-mnist-standard/zoo.tar.gz --artifacts STORE
+
+Each seed s packs replicates s .. s + replicates - 1 of every architecture of the profile (their artifact
+keys, :func:`overinterp.experiments.runs.model_key`). Models the store lacks are listed and left out (a zoo
+still training); the archive is :func:`overinterp.store.pack`'s, with its manifest of SHA-256 sums.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from overinterp.config.profiles import get_profile
+from overinterp.experiments.runs import model_key
+from overinterp.store import Store, pack
+
+
+def zoo_keys(profile: str, dataset: str, seeds) -> list[str]:
+    """The artifact keys of the zoo models of ``profile`` for each first seed of ``seeds``."""
+    p = get_profile(profile)
+    return [model_key(dataset, a, profile, s + r) for s in seeds for a in p.archs for r in range(p.replicates)]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--profile", default="standard")
+    ap.add_argument("--dataset", default="fashion-mnist")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0], help="first seeds (replicates seed, seed+1, ...)")
+    ap.add_argument("--artifacts", required=True, help="the store holding the models")
+    ap.add_argument("--out", required=True, help="the archive to write")
+    args = ap.parse_args(argv)
+    source = Path(args.artifacts) / "model"
+    keys = zoo_keys(args.profile, args.dataset, args.seeds)
+    missing = [k for k in keys if not (source / k / "result.pt").is_file()]
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in keys:
+            if k not in missing:
+                shutil.copytree(source / k, Path(tmp) / "model" / k)
+        if len(missing) == len(keys):
+            print(f"pack_zoo: none of the {len(keys)} models is in {source}", file=sys.stderr)
+            return 2
+        manifest = pack(args.out, Store(tmp), profile=args.profile)
+    print(json.dumps({"out": args.out, "models": len(keys) - len(missing), "missing": missing,
+                      "bytes": Path(args.out).stat().st_size, "commit": manifest["commit"]}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
