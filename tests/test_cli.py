@@ -248,23 +248,27 @@ def test_the_books_plan_adds_the_input_dropout_models_and_later_chapters_retrain
     from overinterp.config.chapters import Critiques
     from overinterp.experiments import critiques as CR
     from overinterp.experiments import factors as F
+    from overinterp.experiments import masked as MK
     from overinterp.experiments import mitigation as M
     from overinterp.experiments.prepare import book_plan, plan
     run = Run("fashion-mnist", get_profile("tiny"), torch.device("cpu"), 3)
     units, base = book_plan(run), plan(run)
     extra = [u for u in units if u.name not in {b.name for b in base}]
-    assert len(units) == len(base) + M.dropout_count(run) + 2 and M.dropout_count(run) > 0
+    n_masked = len(run.profile.masked.archs) * run.profile.replicates
+    assert len(units) == len(base) + M.dropout_count(run) + n_masked + 2 and M.dropout_count(run) > 0
     kinds = [u.kind for u in units]
     assert kinds == sorted(kinds, key=["model", "backselect", "retrained", "chapter"].index)   # as prepare_parallel runs them
     assert kinds.count("chapter") == 2 and kinds[-1] == "chapter"
     seen = []
     monkeypatch.setattr(M, "dropout_model", lambda run, seed, progress=True: seen.append(seed))
+    monkeypatch.setattr(MK, "masked_model", lambda run, arch, seed, progress=True: seen.append((arch, seed)))
     monkeypatch.setattr(F, "retrain_controls", lambda r: seen.append(("controls", r.seed)))
     monkeypatch.setattr(CR, "dilated_retraining", lambda r, kernel, frac: seen.append(("dilated", kernel, frac)))
     for u in extra:
         u.run()
     c = Critiques()
-    assert seen == [3 + r for r in range(M.dropout_count(run))] + [("controls", 3), ("dilated", c.kernels[0], c.frac)]
+    assert seen == ([3 + r for r in range(M.dropout_count(run))] + [("cnn", 3 + r) for r in range(n_masked)] +
+                    [("controls", 3), ("dilated", c.kernels[0], c.frac)])
 
 
 def test_worker_reads_torchrun_and_slurm_array_variables():

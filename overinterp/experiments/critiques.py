@@ -30,6 +30,7 @@ import torch
 from overinterp.engine.backselect import apply_keep
 from overinterp.engine.runner import fingerprint
 from overinterp.engine.sis import find_sis, pixel_subset, random_subset
+from overinterp.experiments import blank as BL
 from overinterp.experiments import runs as A
 from overinterp.experiments import subsets as S
 from overinterp.experiments.factors import black_value
@@ -236,20 +237,13 @@ def _mask_values(run) -> dict[str, torch.Tensor]:
 
 def blank_inputs(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
     """The SIS reference code's check: every zoo replicate on the fully masked image, every pixel the mean
-    pixel (the paper's mask) or black. One row per (replicate, mask): the predicted "class" (its name),
-    "confidence" (its probability) and the "class prior (%)" of that class among the replicate's
-    predictions on the full test images."""
-    X, _ = _test(run)
-    names = D.load(run.dataset, "test").classes
-    rows = []
-    for arch, r, model, res in _replicates(run):
-        full = _basic(run, model, res, frac)[INPUTS[0]].argmax(1)       # (``frac`` only shares the cache)
-        for mask, v in _mask_values(run).items():
-            p = predict(model, v.view(1, -1, 1, 1).expand(1, -1, *X.shape[2:]).clone(), device=run.device)[0]
-            c = int(p.argmax())
-            rows.append({"model": ARCH_NAMES[arch], "replicate": r, "mask": mask, "class": names[c],
-                         "confidence": float(p[c]), "class prior (%)": 100 * float((full == c).double().mean())})
-    return pd.DataFrame(rows)
+    pixel (the paper's mask) or black (:func:`overinterp.experiments.blank.blank_check` of those two fills).
+    One row per (replicate, mask): the predicted "class" (its name), "confidence" (its probability) and the
+    "class prior (%)" of that class among the replicate's predictions on full images."""
+    f = BL.fills(run.dataset)
+    rows = BL.blank_check(run, frac, which={"mean pixel": f[BL.PAPER_FILL], "black": f["grey 0.0"]}).rows
+    return rows.rename(columns={"fill": "mask", "probability": "confidence"})[
+        ["model", "replicate", "mask", "class", "confidence", "class prior (%)"]]
 
 
 def _fill_images(run, X: torch.Tensor, fill: str) -> torch.Tensor:

@@ -100,7 +100,8 @@ def plan(run) -> list[Unit]:
 def book_plan(run) -> list[Unit]:
     """:func:`plan`, the input-dropout models of the chapter "Input dropout" (paper code's mitigation,
     :func:`overinterp.experiments.mitigation.dropout_models`), which are trained with the zoo's recipe and
-    cost as much as a zoo model each, and last (kind "chapter": each a whole function, so after every
+    cost as much as a zoo model each, the counterfactually trained models of chapter 3
+    (:func:`overinterp.experiments.masked.masked_model`), and last (kind "chapter": each a whole function, so after every
     retrained model it reuses) the two sets of retrained models of later chapters, C4's retraining
     controls (:func:`overinterp.experiments.factors.retrain_controls`) and Springer's dilated retraining
     at the chapter's first kernel (:func:`overinterp.experiments.critiques.dilated_retraining`): what
@@ -110,17 +111,22 @@ def book_plan(run) -> list[Unit]:
     from overinterp.config.chapters import Critiques
     from overinterp.experiments import critiques as CR
     from overinterp.experiments import factors as F
+    from overinterp.experiments import masked as MK
     from overinterp.experiments import mitigation as M
     units = plan(run)
     models = [u for u in units if u.kind == "model"]
     drop = [Unit("model", f"{run.profile.mitigation.dropout_arch} seed {run.seed + r} input dropout",
                  lambda s=run.seed + r: M.dropout_model(run, s, progress=False))
             for r in range(M.dropout_count(run))]
+    mc = run.profile.masked           # chapter 3's counterfactually trained models (fine-tuned from the zoo's)
+    masked = [Unit("model", f"{a} seed {run.seed + r} masked training",
+                   lambda a=a, s=run.seed + r: MK.masked_model(run, a, s, progress=False))
+              for a in (mc.archs or run.profile.archs) for r in range(mc.replicates or run.profile.replicates)]
     c = Critiques()
     later = [Unit("chapter", "retraining controls (chapter 'Why it holds or fails here')", lambda: F.retrain_controls(run)),
              Unit("chapter", f"dilated retraining, kernel {c.kernels[0]} (chapter 'The critiques')",
                   lambda: CR.dilated_retraining(run, c.kernels[0], c.frac))]
-    return models + drop + units[len(models):] + later
+    return models + drop + masked + units[len(models):] + later
 
 
 def worker(env=os.environ) -> tuple[int, int, int | None]:
