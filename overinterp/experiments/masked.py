@@ -29,7 +29,7 @@ from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo import data as D
 from overinterp.zoo.train import TrainConfig, cached_fit, logits
 
-__all__ = ["masked_copy", "masked_config", "masked_model", "masked_zoo", "MaskedClaims", "masked_claims"]
+__all__ = ["masked_copy", "FrozenNorm", "masked_config", "masked_model", "masked_zoo", "MaskedClaims", "masked_claims"]
 
 
 def masked_copy(removed: tuple, seed: int):
@@ -46,19 +46,42 @@ def masked_copy(removed: tuple, seed: int):
     return perturb
 
 
+class FrozenNorm(nn.Module):
+    """``model`` whose batch norms stay in eval mode while it trains: they normalise the clean half and the
+    masked half of a batch with the zoo model's running statistics, so that the fine-tuning neither mixes
+    masked images into the statistics clean images are evaluated with nor trains under statistics that
+    evaluation does not use (Hase et al. fine-tune a Transformer, whose layer norm has no such state)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x)
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        for m in self.model.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                m.eval()
+        return self
+
+
 def masked_config(run, arch: str, seed: int) -> dict:
     """The artifact key of replicate ``seed``'s fine-tuned model: its zoo model's and the fine-tuning's."""
     c = run.profile.masked
     return {**A.model_config(run.dataset, arch, run.profile.name, seed),
-            "masked": {"removed": list(c.removed), "epochs": c.epochs, "lr": c.lr, "train_size": c.train_size}}
+            "masked": {"removed": list(c.removed), "epochs": c.epochs, "lr": c.lr, "train_size": c.train_size,
+                       "norm": "frozen"}}
 
 
 def masked_model(run, arch: str, seed: int, progress: bool = True) -> nn.Module:
     """Replicate ``seed`` of ``arch`` from the zoo fine-tuned by counterfactual training (from the store, or
-    trained now and stored): ``epochs`` at the constant rate ``lr``, the zoo recipe otherwise."""
+    trained now and stored): ``epochs`` at the constant rate ``lr``, the zoo recipe otherwise, its batch norms
+    frozen (:class:`FrozenNorm`)."""
     c, p = run.profile.masked, run.profile
     base = A.trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
-    model = copy.deepcopy(base)
+    model = FrozenNorm(copy.deepcopy(base))
     recipe = TrainConfig(**{**asdict(p.train), "epochs": c.epochs, "lr": c.lr, "milestones": ()})
     cfg = masked_config(run, arch, seed)
     return cached_fit("model", cfg, model, lambda: D.take(D.load(run.dataset, "train"), c.train_size or p.train_size,
