@@ -147,7 +147,7 @@ def cmd_verdicts(args) -> int:
     if args.merge:   # a missing or foreign file, or one of another run, fails before anything is computed
         earlier = report.load(args.json)
         report.same_run(earlier, {"dataset": run.dataset, "profile": run.profile.name, "seed": run.seed})
-    vs = claims.verdicts(run, args.only)
+    vs = claims.verdicts(run, args.only, controls=args.controls)
     rows = claims.table(vs)
     print(report.text(rows))
     if args.json:
@@ -305,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--merge", action="store_true",
                    help="with --json: add these claims' rows to the verdicts already in FILE (same profile and "
                         "seed), replacing their earlier rows and listing the command under 'merged'")
+    v.add_argument("--controls", action="store_true",
+                   help="also decide " + " and ".join(claims.CONTROLLED) + " under chapter 3's controlled conditions "
+                        "(the blank's class set aside; counterfactually trained models, fine-tuned and backselected "
+                        "where the store lacks them): rows named 'MODEL · CONDITION'")
 
     g = _command(sub, "scale", cmd_scale, "the scale study: Part I's measures over training-set size and width",
                  "Compute the scale study of PROFILE (its ScaleConfig: models of one architecture trained on more "

@@ -84,7 +84,7 @@ def test_the_fill_search_accepts_the_fills_every_model_passes(run):
 
 def test_every_verdict_on_masked_inputs_carries_the_blank_check_and_its_engine(run):
     from overinterp.experiments import claims as EC
-    vs = EC.verdicts(run, only=["accurate", "ensemble_accuracy"], progress=False)
+    vs = EC.verdicts(run, only=["accurate", "ensemble_accuracy"], progress=False, controls=True)
     acc = vs["accurate"]
     assert acc.engine == run.profile.backselect.describe() and set(acc.blank_passes) == {"small CNN", "ResNet20"}
     assert "**Blank check.**" in acc._repr_markdown_() and "**Engine.**" in acc._repr_markdown_()
@@ -127,9 +127,18 @@ def test_masked_claims_fine_tune_the_configured_replicates_and_decide_section_4_
     assert len(m.models) == (c.replicates or run.profile.replicates) * len(c.archs)
     assert (m.models["accepted"] == (m.models["blank uninformative"] &
                                     (m.models["drop (points)"] <= c.max_drop))).all()
-    assert set(m.accurate.numbers.index) == {"small CNN"} and m.kept.numbers.loc["small CNN", "replicates"] == 2
+    assert set(m.accurate.numbers.index) == {"small CNN"}
+    assert {"own BS subsets (%)", "random subsets (%)"} <= set(m.models.columns)
     # the fine-tuned model is another artifact than its zoo model, and a second call loads it
     zoo = BL.A.trained_model(run.dataset, "cnn", "tiny", seed=run.seed, device="cpu", progress=False)
     tuned = MK.masked_model(run, "cnn", run.seed, progress=False)
     assert not all(torch.equal(a, b) for a, b in zip(zoo.state_dict().values(), tuned.state_dict().values()))
     assert np.isfinite(m.models["clean accuracy (%)"]).all()
+    # the batch norms keep the zoo model's statistics: masked copies never enter them
+    norms = [(k, v) for k, v in zoo.state_dict().items() if k.endswith(("running_mean", "running_var"))]
+    assert norms and all(torch.equal(v, tuned.state_dict()["model." + k]) for k, v in norms)
+    # only accepted replicates decide; an architecture without one cannot test the claim
+    if not m.models["accepted"].any():
+        assert m.accurate.word == "cannot be tested" and m.kept.word == "cannot be tested"
+    else:
+        assert m.accurate.numbers.loc["small CNN", "replicates"] == int(m.models["accepted"].sum())

@@ -32,6 +32,7 @@ The chapter's tables and prose numbers (``book/08_sis_accuracy.ipynb``) come fro
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -157,7 +158,8 @@ def percentage_increase(images: pd.DataFrame, by: Sequence[str] = ("model", "set
         if reps:
             iv = replicate_interval({"c": [rc for rc, _ in reps], "i": [ri for _, ri in reps]},
                                     _relative_increase, paired_images=False,
-                                    n_resamples=n_resamples, confidence_level=confidence_level, seed=seed)
+                                    n_resamples=n_resamples, confidence_level=confidence_level, seed=seed,
+                                    bounds=(-100.0, math.inf))     # a mean size cannot fall below 0
             est, low, high = iv.estimate, iv.low, iv.high
         rows.append({**row, "replicates": len(reps), "increase (%)": est, "low": low, "high": high})
     return pd.DataFrame(rows)
@@ -203,7 +205,7 @@ def increase_table(inc: pd.DataFrame, sets: Sequence[str], values: str = "shown"
 
 def verdict_input(run, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """What :func:`overinterp.paper.verdicts.sis_predicts_accuracy` decides on: :func:`percentage_increase` at
-    its thresholds stated in advance, the empty SIS (the blank's class, not the image's evidence) left out."""
+    the thresholds the library states, the empty SIS (the blank's class, not the image's evidence) left out."""
     taus = V.SIS_ACCURACY_TAUS
     images = image_table(run, taus)
     return percentage_increase(images[images[SIZE] > 0], taus=taus, n_resamples=n_resamples, seed=seed)

@@ -5,12 +5,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from overinterp.experiments.blank import LEVELS, PAPER_FILL, BlankCheck, Restricted
+from overinterp.experiments.blank import LEVELS, PAPER_FILL, BlankCheck, Restricted, annotate
 from overinterp.paper.claims import result_text
-from overinterp.paper.formatting import number, span
+from overinterp.paper.formatting import and_list, number, span
 from overinterp.pages.plots import outside_legend
 
-__all__ = ["blank_table", "fill_search_plot", "blank_values", "restricted_table", "restricted_values", "masked_values"]
+__all__ = ["blank_table", "fill_search_plot", "blank_values", "restricted_table", "restricted_values", "controlled",
+           "masked_values"]
 
 
 def blank_table(check: BlankCheck, fills=(PAPER_FILL, "grey 0.0")) -> pd.DataFrame:
@@ -59,10 +60,6 @@ def restricted_table(called: pd.DataFrame) -> pd.DataFrame:
     return called.rename(columns={"images kept": "images without a blank class", "images": "test images"})
 
 
-def _names(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1] if names else "none"
-
-
 def blank_values(check: BlankCheck) -> dict:
     """The chapter's glued words and numbers: the paper's mask (classes, probabilities, entropy, models
     passing), the bound, and the fills accepted for every model."""
@@ -73,7 +70,7 @@ def blank_values(check: BlankCheck) -> dict:
     worst = greys.groupby("fill")["probability"].max()
     best_fill = worst.idxmin()
     classes = list(dict.fromkeys(paper["class"]))
-    return {"blank_bound": number(check.bound, 2), "blank_classes": _names(classes),
+    return {"blank_bound": number(check.bound, 2), "blank_classes": and_list(classes),
             "blank_p_range": span(paper["probability"], 2),
             "blank_entropy_range": span(paper["subset entropy (bits)"], 2),
             "blank_entropy_max": number(np.log2(check.classes), 2),
@@ -82,7 +79,10 @@ def blank_values(check: BlankCheck) -> dict:
             "blank_n_models": str(len(paper)), "blank_n_pass": str(int(paper["passes"].sum())),
             "blank_archs_pass": str(sum(passes.values())), "blank_n_archs": str(len(passes)),
             "blank_n_fills": str(check.rows["fill"].nunique()), "blank_n_accepted": str(len(accepted)),
-            "blank_accepted": _names(accepted),
+            # how the verdict of the paper's mask moves with the bound: models passing at 1.5 and 3 times a prior
+            "blank_pass_low": str(int((paper["probability"] <= 1.5 / check.classes).sum())),
+            "blank_pass_high": str(int((paper["probability"] <= 3 / check.classes).sum())),
+            "blank_accepted": and_list(accepted),
             "blank_best_grey": best_fill.replace("grey ", ""), "blank_best_grey_p": number(worst.min(), 2)}
 
 
@@ -96,11 +96,26 @@ def restricted_values(r: Restricted) -> dict:
             "ctl_prior_range": span(c["its prior (%)"], 0)}
 
 
-def masked_values(m) -> dict:
+def controlled(run, claim: str, verdict, condition: str):
+    """``verdict`` of ``claim`` under a controlled condition of chapter 3, as its box shows it: with its
+    engine and blank check (:func:`overinterp.experiments.blank.annotate`; ``blank_passes`` kept where the
+    condition has its own models) and a note naming the condition."""
+    own = verdict.blank_passes
+    annotate(run, claim, verdict)
+    verdict.blank_passes = own or verdict.blank_passes
+    verdict.note = f"Controlled condition: {condition}. The paper's protocol is the box above."
+    return verdict
+
+
+def masked_values(m, config) -> dict:
     """Chapter 3's glued numbers and outcomes of the counterfactually trained models
-    (:class:`overinterp.experiments.masked.MaskedClaims`)."""
+    (:class:`overinterp.experiments.masked.MaskedClaims`; ``config`` their MaskedTrainingConfig)."""
     t = m.models
-    return {"mk_n": str(len(t)), "mk_archs": _names(list(dict.fromkeys(t["model"]))),
+    return {"mk_removed": and_list([f"{100 * x:g}%" for x in config.removed]),
+            "mk_epochs": f"{config.epochs} epoch{'' if config.epochs == 1 else 's'}",
+            "mk_max_drop": f"{config.max_drop:g} point{'' if config.max_drop == 1 else 's'}", "mk_lr": f"{config.lr:g}",
+            "mk_own_range": span(t["own BS subsets (%)"], 1), "mk_random_range": span(t["random subsets (%)"], 1),
+            "mk_n": str(len(t)), "mk_archs": and_list(list(dict.fromkeys(t["model"]))),
             "mk_accepted": str(int(t["accepted"].sum())), "mk_blank_pass": str(int(t["blank uninformative"].sum())),
             "mk_acc_range": span(t["clean accuracy (%)"], 1), "mk_drop_range": span(t["drop (points)"], 1),
             "mk_blank_p_range": span(m.blank.rows["probability"], 2),

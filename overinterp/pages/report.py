@@ -33,7 +33,7 @@ from overinterp.store import code_version
 from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTABLE
 
 __all__ = ["text", "document", "write", "load", "table", "edition_view", "ROOT", "STANDARD", "RESULTS", "READING",
-           "group", "edition_verdicts", "this_execution", "by_claim", "blank_failures", "causes", "second_seed", "bottom_line", "agreement", "FLIP", "seed_rows", "overlapping",
+           "group", "edition_verdicts", "this_execution", "by_claim", "stale", "blank_failures", "causes", "second_seed", "bottom_line", "agreement", "FLIP", "seed_rows", "overlapping",
            "seed_values", "seed_doc", "seed_table", "SEEDS", "accuracy_values",
            "verdict_frame", "verdict_table", "forest_figure", "results_table", "scope_table", "deviations_frame",
            "compute_frame", "compute_values", "engine_values", "control_values", "citation", "citation_values",
@@ -137,7 +137,7 @@ def table(doc: dict):
     replicates would decide an inconclusive one)."""
     import pandas as pd
     out, seen = [], set()
-    for r in doc["rows"]:
+    for r in (r for rows in by_claim(doc).values() for r in rows):
         c = CLAIMS[r["claim"]]
         d = c.digits
         ends = "" if r["low"] is None else f" [{number(r['low'], d)}, {number(r['high'], d)}]"
@@ -187,20 +187,30 @@ def edition_verdicts(folder=STANDARD) -> dict | None:
 def this_execution(run) -> dict:
     """This execution's verdicts document: every claim of the registry computed by
     :func:`overinterp.experiments.claims.verdicts` from the artifact store that the chapters executed before
-    this page filled (what it lacks is computed and stored), with the Verdicts under ``"verdicts"``."""
+    this page filled (what it lacks is computed and stored), with chapter 3's controlled conditions, and the
+    Verdicts under ``"verdicts"``."""
     from overinterp.experiments import claims as EC
     from overinterp.zoo.train import device_name
-    vs = EC.verdicts(run, progress=False)
+    vs = EC.verdicts(run, progress=False, controls=True)
     return {**document(run, EC.table(vs), vs.seconds, device_name(run.device)), "verdicts": vs}
 
 
 def by_claim(doc: dict | None) -> dict[str, list[dict]]:
-    """The rows of a verdicts document by claim, in the registry's order ({} for None)."""
+    """The rows of a verdicts document by claim, in the registry's order ({} for None), without the rows of
+    an earlier revision of a claim's measure or margin (:attr:`overinterp.paper.claims.Claim.revision`; a row
+    without one is of revision 1): the document did not compute the claim as it now stands."""
     rows = {}
     for r in (doc or {}).get("rows", []):
-        if r["claim"] in CLAIMS:
+        if r["claim"] in CLAIMS and r.get("revision", 1) == CLAIMS[r["claim"]].revision:
             rows.setdefault(r["claim"], []).append(r)
     return {c: rows[c] for c in CLAIMS if c in rows}
+
+
+def stale(doc: dict | None) -> list[str]:
+    """The claims ``doc`` computed under an earlier revision of their measure or margin (:func:`by_claim`
+    leaves their rows out)."""
+    return list(dict.fromkeys(r["claim"] for r in (doc or {}).get("rows", []) if r["claim"] in CLAIMS
+                              and r.get("revision", 1) != CLAIMS[r["claim"]].revision))
 
 
 def _label(claim: str) -> str:
@@ -222,11 +232,20 @@ def blank_failures(doc: dict | None) -> list[str]:
 
 
 def causes(doc: dict | None) -> dict[str, str]:
-    """Claim -> what a chapter measured beside a verdict other than "holds", in a few words: "blank image
-    informative" where the claim feeds the zoo masked inputs (:attr:`overinterp.paper.claims.Claim.blank`) and a model's
-    blank under the paper's mask is informative (:func:`blank_failures`)."""
-    rows, failing = by_claim(doc), blank_failures(doc)
-    return {c: "blank image informative" for c in rows if CLAIMS[c].blank and failing and rows[c][0]["verdict"] != HOLDS}
+    """Claim -> what a chapter measured beside a verdict, in a few words: where a controlled condition of the
+    claim (chapter 3: the blank's class set aside, masked-trained models) reads otherwise than the paper's
+    protocol, '<condition>: <reading>'; else, where the claim feeds the zoo masked inputs
+    (:attr:`overinterp.paper.claims.Claim.blank`) and a model's blank is informative (:func:`blank_failures`),
+    "models' blank informative" (the precondition, not a measured cause)."""
+    rows, failing, out = by_claim(doc), blank_failures(doc), {}
+    for c, rs in rows.items():
+        main = rs[0]["verdict"]
+        other = {r["condition"]: r["verdict"] for r in rs if r.get("condition") and r["verdict"] != main}
+        if other:
+            out[c] = "; ".join(f"{k}: {READING[v]}" for k, v in other.items())
+        elif CLAIMS[c].blank and failing:
+            out[c] = "models' blank informative"
+    return out
 
 
 def second_seed(path) -> dict | None:
@@ -244,8 +263,9 @@ def bottom_line(doc: dict | None, prefix: str, other: dict | None = None) -> dic
     ``untestable`` ("none" for none) with their counts (``_n``), each with the cause a chapter found
     (:func:`causes`); of the tests the book adds, the number and how many hold (``added_holds``) and do not
     (``added_fails``). With ``other`` (the same edition at a second seed) a claim is listed under an outcome
-    only where both seeds agree, and under ``differ`` ('claim (4.1): reproduced at seed 0, inconclusive at
-    seed 5') where they do not; ``seeds`` names them. ``blank_fails`` counts the architectures whose blank
+    only where both seeds computed it and agree, and under ``differ`` ('claim (4.1): reproduced at seed 0,
+    inconclusive at seed 5') where they do not; ``seeds`` names them ('0 and 5', '0 alone'), ``stale`` the
+    paper's claims computed under an earlier revision of their criterion (:func:`stale`). ``blank_fails`` counts the architectures whose blank
     is informative, ``blank_archs`` names them ("none")."""
     rows, more = by_claim(doc), by_claim(other)
     why = causes(doc)
@@ -257,7 +277,7 @@ def bottom_line(doc: dict | None, prefix: str, other: dict | None = None) -> dic
 
     def outcome(c):
         first = rows[c][0]["verdict"]
-        return first if other is None or c not in more or more[c][0]["verdict"] == first else None
+        return first if other is None or (c in more and more[c][0]["verdict"] == first) else None
     out = {f"{prefix}_paper": len(paper), f"{prefix}_tested": sum(c in rows for c in paper),
            f"{prefix}_missing": sum(c not in rows for c in paper), f"{prefix}_added": len(added)}
     for result, key in ((HOLDS, "reproduced"), (FAILS, "not"), (INCONCLUSIVE, "inconclusive"),
@@ -267,11 +287,15 @@ def bottom_line(doc: dict | None, prefix: str, other: dict | None = None) -> dic
         out[f"{prefix}_{key}_n"] = len(names)
     seeds = [(doc or {}).get("seed"), (other or {}).get("seed")]
     split = [c for c in paper if c in rows and outcome(c) is None]
-    out[f"{prefix}_differ"] = "; ".join(
-        f"{label(c)}: {READING[rows[c][0]['verdict']]} at seed {seeds[0]}, {READING[more[c][0]['verdict']]} at "
-        f"seed {seeds[1]}" for c in split) or "none"
+
+    def at_other(c):
+        return f"{READING[more[c][0]['verdict']]} at seed {seeds[1]}" if c in more else f"not computed at seed {seeds[1]}"
+    out[f"{prefix}_differ"] = "; ".join(f"{label(c)}: {READING[rows[c][0]['verdict']]} at seed {seeds[0]}, "
+                                        f"{at_other(c)}" for c in split) or "none"
     out[f"{prefix}_differ_n"] = len(split)
-    out[f"{prefix}_seeds"] = " and ".join(str(x) for x in seeds if x is not None) or "none"
+    shown = [str(x) for x in seeds if x is not None]
+    out[f"{prefix}_seeds"] = " and ".join(shown) if len(shown) > 1 else f"{shown[0]} alone" if shown else "none"
+    out[f"{prefix}_stale"] = "; ".join(_label(c) for c in stale(doc) if of_the_paper(c)) or "none"
     failing = blank_failures(doc)
     out[f"{prefix}_blank_fails"] = len(failing)
     out[f"{prefix}_blank_archs"] = ", ".join(failing) or "none"

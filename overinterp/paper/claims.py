@@ -39,6 +39,7 @@ class Claim:
     digits: int = 1  # decimals the tables print
     engine: str = ""  # the backward selection behind it: "test", "train" (Profile.engine), "sis" (Profile.sis_engine)
     blank: bool = False  # feeds the zoo's models inputs masked with the paper's fill: its rows carry the blank check
+    revision: int = 1  # raised when the measure or margin changes: rows of an earlier revision no longer read right
 
 
 def _retrain_gap() -> str:
@@ -80,7 +81,7 @@ CLAIMS = {c.id: c for c in [
           "difference (points)", engine="train"),
     Claim("sis_accuracy", "II", "08_sis_accuracy", "4.4, Figure 5",
           "SIS of correct images larger than of misclassified ones", "drawn in Figure 5, no number",
-          "increase (%)", engine="test", blank=True),
+          "increase (%)", engine="test", blank=True, revision=2),
     Claim("robust", "II", "09_robust", "4.5", "robust models' mean SIS size below 5%",
           f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}% (no number for robust models)", "mean SIS size (%)"),
     Claim("ensemble_accuracy", "II", "10_ensembles", "4.6, Table 1", "ensembles more accurate than their members",
@@ -165,7 +166,7 @@ def records(verdict: V.Verdict, claim: str) -> list[dict]:
                "estimate": _num(r.get(col)), "low": low, "high": high, "margin": _text(r.get("margin")) or "",
                "outcome": _text(r.get("outcome")),
                "replicates": _num(r.get("replicates")), "images": _num(r.get("images")),
-               "to decide": _text(r.get("replicates to decide"))}
+               "to decide": _text(r.get("replicates to decide")), "revision": CLAIMS[claim].revision}
         if verdict.engine:
             row["engine"] = verdict.engine
         if verdict.blank_passes is not None and CLAIMS[claim].blank:
@@ -198,17 +199,17 @@ _CRITIQUES = [
           "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)", engine="sis", blank=True),
     Claim("dilated_beats", "I", "07b_critiques", "Springer 2022 (proposed test of 4.2)",
           "retrained on dilated BS subsets far above matched random ones", "proposed, no number",
-          "difference (points)", engine="train"),
+          "difference (points)", engine="train", revision=2),
     Claim("dilated_near", "I", "07b_critiques", "Springer 2022 (proposed test of 4.2)",
           "retrained on dilated BS subsets near full images", "proposed, no number", "drop (points)", engine="train"),
     Claim("boundary", "I", "07b_critiques", "Springer 2022",
           "SmoothGrad of subset images concentrates on the mask's edge", "no number (saliency maps)",
-          "ring ÷ area", engine="test", blank=True),
+          "ring ÷ area", engine="test", blank=True, revision=2),
     Claim("blank", "I", "07b_critiques", "SIS reference code (sis.py)", "the fully masked input is uninformative",
           "no number (\"tends to the mean or prior\")", "top-class probability", 3),
     Claim("mask_shape", "I", "07b_critiques", "Jain et al. 2022 (missingness bias)",
           "the 5% BS mask's shape alone gives the subset's class beyond the blank", "no number for pixel masks",
-          "excess over the blank (points)", engine="test", blank=True),
+          "excess over the blank (points)", engine="test", blank=True, revision=2),
     Claim("calibration", "I", "07b_critiques", "Decker et al. 2025 (ReCalX)", "worse calibrated on masked inputs",
           "no number quoted", "ECE increase (points)", engine="test", blank=True),
     Claim("insertion", "I", "07b_critiques", "our question", "BS order far above a saliency order at 5%",

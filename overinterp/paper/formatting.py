@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MISSING", "number", "span", "bounds", "counted"]
+__all__ = ["MISSING", "number", "span", "bounds", "counted", "and_list"]
 
 MISSING = "—"
 
@@ -60,3 +60,11 @@ def counted(nums) -> str:
             return f"{int(r['images'])} images × {int(r['members'])} members"
         return f"{int(r['images'])} images"
     return "; ".join(dict.fromkeys(one(r) for _, r in nums.iterrows()))
+
+
+def and_list(names, none: str = "none") -> str:
+    """'A', 'A and B', 'A, B and C'; ``none`` for no name."""
+    names = list(names)
+    if not names:
+        return none
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from overinterp.paper import numbers as paper
-from overinterp.paper.formatting import MISSING, number
+from overinterp.paper.formatting import MISSING, and_list, number
 from overinterp.paper.intervals import Interval, replicate_interval, replicates_needed
 
 #: the counts a verdict's scope names, in this order
@@ -191,7 +191,7 @@ class Verdict:
         if not fail:
             return ("the fully masked input (the paper's mean-pixel mask) is uninformative for every architecture "
                     "(chapter 1, “The fully masked input”).")
-        names = fail[0] if len(fail) == 1 else ", ".join(fail[:-1]) + " and " + fail[-1]
+        names = and_list(fail)
         return (f"the fully masked input (the paper's mean-pixel mask) is classified above the bound of an "
                 f"uninformative blank by {names} (chapter 1, “The fully masked input”): for "
                 f"{'that architecture' if len(fail) == 1 else 'those architectures'} the measure reads the mask "
@@ -524,8 +524,8 @@ def summary(verdicts: Mapping[str, Verdict]) -> pd.DataFrame:
     return pd.DataFrame([{"claim": name, "verdict": v.word, "criterion": v.criterion} for name, v in verdicts.items()])
 
 
-#: Section 4.4's thresholds at which the verdict is decided, fixed before any data: the SIS chapter's 0.99 and two
-#: lower ones at which most test images are confident (the chapter draws every threshold of its figure).
+#: Section 4.4's thresholds at which the verdict is decided, the same for every execution: the SIS chapter's 0.99
+#: and two lower ones at which most test images are confident (the chapter draws every threshold of its figure).
 SIS_ACCURACY_TAUS = (0.7, 0.9, 0.99)
 #: "Significantly larger" (4.4): the correct images' mean SIS at least this many percent above the misclassified
 #: ones', so that an increase indistinguishable from zero decides the claim as not holding instead of leaving it
@@ -566,7 +566,7 @@ def sis_predicts_accuracy(increase: pd.DataFrame, taus: Sequence[float] = SIS_AC
               "larger than those of misclassified images, for each of the three architectures, on the CIFAR-10 "
               "test set and on CIFAR-10-C (section 4.4, Figure 5, drawn without numbers in the text), although the "
               "misclassified images are classified with lower confidence (Figure S3).",
-        criterion=f"for every model and set (test and out-of-distribution), at each threshold τ stated in advance "
+        criterion=f"for every model and set (test and out-of-distribution), at each threshold τ the library states "
                   f"({shown}) where the correct and the incorrect images with a non-empty SIS number at least "
                   f"{min_images} each, the 95% interval (a t interval over the replicates) of the percentage "
                   f"increase of the correct images' mean SIS size over the incorrect ones' lies at or above "
@@ -574,4 +574,5 @@ def sis_predicts_accuracy(increase: pd.DataFrame, taus: Sequence[float] = SIS_AC
                   "zero does not hold). Empty SIS, which the blank image decides rather than the image, are left out "
                   "and counted in the chapter. The claim holds where every tested threshold holds, does not hold "
                   "where one does not, and is inconclusive otherwise; a threshold with too few images cannot test it.",
-        outcome=combine(list(numbers["outcome"])) if len(numbers) else UNTESTABLE, numbers=numbers)
+        outcome=combine([o for o in numbers["outcome"] if o != UNTESTABLE]) if len(numbers) else UNTESTABLE,
+        numbers=numbers)
