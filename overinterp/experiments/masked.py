@@ -15,6 +15,7 @@ zoo's, the question no reproduction or the paper answers: overinterpretation, or
 from __future__ import annotations
 
 import copy
+import math
 from dataclasses import asdict, dataclass
 
 import pandas as pd
@@ -134,18 +135,26 @@ def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> Mask
             zoo = A.trained_model(run.dataset, arch, run.profile.name, seed=seed, device=run.device, progress=False)
             acc = [100 * float((logits(x, whole.images, device=run.device).argmax(1) == whole.labels).double().mean())
                    for x in (m, zoo)]
-            res = A.backselect_model(run, m, masked_config(run, arch, seed), sel, progress=progress)
-            own = BL.own_subsets(m, res, X, Y, frac, run.device)
-            rnd = random_subset(X, frac, seed=A.subset_seed(run.dataset, "test"), block=res.block,
-                                mask_value=res.mask_value)[0]
-            ok = bool(passes[(name, r)] and acc[1] - acc[0] <= c.max_drop)
-            rows.append({"model": name, "replicate": r, "clean accuracy (%)": acc[0], "zoo accuracy (%)": acc[1],
-                         "drop (points)": acc[1] - acc[0], "own BS subsets (%)": 100 * float(own["bs"].mean()),
-                         "random subsets (%)": 100 * float(A.correct(m, rnd, Y, run.device).mean()),
-                         "blank uninformative": passes[(name, r)], "accepted": ok})
-            for out, k in ((full, "full"), (bs, "bs"), (drops, "drop")):
-                out[name].append(own[k].numpy())
-            accepted[name].append(ok)
+            diverged = not all(bool(torch.isfinite(w).all()) for w in m.state_dict().values())
+            row = {"model": name, "replicate": r, "clean accuracy (%)": math.nan if diverged else acc[0],
+                   "zoo accuracy (%)": acc[1], "drop (points)": math.nan if diverged else acc[1] - acc[0],
+                   "own BS subsets (%)": math.nan, "random subsets (%)": math.nan,
+                   "blank uninformative": bool(passes[(name, r)]) and not diverged, "accepted": False}
+            if not diverged:       # a fine-tuning that diverged is reported, not backselected
+                res = A.backselect_model(run, m, masked_config(run, arch, seed), sel, progress=progress)
+                own = BL.own_subsets(m, res, X, Y, frac, run.device)
+                rnd = random_subset(X, frac, seed=A.subset_seed(run.dataset, "test"), block=res.block,
+                                    mask_value=res.mask_value)[0]
+                row.update({"own BS subsets (%)": 100 * float(own["bs"].mean()),
+                            "random subsets (%)": 100 * float(A.correct(m, rnd, Y, run.device).mean()),
+                            "accepted": bool(passes[(name, r)] and acc[1] - acc[0] <= c.max_drop)})
+                for out, k in ((full, "full"), (bs, "bs"), (drops, "drop")):
+                    out[name].append(own[k].numpy())
+            else:
+                for out in (full, bs, drops):
+                    out[name].append(None)
+            rows.append(row)
+            accepted[name].append(row["accepted"])
     pick = {n: [i for i, ok in enumerate(a) if ok] for n, a in accepted.items()}
 
     def only(d):                     # the accepted replicates of the architectures that have one
