@@ -191,7 +191,7 @@ def test_paper_numbers_and_result_records():
     recs = CL.records(v, "accurate")
     assert [r["model"] for r in recs] == ["a", "b"] and [r["outcome"] for r in recs] == [V.HOLDS, V.FAILS]
     assert set(recs[0]) == {"claim", "model", "estimate", "low", "high", "margin", "outcome", "replicates", "images",
-                            "to decide"}
+                            "to decide", "revision"} and recs[0]["revision"] == CL.CLAIMS["accurate"].revision
     assert recs[0]["claim"] == "accurate" and recs[0]["estimate"] == pytest.approx(1.0) and recs[0]["replicates"] == R
     assert all(isinstance(r[k], float) for r in recs for k in ("estimate", "low", "high"))
     assert json.loads(json.dumps(recs)) == recs
