@@ -67,8 +67,7 @@ def blank_values(check: BlankCheck) -> dict:
     passes = check.passes(PAPER_FILL)
     accepted = check.accepted()
     greys = check.rows[check.rows["fill"].str.startswith("grey ")]
-    worst = greys.groupby("fill")["probability"].max()
-    best_fill = worst.idxmin()
+    worst = greys.groupby("fill")["probability"].max()      # per grey, its least uninformative model
     classes = list(dict.fromkeys(paper["class"]))
     return {"blank_bound": number(check.bound, 2), "blank_classes": and_list(classes),
             "blank_p_range": span(paper["probability"], 2),
@@ -83,7 +82,7 @@ def blank_values(check: BlankCheck) -> dict:
             "blank_pass_low": str(int((paper["probability"] <= 1.5 / check.classes).sum())),
             "blank_pass_high": str(int((paper["probability"] <= 3 / check.classes).sum())),
             "blank_accepted": and_list(accepted),
-            "blank_best_grey": best_fill.replace("grey ", ""), "blank_best_grey_p": number(worst.min(), 2)}
+            "blank_grey_floor": number(worst.min(), 2)}
 
 
 def restricted_values(r: Restricted) -> dict:
