@@ -244,7 +244,7 @@ class Store:
             blob = read_verified(f, map_location)
         except CorruptArtifact as e:
             try:  # a whole other artifact copied under this key is a mismatch, said as such
-                blob = torch.load(f, map_location=map_location, weights_only=False)
+                blob = safe_load(f, map_location)
             except Exception:
                 blob = None
             if not (isinstance(blob, dict) and {k: blob.get(k) for k in want} != want):
@@ -357,13 +357,22 @@ def verify(f: Path) -> None:
                              f"{f.stat().st_size} bytes")
 
 
+def safe_load(f: Path, map_location: str = "cpu") -> Any:
+    """``torch.load`` that unpickles tensors and plain values only (``weights_only=True``), so a
+    file from someone else's pack cannot run code when it is read; ``TorchVersion`` (a ``str``
+    that older engine results stored) is the one class allowed beside them."""
+    from torch.torch_version import TorchVersion
+    with torch.serialization.safe_globals([TorchVersion]):
+        return torch.load(f, map_location=map_location, weights_only=True)
+
+
 def read_verified(f: Path, map_location: str = "cpu", record: bool = True) -> Any:
     """``torch.load`` of a stored file after :func:`verify`; a file torch cannot read raises
     :class:`CorruptArtifact` too. A file without a checksum (written before checksums existed)
     gets one recorded once it has been read."""
     verify(f)
     try:
-        blob = torch.load(f, map_location=map_location, weights_only=False)
+        blob = safe_load(f, map_location)
     except Exception as e:
         first = (str(e).strip().splitlines() or [""])[0].split(". ")[0]
         raise CorruptArtifact(f, f"torch cannot read it: {type(e).__name__}: {first[:120]}") from None

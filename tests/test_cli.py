@@ -18,6 +18,7 @@ from overinterp.__main__ import build_parser, main, parse_shards
 from overinterp.engine.backselect import BackSelectConfig
 from overinterp.config.context import Run
 from overinterp.config.profiles import get_profile
+from overinterp.store import safe_load
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -160,7 +161,7 @@ def test_a_sharded_command_line_run_is_the_artifact_a_chapter_loads(sharded, mon
     res = A.backselect_set(run, "cnn", A.selection(run, "test"), progress=False)
     assert len(res) == 64 and res.method == get_profile("tiny").backselect.method
     result = next((store / "backselect").iterdir()) / "result.pt"
-    payload = torch.load(result, weights_only=False)["payload"]
+    payload = safe_load(result)["payload"]
     assert torch.equal(payload["order"].long(), res.order)
     assert [m["engine_version"] for m in payload["meta"]] == [2, 2]
 
@@ -192,7 +193,7 @@ def test_prepare_lists_the_plan_and_runs_a_range_of_it(tmp_path, monkeypatch):
 
 def _artifacts(store: Path) -> dict:
     """kind/key -> payload of result.pt, for every artifact of a store."""
-    return {f"{p.parent.parent.name}/{p.parent.name}": torch.load(p, weights_only=False)["payload"]
+    return {f"{p.parent.parent.name}/{p.parent.name}": safe_load(p)["payload"]
             for p in sorted(store.glob("*/*/result.pt"))}
 
 

@@ -289,3 +289,21 @@ def test_fashion_mnist_c_without_the_corruption_library(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="imagecorruptions-imaug is not installed") as e:
         D.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25)
     assert "\n" not in str(e.value)
+
+
+class _RunsCode:
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_cifar_batch_that_would_run_code_is_refused(tmp_path):
+    write_cifar10(tmp_path)
+    marker = tmp_path / "ran"
+    folder = tmp_path / "cifar-10-batches-py"
+    (folder / "test_batch").write_bytes(pickle.dumps({b"data": _RunsCode(str(marker)), b"labels": [0]}))
+    with pytest.raises(Exception, match="not allowed"):
+        D.load("cifar10", "test", root=tmp_path, download=False)
+    assert not marker.exists()

@@ -455,3 +455,12 @@ def test_the_chapters_links_and_table_labels_give_the_numbers_of_the_sidebar():
                 labels += [(n, nb.stem) for n in re.findall(r"\*\*Table (\d+)\.\d+\.\*\*", text)]
     assert len(links) > 20 and len(labels) >= 6
     assert [(n, stem) for n, stem in links + labels if chapter_number(stem) != int(n)] == []
+
+
+def test_the_audit_report_is_read_whatever_the_browser_serialises_around_it():
+    report = '{"text": "a &lt; b", "window": 1280}'
+    assert A.audit_report(f'<body><p>x</p><pre id="overinterp-audit">{report}</pre></body>') == \
+        {"text": "a < b", "window": 1280}
+    assert A.audit_report(f'<pre class="x" id="overinterp-audit" style="">{report}</pre>')["window"] == 1280
+    assert A.audit_report('<pre id="overinterp-audit">{"text": "cut</pre>') is None
+    assert A.audit_report('<pre id="other">{}</pre>') is None

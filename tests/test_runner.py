@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from overinterp.store import ArtifactMismatch, Store
+from overinterp.store import ArtifactMismatch, Store, safe_load
 from overinterp.engine.backselect import BackSelectConfig, backselect
 from overinterp.zoo.models import build_model
 from overinterp.engine.runner import KIND, run_backselect, run_config
@@ -144,7 +144,7 @@ def test_shards_record_what_produced_them_and_assembly_refuses_another_engine_ve
                    config=BackSelectConfig("pruned", m=5), shard_size=3, device=torch.device("cpu"), chunk_size=7,
                    progress=False)
     d = next((tmp_path / KIND).iterdir())
-    shard = torch.load(d / "shard-00002.pt", weights_only=False)
+    shard = safe_load(d / "shard-00002.pt")
     meta = shard["payload"]["meta"]
     assert meta["engine_version"] == VERSIONS[KIND] and meta["device"].startswith("CPU")
     assert meta["torch"] == torch.__version__ and meta["dtype"] == "float32" and meta["chunk_size"] == 7

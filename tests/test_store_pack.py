@@ -227,3 +227,39 @@ def test_a_truncated_model_ends_train_with_one_line_naming_it_and_repair_retrain
     assert json.loads(r.stdout)["test_acc"] > 0 and list(f.parent.glob("result.pt.corrupt-*"))
     S.verify(f)
     assert "state_dict" in st.load("model", model_config("fashion-mnist", "cnn", "tiny", 0))
+
+
+class _RunsCode:
+    """What a hostile pack would hold: unpickling it calls ``open(path, "w")``."""
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_pack_whose_payload_is_a_malicious_pickle_is_refused_without_running(tmp_path):
+    marker = tmp_path / "ran"
+    st = Store(tmp_path / "theirs")
+    f = st.save("model", {"arch": "cnn", "seed": 0}, {"state_dict": {"w": torch.zeros(2)}})
+    blob = torch.load(f, weights_only=True)
+    blob["payload"] = _RunsCode(str(marker))
+    torch.save(blob, f)                                 # re-checksummed: the pack looks intact
+    S.record_checksum(f)
+    S.pack(tmp_path / "hostile.tar.gz", st)
+    ours = Store(tmp_path / "ours")
+    assert S.unpack(tmp_path / "hostile.tar.gz", ours)["added"] >= 2  # result, checksum, config
+    with pytest.raises(CorruptArtifact, match="cannot read it"):
+        ours.load("model", {"arch": "cnn", "seed": 0})
+    assert not marker.exists()
+
+
+def test_a_pack_member_outside_the_store_is_refused(tmp_path):
+    bad = tmp_path / "escape.tar.gz"
+    with tarfile.open(bad, "w:gz") as tar:
+        info = tarfile.TarInfo("store/../../outside.txt")
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"hi"))
+    with pytest.raises(PackError, match="unexpected member"):
+        S.unpack(bad, Store(tmp_path / "s"))
+    assert not (tmp_path / "outside.txt").exists()

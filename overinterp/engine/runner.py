@@ -121,7 +121,7 @@ def run_backselect(model: nn.Module, images: torch.Tensor, *, model_config: dict
         return _from_payload(done)
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(device)
-    meta = {"engine_version": VERSIONS[KIND], "device": device_name(device), "torch": torch.__version__,
+    meta = {"engine_version": VERSIONS[KIND], "device": device_name(device), "torch": str(torch.__version__),
             "dtype": cfg["engine"]["dtype"], "chunk_size": chunk_size}
     size = lambda i: min(len(images), (i + 1) * shard_size) - i * shard_size
     todo = [i for i in shards if not store.exists(KIND, cfg, _shard_name(i))]

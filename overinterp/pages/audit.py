@@ -199,19 +199,37 @@ def probe(page: Path, timeout: float = 120) -> dict:
     base = f'<base href="{page.parent.as_uri()}/">'
     source = re.sub(r"<head[^>]*>", lambda m: m.group(0) + base, source, count=1) if "<head" in source else base + source
     source = source.replace("</body>", PROBE + "</body>") if "</body>" in source else source + PROBE
-    with tempfile.TemporaryDirectory() as tmp:
-        copy = Path(tmp) / page.name
-        copy.write_text(source, encoding="utf-8")
-        dom = subprocess.run(
-            [shutil.which("chromium") or "chromium", "--headless", "--no-sandbox", "--disable-gpu",
-             "--disable-background-networking", "--allow-file-access-from-files", "--hide-scrollbars",
-             f"--user-data-dir={tmp}/profile", f"--window-size={WINDOW[0]},{WINDOW[1]}",
-             "--virtual-time-budget=15000", "--dump-dom", copy.as_uri()],
-            capture_output=True, text=True, timeout=timeout).stdout
-    found = re.search(r'<pre id="overinterp-audit">(.*?)</pre>', dom, re.S)
-    if not found:
-        raise RuntimeError(f"chromium reported nothing for {page}: {dom[-500:]!r}")
-    return json.loads(html.unescape(found.group(1)))
+    dom = ""
+    # a loaded machine can starve the probe's timer; one more try tells that apart from a page
+    # that never reports
+    for _ in range(2):
+        with tempfile.TemporaryDirectory() as tmp:
+            copy = Path(tmp) / page.name
+            copy.write_text(source, encoding="utf-8")
+            dom = subprocess.run(
+                [shutil.which("chromium") or "chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--allow-file-access-from-files", "--hide-scrollbars",
+                 f"--user-data-dir={tmp}/profile", f"--window-size={WINDOW[0]},{WINDOW[1]}",
+                 "--virtual-time-budget=15000", "--dump-dom", copy.as_uri()],
+                capture_output=True, text=True, timeout=timeout).stdout
+        report = audit_report(dom)
+        if report is not None:
+            return report
+    raise RuntimeError(f"chromium's DOM of {page} holds no readable audit report "
+                       f"({len(dom)} characters, ending {dom[-200:]!r})")
+
+
+def audit_report(dom: str) -> dict | None:
+    """The JSON the probe wrote into its ``<pre id="overinterp-audit">`` (whatever other attributes
+    or order the browser serialises it with), or None when the DOM holds no whole report."""
+    tag = re.search(r'<pre\b[^>]*\bid="overinterp-audit"[^>]*>', dom)
+    end = dom.find("</pre>", tag.end()) if tag else -1
+    if end < 0:
+        return None
+    try:
+        return json.loads(html.unescape(dom[tag.end():end]))
+    except json.JSONDecodeError:
+        return None
 
 
 def _around(text: str, start: int, end: int, before: int = 30, after: int = 50) -> str:

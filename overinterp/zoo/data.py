@@ -328,6 +328,19 @@ def _fashion_mnist_c(root: Path, download: bool, size: int):
 
 # --------------------------------------------------------------------------- CIFAR-10 family
 
+class _ArrayUnpickler(pickle.Unpickler):
+    """Unpickles dicts, lists, bytes and NumPy arrays only: a batch file from elsewhere that names
+    any other global (the way a pickle runs code) is refused, not run."""
+    ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
+               ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.numeric", "_frombuffer"),
+               ("numpy._core.numeric", "_frombuffer"), ("_codecs", "encode")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a CIFAR batch file")
+        return super().find_class(module, name)
+
+
 def _read_cifar_batches(folder: Path, names: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
     """CIFAR-10 python pickles (dicts with b"data" uint8 (N, 3072), b"labels") -> (N,3,32,32), (N,).
 
@@ -336,7 +349,7 @@ def _read_cifar_batches(folder: Path, names: list[str]) -> tuple[torch.Tensor, t
     data, labels = [], []
     for name in names:
         with open(folder / name, "rb") as fh:
-            entry = pickle.load(fh, encoding="bytes")
+            entry = _ArrayUnpickler(fh, encoding="bytes").load()
         data.append(np.asarray(entry[b"data"], np.uint8).reshape(-1, 3, 32, 32))
         labels.extend(entry[b"labels"])
     return torch.from_numpy(np.concatenate(data)), torch.tensor(labels, dtype=torch.int64)
