@@ -1,5 +1,7 @@
 # Two commands on a fresh machine:  make book   and   make test
-# Both set up .venv when it is missing or older than pyproject.toml, then run.
+# Both set up .venv when it is missing or older than pyproject.toml, then run. The venv is made by
+# $(PYTHON) (Python >= 3.11; another with PYTHON=python3.11 make book), and made again when its own
+# python no longer runs or is too old.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -17,7 +19,32 @@ test: setup data browser mathjax  ## the test suite (tiny profile)
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The Python the project needs, read from pyproject.toml's requires-python (">=3.11").
+REQUIRES_PYTHON := $(or $(shell sed -n 's/^requires-python *= *">= *\([0-9.]*\)".*/\1/p' pyproject.toml),3.11)
+# major.minor of the interpreter $(1), empty where it does not run
+pyversion = $(shell $(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+# "y" where version $(1) is older than $(2) (major.minor)
+older = $(shell awk -v a="$(1)" -v b="$(2)" 'BEGIN { split(a, x, "."); split(b, y, "."); \
+          if (x[1] + 0 < y[1] + 0 || (x[1] + 0 == y[1] + 0 && x[2] + 0 < y[2] + 0)) print "y" }')
+# Why an existing .venv must be made again, empty where it is fine: its python no longer runs (made on
+# another machine, or by an interpreter since removed), is older than REQUIRES_PYTHON, or is not the
+# version of a PYTHON given explicitly (PYTHON=python3.12 make setup switches the venv to it).
+VENV_VERSION := $(if $(wildcard $(VENV)),$(or $(call pyversion,$(PY)),none))
+VENV_STALE := $(strip \
+  $(if $(filter none,$(VENV_VERSION)),a python that no longer runs,\
+  $(if $(VENV_VERSION),$(if $(call older,$(VENV_VERSION),$(REQUIRES_PYTHON)),Python $(VENV_VERSION) (older than $(REQUIRES_PYTHON)),\
+  $(if $(filter-out default file,$(origin PYTHON)),$(if $(filter-out $(VENV_VERSION),$(or $(call pyversion,$(PYTHON)),$(VENV_VERSION))),\
+       Python $(VENV_VERSION) (not $(PYTHON)'s $(call pyversion,$(PYTHON)))))))))
+# One line and exit 1 where $(PYTHON) is missing or older than REQUIRES_PYTHON.
+CHECK_PYTHON = $(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] < tuple(map(int, "$(REQUIRES_PYTHON)".split("."))))' \
+	  2>/dev/null || { echo "make: overinterp needs Python >= $(REQUIRES_PYTHON), and PYTHON=$(PYTHON) is \
+	  $$(command -v $(PYTHON) >/dev/null && $(PYTHON) --version 2>&1 | head -n 1 || echo 'not found'): pick another, e.g. \
+	  PYTHON=python$(REQUIRES_PYTHON) make $(or $(MAKECMDGOALS),setup)" >&2; exit 1; }
+
+.PHONY: venv-stale
+$(STAMP): pyproject.toml $(if $(VENV_STALE),venv-stale)
+	@if [ -n "$(VENV_STALE)" ] || [ ! -x $(PY) ]; then $(CHECK_PYTHON); fi
+	$(if $(VENV_STALE),@echo "$(VENV) was made by $(VENV_STALE): making it again with $(PYTHON)" && rm -rf $(VENV))
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e ".[book,test]"

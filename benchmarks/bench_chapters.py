@@ -1,4 +1,4 @@
-"""Each chapter's run time alone, for the instructors' page (issue 22): from an unpacked pack and
+"""Each chapter's run time alone, for the instructors' page: from an unpacked pack and
 from an empty artifact store, with the pack's size.
 
 From ONE executed book (every chapter of ``_toc.yml`` executed in order by
@@ -43,7 +43,7 @@ from overinterp.zoo.train import device_name, resolve_device
 
 ROOT = Path(__file__).resolve().parents[1]
 LOG, TIMINGS = "store-log.jsonl", "timings.json"
-PACK_CHAPTER = "04_pixel_subsets"     # the issue's example: a student runs chapter 4 from the pack
+PACK_CHAPTER = "04_pixel_subsets"     # the case timed: a student runs chapter 4 from the pack
 
 
 # ---------------------------------------------------------------------------------------- pure functions

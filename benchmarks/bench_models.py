@@ -1,5 +1,5 @@
 """The zoo models a profile has in the artifact store: accuracy on the whole test set, confidence and
-training cost, per architecture and replicate (issue 27: every `standard` model >= 93%?).
+training cost, per architecture and replicate (does every `standard` model reach its 93% criterion?).
 
     OVERINTERP_ARTIFACTS=~/.cache/overinterp/artifacts python benchmarks/bench_models.py --profile standard
 

@@ -1,4 +1,4 @@
-"""Quick-profile recipes at one training budget (issue 27, item 1): for each architecture and
+"""Quick-profile recipes at one training budget: for each architecture and
 (training images, epochs), the zoo model's test accuracy on the whole test set, its mean confidence,
 the share of test images at confidence >= tau (0.99, the SIS chapter's) and the training seconds.
 

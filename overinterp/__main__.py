@@ -1,4 +1,5 @@
-"""Command line: ``python -m overinterp {train,backselect,prepare,verdicts,book} --help``.
+"""Command line: ``python -m overinterp COMMAND``; ``python -m overinterp --help`` lists the commands
+(:func:`commands`), ``python -m overinterp COMMAND --help`` describes one.
 
 Every command builds its images and artifact keys with the library functions the
 chapters call (:mod:`overinterp.experiments.runs`), so what it computes -- here or on
@@ -10,6 +11,10 @@ from :class:`overinterp.engine.backselect.BackSelectConfig`. A bad parameter, mi
 a mismatched or damaged artifact (one failing its checksum: ``--repair`` moves it aside and
 recomputes it) ends with one line naming it and exit code 2. ``store pack|unpack|verify``
 handles the artifact store as a whole (:func:`overinterp.store.pack`).
+
+The top-level help imports neither torch nor the library (:func:`top_parser`): the commands import what
+they need when they run. A message that names a chapter by number gives the sidebar's
+(:func:`overinterp.config.chapters.chapter_label`), not the notebook file's.
 """
 from __future__ import annotations
 
@@ -21,25 +26,58 @@ import time
 from contextlib import contextmanager
 from dataclasses import asdict, fields, replace
 
-import torch
+from overinterp.config.chapters import (RunConfig, add_arguments, chapter_label, chapter_number, from_arguments,
+                                        toc_chapters)
 
-from overinterp.config.chapters import CHAPTERS, RunConfig, add_arguments, from_arguments
-from overinterp.config.context import make_run
-from overinterp.paper.claims import CLAIMS
-from overinterp.engine.backselect import BackSelectConfig
-from overinterp.engine.runner import n_shards
-from overinterp.experiments import runs as A
-from overinterp.experiments import claims, scale
-from overinterp.experiments.prepare import plans, prepare, worker
-from overinterp.pages import report
-from overinterp.pages import scale as scale_pages
-from overinterp.pages import build as book
-from overinterp import store as artifact_store
-from overinterp.store import ArtifactMismatch, CorruptArtifact, PackError, Store
-from overinterp.zoo import data as D
-from overinterp.zoo.data import DataUnavailable
-from overinterp.zoo.models import ARCHS
-from overinterp.zoo.train import accuracy, device_name
+PROG = "python -m overinterp"
+DESCRIPTION = ("The command line of the overinterp book, a reproduction of Carter et al., NeurIPS 2021: it trains "
+               "the model zoo, runs backward selection, decides the claims and builds the book with the functions "
+               "and parameters the chapters use, storing every result in the artifact store (--artifacts). Run "
+               f"'{PROG} COMMAND --help' for a command's options.")
+
+
+def _chapters(first: str, last: str) -> str:
+    """'chapters 1-4': the sidebar's numbers of the notebooks ``first`` to ``last``."""
+    return f"chapters {chapter_number(first)}-{chapter_number(last)}"
+
+
+def commands() -> dict[str, str]:
+    """Every command and its one-line, plain-text description (the top-level help lists them)."""
+    return {
+        "train": "train one model of the zoo (cached in the artifact store)",
+        "backselect": "backward selection of a set's images, in resumable shards",
+        "prepare": f"precompute the models, selections and retraining of {_chapters('02_model_zoo', '05_retraining')}",
+        "verdicts": "every claim's verdict from the artifact store, without a notebook",
+        "scale": "the scale study: Part I's measures over training size and width",
+        "book": "execute the chapters with papermill and render the book",
+        "chapters": "list each chapter's parameters, or --write them to the notebooks",
+        "store": "pack, unpack or verify the artifact store (a class-ready archive)",
+    }
+
+
+def _parser(required: bool) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
+    """The top-level parser and its subcommands' action: the description, then every command on one line
+    with its description (:func:`commands`)."""
+    import textwrap
+    width = max(map(len, commands()))
+    table = "\n".join(f"  {name:<{width}}  {line}" for name, line in commands().items())
+    parser = argparse.ArgumentParser(prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     description=f"{textwrap.fill(DESCRIPTION, 78)}\n\ncommands:\n{table}")
+    sub = parser.add_subparsers(dest="command", required=required, metavar="COMMAND",
+                                help=f"one of the commands above ('{PROG} COMMAND --help' describes it)")
+    return parser, sub
+
+
+#: the one line the verdicts command prints first for the tiny profile, and the mark of each of its rows
+TINY_WARNING = ("warning: profile tiny is a smoke test of the pipeline (seconds of training on a handful of "
+                "images): its numbers are not findings; use --profile quick or larger for results")
+TINY_MARK = "[tiny: smoke test] "
+
+#: the unit of a claim's measure where the registry's measure (overinterp.paper.claims.Claim.measure) does not
+#: end with it in parentheses, as "mean SIS size (%)" does
+UNITS = {"kept": "probability of the predicted class", "transfer": "fraction", "boundary": "ratio",
+         "blank": "probability", "background": "fraction of the pixels", "reduction_size": "pixels",
+         "reduction_sis": "pixels"}
 
 
 def choices(name: str, valid):
@@ -86,6 +124,9 @@ def _run(args, local_rank: int | None = None):
     """The chapters' :class:`overinterp.config.context.Run` for these arguments (checked by the same
     :func:`overinterp.config.context.make_run`; artifact store from --artifacts); under torchrun,
     ``cuda`` / ``auto`` means the GPU of the process's ``local_rank``."""
+    import torch
+
+    from overinterp.config.context import make_run
     c = from_arguments(RunConfig, args)
     run = make_run(c.dataset, c.profile, c.device, c.seed)
     if run.device.type == "cuda" and run.device.index is None and local_rank is not None:
@@ -94,6 +135,9 @@ def _run(args, local_rank: int | None = None):
 
 
 def cmd_train(args) -> int:
+    from overinterp.experiments import runs as A
+    from overinterp.zoo import data as D
+    from overinterp.zoo.train import accuracy
     run = _run(args)
     model = A.trained_model(run.dataset, args.arch, run.profile.name, run.seed, device=run.device)
     info, test = model.info, D.load(run.dataset, "test")     # the whole test set: training no longer scores it
@@ -105,6 +149,9 @@ def cmd_train(args) -> int:
 
 
 def cmd_backselect(args) -> int:
+    from overinterp.engine.backselect import BackSelectConfig
+    from overinterp.engine.runner import n_shards
+    from overinterp.experiments import runs as A
     run = _run(args)
     sel = A.selection(run, args.set, args.n)
     overrides = {f.name: getattr(args, f.name) for f in fields(BackSelectConfig) if getattr(args, f.name) is not None}
@@ -122,6 +169,7 @@ def cmd_backselect(args) -> int:
 
 
 def cmd_prepare(args) -> int:
+    from overinterp.experiments.prepare import plans, prepare, worker
     rank, world, local_rank = worker()
     run = _run(args, local_rank)
     units, todo = args.shards or slice(0, None), plans()[args.study](run)
@@ -142,14 +190,62 @@ def cmd_prepare(args) -> int:
     return 0
 
 
+def measure(claim: str) -> tuple[str, str]:
+    """(measure, unit) of a claim's estimate: the registry's measure, split at its unit in parentheses
+    ("mean SIS size (%)" -> ("mean SIS size", "%")), else its unit from :data:`UNITS`."""
+    from overinterp.paper.claims import CLAIMS
+    text = CLAIMS[claim].measure
+    if text.endswith(")") and " (" in text:
+        name, unit = text[:-1].rsplit(" (", 1)
+        return name, unit
+    return text, UNITS[claim]
+
+
+def verdicts_text(rows: list[dict], profile: str) -> str:
+    """What ``verdicts`` prints: per part, per claim a line with its outcome, the source's number and its
+    chapter (the sidebar's number), then per model a line naming the measure and its unit: the estimate, its
+    95% interval, the margin, the outcome and the replicates and images behind it. The tiny profile's rows
+    are marked, after a first line saying that its numbers are a smoke test."""
+    from overinterp.paper.claims import CLAIMS, PARTS
+    from overinterp.paper.formatting import number
+    from overinterp.paper.verdicts import MARKS
+    tiny = profile == "tiny"
+    out, part, claim = [TINY_WARNING] if tiny else [], None, None
+    for r in rows:
+        c = CLAIMS[r["claim"]]
+        if c.part != part:
+            part = c.part
+            out.append(f"{PARTS[part]}")
+        if r["claim"] != claim:
+            claim = r["claim"]
+            out.append(f"  {MARKS.get(r['verdict'], '  ')}{c.id} ({c.section}): {c.short} — {r['verdict']} "
+                       f"[paper: {c.paper}; {chapter_label(c.chapter)}]")
+        name, unit = measure(c.id)
+        d = c.digits
+        ends = ("no 95% interval" if r["low"] is None and r["high"] is None
+                else f"95% interval [{number(r['low'], d)}, {number(r['high'], d)}]")
+        n = ", ".join(f"{int(r[k])} {k if int(r[k]) != 1 else k[:-1]}" for k in ("replicates", "images")
+                      if r.get(k) is not None)
+        out.append(f"      {TINY_MARK if tiny else ''}{r['model']}: {name} ({unit}) {number(r['estimate'], d)}, {ends}"
+                   + (f", margin {r['margin']}" if r["margin"] else "") + (f", {r['outcome']}" if r["outcome"] else "")
+                   + (f" ({n})" if n else "")
+                   + (f"; {r['to decide']} replicates would decide it" if r.get("to decide") else ""))
+    return "\n".join(out)
+
+
 def cmd_verdicts(args) -> int:
+    from overinterp.experiments import claims
+    from overinterp.pages import report
+    from overinterp.zoo.train import device_name
     run = _run(args)
     if args.merge:   # a missing or foreign file, or one of another run, fails before anything is computed
         earlier = report.load(args.json)
         report.same_run(earlier, {"dataset": run.dataset, "profile": run.profile.name, "seed": run.seed})
+    if run.profile.name == "tiny":  # said before the minutes of computing, and again atop the rows
+        print(TINY_WARNING, file=sys.stderr, flush=True)
     vs = claims.verdicts(run, args.only, controls=args.controls)
     rows = claims.table(vs)
-    print(report.text(rows))
+    print(verdicts_text(rows, run.profile.name))
     if args.json:
         doc = report.document(run, rows, vs.seconds, device_name(run.device))
         if args.merge:
@@ -160,6 +256,9 @@ def cmd_verdicts(args) -> int:
 
 
 def cmd_scale(args) -> int:
+    from overinterp.experiments import scale
+    from overinterp.pages import scale as scale_pages
+    from overinterp.zoo.train import device_name
     run = _run(args)
     t0 = time.perf_counter()
     rows = scale.study(run)
@@ -172,7 +271,27 @@ def cmd_scale(args) -> int:
     return 0
 
 
+def only_chapters(names) -> list[str] | None:
+    """``book --only``'s names as notebook stems ('03_sis', 'book/03_sis.ipynb' -> '03_sis'); a ValueError
+    names one that is not a chapter of _toc.yml, with the valid names."""
+    if names is None:
+        return None
+    valid, out = toc_chapters(), []
+    for name in names:
+        stem = os.path.basename(name)
+        stem = stem[:-len(".ipynb")] if stem.endswith(".ipynb") else stem
+        if stem not in valid:
+            raise ValueError(f"--only: unknown chapter {name!r}; valid chapters (notebook stems, in the order of "
+                             f"_toc.yml): {', '.join(valid)}")
+        out.append(stem)
+    return out
+
+
 def cmd_book(args) -> int:
+    from overinterp.config.context import make_run
+    from overinterp.pages import build as book
+    from overinterp.store import Store
+    only = only_chapters(args.only)                                     # before anything executes
     c = from_arguments(RunConfig, args)
     make_run(c.dataset, c.profile, c.device, c.seed)                  # checks the parameters before any chapter
     parameters = {**asdict(c), "profile": c.profile or make_run(c.dataset, c.profile).profile.name}
@@ -181,7 +300,7 @@ def cmd_book(args) -> int:
     kernels = {"OVERINTERP_ARTIFACTS": str(Store().root.resolve()),
                "OVERINTERP_REPAIR": "0" if args.repair is False else "1"}
     with _environ(kernels):
-        book.build(parameters, out=args.out, only=args.only, edition=args.edition, jobs=args.jobs)
+        book.build(parameters, out=args.out, only=only, edition=args.edition, jobs=args.jobs)
     print(f"[book] total {time.perf_counter() - t0:.0f} s", flush=True)
     return 0
 
@@ -199,17 +318,23 @@ def _environ(values: dict):
 
 
 def cmd_chapters(args) -> int:
+    from overinterp.config.chapters import CHAPTERS
     if args.write:
+        from overinterp.pages import build as book
         changed = book.write_parameters()
         print(f"rewrote the parameters cell of {', '.join(changed)}" if changed else "every parameters cell is up to date")
         return 0
     for stem, cls in CHAPTERS.items():
-        print(f"{stem}: " + ", ".join(f"{f.name}={f.default!r}" for f in fields(cls) if f.name not in RUN_FIELDS))
+        own = ", ".join(f"{f.name}={f.default!r}" for f in fields(cls) if f.name not in RUN_FIELDS)
+        shared = ", ".join(f.name for f in fields(RunConfig))
+        print(f"{chapter_label(stem)}: {own or f'(only the parameters every chapter takes: {shared})'}")
     return 0
 
 
 def cmd_store(args) -> int:
+    from overinterp import store as artifact_store
     from overinterp.config.profiles import default_profile, get_profile
+    from overinterp.store import Store
     store = Store()
     if args.action == "pack":
         profile = get_profile(args.profile or default_profile()).name       # ValueError names a bad one
@@ -224,14 +349,23 @@ def cmd_store(args) -> int:
     elif args.action == "unpack":
         summary = artifact_store.unpack(args.file, store)
         for w in summary.pop("warnings"):
-            print(f"python -m overinterp store unpack: warning: {w}", file=sys.stderr)
+            print(f"{PROG} store unpack: warning: {w}", file=sys.stderr)
         print(json.dumps(summary, indent=2))
     else:
+        if not store.root.is_dir():     # Store.files() of a missing folder is empty: not a healthy store
+            raise FileNotFoundError(f"no artifact store at {store.root}: "
+                                    f"{'not a folder' if store.root.exists() else 'no such folder'} "
+                                    "(--artifacts or $OVERINTERP_ARTIFACTS names the store)")
         n = sum(1 for f in store.files() if f.suffix != ".sha256")
         bad = store.verify_all()
-        if bad and not store.repair:
-            raise CorruptArtifact(bad[0][0], bad[0][1] + (f"; and {len(bad) - 1} more damaged files"
-                                                          if len(bad) > 1 else ""))
+        if bad and not store.repair:    # every damaged file, one line each, then the count
+            for f, why in bad:
+                print(f"{PROG} store verify: damaged: {f} ({' '.join(why.split())})", file=sys.stderr)
+            print(f"{PROG} store: error: {len(bad)} of the {n} files of {store.root} "
+                  f"{'is' if len(bad) == 1 else 'are'} damaged; run again with --repair to move "
+                  f"{'it' if len(bad) == 1 else 'them'} aside (recomputed when a chapter next needs "
+                  f"{'it' if len(bad) == 1 else 'them'})", file=sys.stderr)
+            return 2
         print(json.dumps({"store": str(store.root), "files": n,
                           "damaged": [str(f) for f, _ in bad], "moved_aside": bool(bad and store.repair)}, indent=2))
     return 0
@@ -246,25 +380,39 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "unless --no-repair)")
 
 
-def _command(sub, name: str, func, help: str, description: str, common: bool = True) -> argparse.ArgumentParser:
+def _command(sub, name: str, func, description: str, common: bool = True) -> argparse.ArgumentParser:
     """A subcommand running ``func``, with the flags every command shares unless ``common`` is False."""
-    p = sub.add_parser(name, help=help, description=description)
+    p = sub.add_parser(name, description=description)
     if common:
         _common(p)
     p.set_defaults(func=func)
     return p
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m overinterp", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+def top_parser() -> argparse.ArgumentParser:
+    """The top-level parser: the description and every command with its one line, and no command's options,
+    so ``python -m overinterp --help`` (or no command, or an unknown one) answers without importing torch
+    or the library. :func:`build_parser` is the whole parser."""
+    parser, sub = _parser(required=False)
+    for name in commands():
+        sub.add_parser(name, add_help=False)
+    return parser
 
-    t = _command(sub, "train", cmd_train, "train one model of the zoo (cached in the artifact store)",
+
+def build_parser() -> argparse.ArgumentParser:
+    from overinterp.engine.backselect import BackSelectConfig
+    from overinterp.experiments import claims
+    from overinterp.paper.claims import CLAIMS
+    from overinterp.zoo.models import ARCHS
+    parser, sub = _parser(required=True)
+    part_one = _chapters("02_model_zoo", "05_retraining")
+
+    t = _command(sub, "train", cmd_train,
                  "Train ARCH on DATASET with the PROFILE recipe and seed; the model is saved in the artifact store "
                  "keyed by its config and reused when present.")
     t.add_argument("--arch", type=choices("arch", ARCHS), default="cnn", help=f"one of {', '.join(ARCHS)}")
 
-    b = _command(sub, "backselect", cmd_backselect, "backward selection of a set's images, in resumable shards",
+    b = _command(sub, "backselect", cmd_backselect,
                  "Backward selection (paper 3.3; S5 for --method gradient) of a trained model on the images a "
                  "chapter uses (the profile's seeded sample of --set). Shards are saved to the artifact store as "
                  "they finish; re-running skips finished shards, and --shards splits the work across processes. "
@@ -280,8 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="forward passes per batch (default by device)")
 
     p = _command(sub, "prepare", cmd_prepare,
-                 "precompute the models, backward selections and retrained models of chapters 2-5 (resumable)",
-                 "Train the model zoo, run the backward selections and retrain the models that chapters 2-5 need "
+                 f"Train the model zoo, run the backward selections and retrain the models that {part_one} need "
                  "for PROFILE (the later chapters compute the rest when they run), skipping what the artifact "
                  "store holds. --list shows the numbered units; --shards a:b runs units a to b-1 (e.g. one range "
                  "per process or machine). Under torchrun (RANK, WORLD_SIZE) or a SLURM job array "
@@ -294,11 +441,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="what to compute: the chapters' artifacts (default) or the scale study's (the profile's "
                         "ScaleConfig: models of more training images and widths, their selections, retraining)")
 
-    v = _command(sub, "verdicts", cmd_verdicts, "every claim's verdict from the artifact store, without a notebook",
+    v = _command(sub, "verdicts", cmd_verdicts,
                  "Compute the verdict of every claim the book tests (overinterp.paper.claims) for PROFILE and SEED "
                  "with the chapters' own functions and default parameters, reading models, backward selections and "
                  "retrained models from the artifact store and computing (and storing) what it lacks, so a run "
-                 "resumes where the last stopped. Prints one line per claim and model; --json writes them.")
+                 "resumes where the last stopped. Prints one line per claim and model (the measure and its unit, "
+                 "the estimate, its 95% interval, the margin and the outcome); --json writes them. The tiny "
+                 "profile's numbers are a smoke test, not findings: its rows are marked so.")
     v.add_argument("--only", nargs="*", default=None, metavar="CLAIM",
                    help="only these claims (default all): " + ", ".join(CLAIMS))
     v.add_argument("--json", default=None, metavar="FILE", help="also write the verdicts as JSON to FILE")
@@ -306,32 +455,34 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --json: add these claims' rows to the verdicts already in FILE (same profile and "
                         "seed), replacing their earlier rows and listing the command under 'merged'")
     v.add_argument("--controls", action="store_true",
-                   help="also decide " + " and ".join(claims.CONTROLLED) + " under chapter 3's controlled conditions "
+                   help="also decide " + " and ".join(claims.CONTROLLED) + " under the controlled conditions of "
+                        f"{chapter_label(CLAIMS[claims.CONTROLLED[0]].chapter)} "
                         "(the blank's class set aside; counterfactually trained models, fine-tuned and backselected "
                         "where the store lacks them): rows named 'MODEL · CONDITION'")
 
-    g = _command(sub, "scale", cmd_scale, "the scale study: Part I's measures over training-set size and width",
+    g = _command(sub, "scale", cmd_scale,
                  "Compute the scale study of PROFILE (its ScaleConfig: models of one architecture trained on more "
                  "images and made wider, several replicates per point) from the artifact store, computing and "
                  "storing what it lacks (prepare --study scale computes the same artifacts in shards). Prints one "
                  "line per point, measure and setting; --json writes the rows the chapter reads.")
     g.add_argument("--json", default=None, metavar="FILE", help="also write the study as JSON to FILE")
 
-    k = _command(sub, "book", cmd_book, "execute every chapter with papermill and render the book (make book)",
+    k = _command(sub, "book", cmd_book,
                  "Execute the chapters of _toc.yml in order with papermill (the same parameters as each chapter's "
                  "parameters cell), then render _build/html with Jupyter Book; or save the executed chapters as "
                  "an edition.")
-    k.add_argument("--only", nargs="*", help="execute only these chapters (notebook stems)")
+    k.add_argument("--only", nargs="*", metavar="CHAPTER",
+                   help="execute only these chapters, named by notebook stem: " + ", ".join(toc_chapters()))
     k.add_argument("--out", default=None, help="build folder (default _build)")
     k.add_argument("--edition", action="store_true",
                    help="save the executed chapters as an edition (editions/<dataset>-<profile>/) instead of rendering")
     k.add_argument("--jobs", type=int, default=2,
                    help="processes of one thread that compute the models, backward selections and retrained models "
-                        "of chapters 2-5 and the input-dropout models before the chapters execute (default 2: "
+                        f"of {part_one} and the input-dropout models before the chapters execute (default 2: "
                         "faster than one process of two threads on a 2-core CPU, and models that do not depend "
                         "on the core count); 1: the chapters compute them with the machine's threads")
 
-    c = _command(sub, "chapters", cmd_chapters, "list each chapter's own parameters, or --write them into the notebooks",
+    c = _command(sub, "chapters", cmd_chapters,
                  "Each chapter's papermill parameters are the fields of its dataclass in "
                  "overinterp/config/chapters.py; --write regenerates the notebooks' parameters cells from them.",
                  common=False)
@@ -339,11 +490,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--artifacts", default=None, help=argparse.SUPPRESS)
     c.set_defaults(repair=None)
 
-    s = _command(sub, "store", cmd_store, "pack, unpack or verify the artifact store (a class-ready archive)",
+    s = _command(sub, "store", cmd_store,
                  "pack FILE writes the artifact store into one .tar.gz with a manifest (each file's SHA-256, the "
                  "profile, the library and artifact versions, the commit); unpack FILE checks all of it before "
                  "moving any file into the store, and keeps the files the store already holds; verify checks "
-                 "every stored file against its checksum (--repair moves the damaged ones aside).",
+                 "every stored file against its checksum and lists every damaged one (--repair moves them aside).",
                  common=False)
     s.add_argument("action", choices=["pack", "unpack", "verify"])
     s.add_argument("file", nargs="?", help="the archive (pack, unpack)")
@@ -357,18 +508,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    top = top_parser()      # --help, no command or an unknown one: answered here, before the library is imported
+    if top.parse_known_args(argv)[0].command is None:
+        top.print_help(sys.stderr)
+        print(f"{PROG}: error: name a command: {', '.join(commands())}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "store" and args.action != "verify" and not args.file:
         parser.error(f"store {args.action} needs a FILE")
     if args.command == "verdicts" and args.merge and not args.json:
         parser.error("verdicts --merge needs --json FILE, the verdicts to merge into")
+    from overinterp.store import ArtifactMismatch, CorruptArtifact, PackError, Store
+    from overinterp.zoo.data import DataUnavailable
     try:
         with Store.using(args.artifacts, repair=args.repair):
             return args.func(args) or 0
     except (ValueError, DataUnavailable, ArtifactMismatch, FileNotFoundError, CorruptArtifact, PackError) as e:
         message = " ".join(str(e).split())  # one line
-        print(f"python -m overinterp {args.command}: error: {message}", file=sys.stderr)
+        print(f"{PROG} {args.command}: error: {message}", file=sys.stderr)
         return 2
 
 

@@ -291,8 +291,9 @@ class Store:
                 and not any(p.startswith(".") for p in rel) and ".corrupt-" not in f.name]
 
     def verify_all(self) -> list[tuple[Path, str]]:
-        """Check every file with a checksum (and read every ``.pt`` without one): the damaged ones and why.
-        With ``repair`` they are moved aside (the chapters recompute them when they next run)."""
+        """Check every file with a checksum (and read every ``.pt`` without one): every damaged one and why,
+        not only the first. With ``repair`` they are moved aside (the chapters recompute them when they next
+        run)."""
         bad = []
         for f in self.files():
             if f.suffix == ".sha256":
@@ -304,11 +305,18 @@ class Store:
                     read_verified(f)
                 elif f.suffix == ".json":
                     json.loads(f.read_text())
-            except (CorruptArtifact, ValueError, UnicodeDecodeError) as e:
-                why = e.why if isinstance(e, CorruptArtifact) else f"not valid JSON: {e}"
-                bad.append((f, why))
-                if self.repair:
-                    self.set_aside(f, why)
+            except CorruptArtifact as e:
+                why = e.why
+            except ValueError as e:          # UnicodeDecodeError too: a config.json, or a checksum, not text
+                why = f"not valid JSON: {' '.join(str(e).split())}" if f.suffix == ".json" else \
+                    f"its checksum file is not text: {' '.join(str(e).split())}"
+            except OSError as e:             # unreadable (permissions, a folder in a file's place)
+                why = f"cannot be read: {e.strerror or e}"
+            else:
+                continue
+            bad.append((f, why))
+            if self.repair:
+                self.set_aside(f, why)
         return bad
 
 

@@ -1,4 +1,4 @@
-"""The paper-scale edition of the book on one GPU machine, in calls of under 10 minutes (issue 11).
+"""The paper-scale edition of the book on one GPU machine, in calls of under 10 minutes.
 
     python scripts/gpu_edition.py OUT [--profile gpu] [--device cuda] [--budget-s 420]
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The standard edition's two-seed check (issue 27 item 6): the prepare at SEED (replicates SEED..SEED+4) in
+# The standard edition's two-seed check: the prepare at SEED (replicates SEED..SEED+4) in
 # two 1-thread processes, the zoo first (units 0-14) so that no two processes train one model, then the
 # verdicts of the claims whose chapters the edition executed, at seed 0 and at SEED (two 1-thread processes;
 # a seed whose file exists computes only the claims it lacks), and their comparison. Every stage resumes
 # from the store ($OVERINTERP_ARTIFACTS, outside the work tree): run it again after an interruption and it
-# continues where it stopped (README, "The standard edition").
+# continues where it stopped (docs/editions.md).
 #
 #   OVERINTERP_ARTIFACTS=~/.cache/overinterp/artifacts nohup bash scripts/standard_two_seeds.sh 5 &
 set -euo pipefail

@@ -291,3 +291,120 @@ def test_the_retraining_images_get_the_profiles_train_engine(monkeypatch):
     for name in ("train", "test", "fashion-mnist-c"):
         A.backselect_set(run, "cnn", A.selection(run, name))
     assert seen == {"train": train_engine, "test": profile.backselect, "fashion-mnist-c": profile.backselect}
+
+
+# ----------------------------------------------------------------------------- issue 41, item 3: the first minutes
+
+def test_the_top_level_help_lists_every_command_in_plain_text_without_importing_torch():
+    """``python -m overinterp --help`` (and no command at all) answers at once: neither torch nor the library
+    is imported before it, and it lists every command with its one-line description, in plain text."""
+    code = """
+import json, sys
+from overinterp.__main__ import main
+out = {}
+for argv in (["--help"], []):
+    try:
+        out[" ".join(argv) or "none"] = main(argv)
+    except SystemExit as e:
+        out[" ".join(argv) or "none"] = e.code
+out["imported"] = sorted(m for m in ("torch", "numpy", "pandas", "overinterp.store", "overinterp.experiments")
+                         if m in sys.modules)
+print("RESULT " + json.dumps(out))
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+    got = json.loads(res.stdout.splitlines()[-1].removeprefix("RESULT "))
+    assert got == {"--help": 0, "none": 2, "imported": []}, res.stderr
+    helped = res.stdout
+    from overinterp.__main__ import commands
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(commands()) == list(subparsers.choices) and len(commands()) == 8
+    for name, line in commands().items():
+        assert "\n" not in line and "`" not in line and ":class:" not in line, name
+        assert any(l.split() == [name, *line.split()] for l in helped.splitlines()), name   # name and line, one line
+    assert "`" not in helped and "`" not in res.stderr
+    assert res.stderr.strip().splitlines()[-1] == ("python -m overinterp: error: name a command: " +
+                                                   ", ".join(commands()))
+    assert all(name in res.stderr for name in commands())          # no command: the same list, and exit code 2
+
+
+def test_a_subcommands_help_still_documents_its_options_and_an_unknown_command_is_refused(capsys):
+    assert exit_code(["bogus"]) == 2 and "invalid choice: 'bogus'" in capsys.readouterr().err
+    assert exit_code(["verdicts", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--only" in out and "--controls" in out and "95% interval" in out
+
+
+def test_book_only_an_unknown_chapter_ends_with_one_line_listing_the_valid_names(capsys, monkeypatch):
+    from overinterp.config.chapters import toc_chapters
+    from overinterp.pages import build
+    built = []
+    monkeypatch.setattr(build, "build", lambda parameters, **k: built.append(k["only"]))
+    monkeypatch.setattr(build, "prepare_first", lambda *a, **k: pytest.fail("computed before checking --only"),
+                        raising=False)
+    assert exit_code(["book", "--profile", "tiny", "--device", "cpu", "--only", "03_sis", "99_nothing"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and built == []
+    assert err.startswith("python -m overinterp book: error: --only: unknown chapter '99_nothing'; valid chapters")
+    assert err.strip().endswith(", ".join(toc_chapters())) and "03_sis" in toc_chapters()
+    assert exit_code(["book", "--profile", "tiny", "--device", "cpu", "--only", "book/03_sis.ipynb", "04_pixel_subsets",
+                      "--out", "/nonexistent-build"]) == 0
+    assert built == [["03_sis", "04_pixel_subsets"]]       # a notebook's path names its chapter too
+
+
+ROWS = [{"claim": "sis", "model": "ResNet20", "estimate": 8.0019, "low": 5.1814, "high": 10.8224, "margin": "≤ 5",
+         "outcome": "does not hold", "replicates": 5.0, "images": 200.0, "to decide": None, "part": "I",
+         "chapter": "03_sis", "verdict": "does not hold"},
+        {"claim": "kept", "model": "ResNet20", "estimate": 0.4174, "low": 0.357, "high": 0.4778, "margin": "≤ 0.05",
+         "outcome": "does not hold", "replicates": 5.0, "images": 1000.0, "to decide": None, "part": "I",
+         "chapter": "04_pixel_subsets", "verdict": "does not hold"},
+        {"claim": "sis_accuracy", "model": "ResNet20 / test", "estimate": -25.4, "low": -50.2, "high": None,
+         "margin": "", "outcome": "does not hold", "replicates": 5.0, "images": 40.0, "to decide": None, "part": "II",
+         "chapter": "08_sis_accuracy", "verdict": "does not hold"}]
+
+
+def test_every_claims_measure_has_a_unit():
+    from overinterp.__main__ import measure
+    from overinterp.paper.claims import CLAIMS
+    got = {c: measure(c) for c in CLAIMS}
+    assert all(name and unit for name, unit in got.values()), got
+    assert got["sis"] == ("mean SIS size", "%") and got["accurate"] == ("drop", "points")
+    assert got["kept"] == ("mean drop", "probability of the predicted class")
+
+
+@pytest.mark.parametrize("profile", ["quick", "tiny"])
+def test_verdicts_rows_name_the_measure_its_unit_and_the_95_interval_and_tiny_ones_are_a_smoke_test(
+        capsys, monkeypatch, tmp_path, profile):
+    from types import SimpleNamespace
+    from overinterp.__main__ import TINY_MARK, TINY_WARNING
+    from overinterp.experiments import claims
+    monkeypatch.setattr(claims, "verdicts", lambda run, only, controls=False: SimpleNamespace(seconds={}))
+    monkeypatch.setattr(claims, "table", lambda vs: ROWS)
+    assert main(["verdicts", "--profile", profile, "--device", "cpu", "--artifacts", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = [l for l in out if l.startswith("      ")]
+    expected = [
+        "ResNet20: mean SIS size (%) 8.0, 95% interval [5.2, 10.8], margin ≤ 5, does not hold (5 replicates, 200 images)",
+        "ResNet20: mean drop (probability of the predicted class) 0.417, 95% interval [0.357, 0.478], margin ≤ 0.05, "
+        "does not hold (5 replicates, 1000 images)",
+        "ResNet20 / test: increase (%) -25.4, 95% interval [-50.2, —], does not hold (5 replicates, 40 images)"]
+    mark = TINY_MARK if profile == "tiny" else ""
+    assert rows == ["      " + mark + r for r in expected]
+    assert (out[0] == TINY_WARNING) == (profile == "tiny") and "not findings" in TINY_WARNING
+    headers = [l for l in out if l.startswith("  ") and not l.startswith("      ")]
+    # the sidebar's numbers: 03_sis is chapter 2, 04_pixel_subsets chapter 3, 08_sis_accuracy chapter 9
+    assert [h.rsplit("; ", 1)[1] for h in headers] == ["chapter 2 (03_sis)]", "chapter 3 (04_pixel_subsets)]",
+                                                       "chapter 9 (08_sis_accuracy)]"]
+    assert not any("chapter 03" in l or "chapter 04" in l for l in out)
+
+
+def test_messages_that_name_a_chapter_give_the_sidebars_number(capsys):
+    from overinterp.config.chapters import chapter_number
+    assert main(["chapters"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("01_introduction: ") and out[1].startswith("chapter 1 (02_model_zoo): ")
+    assert any(l.startswith("chapter 2 (03_sis): tau=None") for l in out)
+    assert exit_code(["prepare", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert (f"chapters {chapter_number('02_model_zoo')}-{chapter_number('05_retraining')} need" in text
+            and "chapters 1-4" in text and "chapters 2-5" not in text)

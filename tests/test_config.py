@@ -107,3 +107,67 @@ def test_a_retraining_recipe_other_than_the_papers_is_listed_as_a_deviation():
                     "(the paper: 0.1 and 128, its original models' recipe)"]
     paper_recipe = replace(quick, retrain=replace(quick.retrain, lr=0.1, batch_size=128))
     assert not [d for d in profile_deviations(paper_recipe, "retraining") if "learn at rate" in d]
+
+
+# ----------------------------------------------------------------------------- issue 41, item 3: a bad parameter
+
+@pytest.mark.parametrize("chapter, bad", [("03_sis", {"tau": 1}), ("03_sis", {"tau": 0.0}), ("03_sis", {"tau": 2}),
+                                          ("09_robust", {"tau": 1.0}), ("12_imagenet", {"tau": 1}),
+                                          ("08_sis_accuracy", {"taus": (0.5, 1.0)}), ("10_ensembles", {"tau": "0.9"})])
+def test_an_sis_threshold_that_cannot_be_met_is_refused_in_one_line_naming_it_and_the_range(chapter, bad):
+    """tau is the predicted class's probability an SIS must reach (log-odds >= logit(tau)): a softmax never
+    reaches 1 and every subset reaches 0, so only 0 < tau < 1 is a threshold."""
+    from overinterp.config.chapters import ParameterError
+    (name, value), = bad.items()
+    with pytest.raises(ParameterError) as e:
+        resolve(CHAPTERS[chapter](**bad), get_profile("quick"))
+    message = str(e.value)
+    assert isinstance(e.value, ValueError) and "\n" not in message
+    assert message.startswith(f"parameter {name}={value!r} is not valid: must lie strictly between 0 and 1 (")
+    assert resolve(CHAPTERS[chapter](**{name: (0.5, 0.99) if name == "taus" else 0.5}), get_profile("quick"))
+
+
+def test_a_bad_parameter_shows_one_line_in_a_notebook_instead_of_a_traceback():
+    """IPython (a notebook, papermill) renders a ParameterError as its one line, not the ~70 lines of frames
+    from setup() down to the check."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from overinterp.config.chapters import ParameterError
+    shown = []
+    shell = InteractiveShell.instance()
+    try:
+        shell._showtraceback = lambda etype, evalue, stb: shown.append(stb)
+        shell.run_cell("from overinterp.config.chapters import CHAPTERS, resolve\n"
+                       "from overinterp.config.profiles import get_profile\n"
+                       "resolve(CHAPTERS['03_sis'](tau=1), get_profile('quick'))")
+        shell.run_cell("from overinterp.config.context import make_run\nmake_run(profile='huge')")
+    finally:
+        InteractiveShell.clear_instance()
+    assert len(shown) == 2 and all(len(stb) == 1 for stb in shown), shown
+    assert shown[0][0].startswith("ParameterError: parameter tau=1 is not valid: must lie strictly between 0 and 1")
+    assert shown[1][0].startswith("ParameterError: parameter profile='huge' is not valid; valid values: tiny")
+    assert ParameterError("x")._render_traceback_() == ["ParameterError: x"]
+
+
+def test_a_seed_that_is_not_an_integer_is_named():
+    with pytest.raises(ValueError, match=r"^parameter seed='one' is not valid: must be an integer$"):
+        make_run(profile="tiny", device="cpu", seed="one")
+    assert make_run(profile="tiny", device="cpu", seed="3").seed == 3
+
+
+def test_chapter_numbers_are_the_sidebars_read_from_the_table_of_contents(tmp_path):
+    """One function maps a notebook to the number the rendered book's sidebar gives it: the chapters of the
+    numbered parts of _toc.yml counted on across parts, the root (the introduction) unnumbered. 03_sis is
+    chapter 2, not 3."""
+    from overinterp.config.chapters import chapter_label, chapter_number, toc_chapters
+    from overinterp.pages.chapter import chapter_number as page_number
+    toc = tmp_path / "_toc.yml"
+    toc.write_text("format: jb-book\nroot: book/01_intro\nparts:\n- caption: A\n  numbered: true\n  chapters:\n"
+                   "  - file: book/02_a\n  - file: book/06b_x\n- caption: B\n  chapters:\n  - file: book/07_plain\n"
+                   "- caption: C\n  numbered: true\n  chapters:\n  - file: book/08_c\n")
+    assert toc_chapters(toc) == ["01_intro", "02_a", "06b_x", "07_plain", "08_c"]
+    assert [chapter_number(s, toc) for s in toc_chapters(toc)] == [None, 1, 2, None, 3]
+    assert chapter_number("book/06b_x.ipynb", toc) == 2 and chapter_label("08_c", toc) == "chapter 3 (08_c)"
+    assert chapter_number("03_sis") == 2 and chapter_label("book/04_pixel_subsets.ipynb") == "chapter 3 (04_pixel_subsets)"
+    assert chapter_label("01_introduction") == "01_introduction" and toc_chapters()[0] == "01_introduction"
+    assert set(toc_chapters()) == set(CHAPTERS)
+    assert all(chapter_number(s) == page_number(s) for s in toc_chapters())    # the pages' tables agree

@@ -221,3 +221,26 @@ def test_no_launch_button_without_a_repository_url(tmp_path):
     html = _book(tmp_path, "")
     for page in html.rglob("*.html"):
         assert not _launch_links(page) and "launch-buttons" not in page.read_text(), page
+
+
+def test_an_edition_copied_into_the_stage_owns_its_labels_and_links_to_this_build_for_what_it_lacks(tmp_path):
+    """Sphinx labels are global: the edition's figure must not answer a reference of this build's chapter."""
+    import nbformat
+    from overinterp.pages.build import localise
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("```{glue:figure} fig_a\n:name: fig-sis\n\nA.\n```\n\n"
+                                              "(sec-x)=\n## X\n\nSee {numref}`fig-sis`, {numref}`fig-sis-sizes`, "
+                                              "{doc}`chapter 1 <02_model_zoo>`, {doc}`the intro <01_introduction>` and "
+                                              "{glue:text}`17_instructors.ipynb::v_rows:s`, {glue:text}`03_sis.ipynb::n:s`."),
+                nbformat.v4.new_code_cell("box()", outputs=[nbformat.v4.new_output(
+                    "display_data", data={"text/markdown": "as {doc}`chapter 0 <01_introduction>` says"})])]
+    nbformat.write(nb, tmp_path / "03_sis.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "02_model_zoo.ipynb")
+    assert localise(tmp_path, "standard") == 2
+    out = nbformat.read(tmp_path / "03_sis.ipynb", as_version=4)
+    text = out.cells[0].source
+    assert ":name: standard-fig-sis\n" in text and "(standard-sec-x)=" in text
+    assert "{numref}`standard-fig-sis`" in text and "{numref}`fig-sis-sizes`" in text   # not its label: untouched
+    assert "{doc}`chapter 1 <02_model_zoo>`" in text and "{doc}`the intro </book/01_introduction>`" in text
+    assert "{glue:text}`/book/17_instructors.ipynb::v_rows:s`" in text and "{glue:text}`03_sis.ipynb::n:s`" in text
+    assert out.cells[1].outputs[0]["data"]["text/markdown"] == "as {doc}`chapter 0 </book/01_introduction>` says"

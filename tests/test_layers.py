@@ -1,4 +1,4 @@
-"""The library's layers (README "Layout"; the contract is in pyproject.toml): a package imports only
+"""The library's layers (docs/layout.md; the contract is in pyproject.toml): a package imports only
 the ones below it, checked by import-linter over every import statement, function-level ones too."""
 import shutil
 import subprocess

@@ -244,7 +244,7 @@ def _report_keys() -> set[str]:
             **report.paper_values("fashion-mnist"), **report.data_values("fashion-mnist"),
             **report.compute_values(report.compute_frame()), **report.seed_values(None, "std2"),
             **report.citation_values(report.citation())}
-    return set(keys) | {"exec_verdict_seconds", "n_code_deviations", "tolerance", "verdict_table", "fig_forest",
+    return set(keys) | {"exec_verdict_seconds", "n_code_deviations", "tolerance", "verdict_table", "glance_table", "fig_forest",
                         "run_dataset", "run_profile", "run_device"}
 
 
@@ -256,11 +256,11 @@ def test_every_glue_key_the_report_and_the_introduction_paste_is_one_the_report_
     assert _glue_keys(_markdown("18_report")) - made == set()
     intro = _markdown("01_introduction")
     pasted = _glue_keys(intro, "18_report.ipynb")
-    assert {"verdict_table", "exec_acc", "cmp_differ", "exec_random_acc"} <= pasted and pasted - made == set()
+    assert {"glance_table", "exec_acc", "cmp_differ"} <= pasted and pasted - made == set()
     from overinterp.config.profiles import get_profile
     from overinterp.engine.backselect import BackSelectConfig
     tiny = get_profile("tiny")                        # what the introduction's own cell glues
-    intro_made = {**report.bottom_line(None, "std"), **report.scale_values(tiny, "fashion-mnist", "std"),
+    intro_made = {"std_headline": None, **report.bottom_line(None, "std"), **report.scale_values(tiny, "fashion-mnist", "std"),
                   **report.scale_values(tiny, "fashion-mnist", "exec"), **report.accuracy_values(([], None), "std"),
                   **report.engine_values({"std": BackSelectConfig(), "exec": BackSelectConfig()}),
                   **report.gpu_values(), **report.paper_values("fashion-mnist")}
@@ -268,15 +268,54 @@ def test_every_glue_key_the_report_and_the_introduction_paste_is_one_the_report_
     assert own - set(intro_made) - {"run_dataset", "run_profile", "run_device"} == set()
 
 
-def test_the_introduction_opens_with_the_bottom_line_and_folds_its_parameters():
+def test_the_introduction_opens_with_the_answer_the_scale_its_confounds_and_the_rule_above_the_glance():
     cells = json.loads((report.ROOT / "book" / "01_introduction.ipynb").read_text())["cells"]
     first = "".join(cells[0]["source"])
     assert first.startswith("# Overinterpretation, executed\n\n")
-    assert "**Reproduced at both seeds:** {glue:text}`std_reproduced`" in first and "std_differ" in first
-    assert first.index("Reproduced at both seeds:") < first.index("**The blank image.**") < first.index(
-        "```{glue:any} verdict_table")
+    items = ["**The answer.** {glue:text}`std_headline`", "**The scale.**", "**What decides the verdicts.**",
+             "**CIFAR-10.**", "**How a verdict is decided.**", "```{glue:any} glance_table"]
+    at = [first.index(i) for i in items]
+    assert at == sorted(at)
+    for word in ("blank", "positions", "engine"):
+        assert word in first[at[2]:at[3]]
+    assert "verdict_table" not in first                 # per-model intervals live in the report
     params = next(c for c in cells if "parameters" in c["metadata"].get("tags", []))
-    assert "hide-cell" in params["metadata"]["tags"]
+    assert "remove-cell" in params["metadata"]["tags"]      # in the notebook, not on the page
+
+
+def _edition(seed, outcomes, revision=None):
+    rows = [{"claim": c, "model": "ResNet20", "verdict": o, "estimate": 1.0, "low": 0.5, "high": 1.5,
+             "revision": revision or CLAIMS[c].revision} for c, o in outcomes.items()]
+    return {"seed": seed, "rows": rows}
+
+
+def test_the_headline_reads_as_english_at_every_count_and_answers_from_both_seeds():
+    from overinterp.paper.claims import of_the_paper
+    paper = [c for c in CLAIMS if of_the_paper(c)]
+    everything = {c: "holds" for c in paper}
+    assert "? Yes: of its" in report.headline(_edition(0, everything), _edition(5, everything))
+    one = report.headline(_edition(0, {paper[0]: "holds", paper[1]: "does not hold"}),
+                          _edition(5, {paper[0]: "holds", paper[1]: "holds"}))
+    assert "? In part:" in one and "1 is reproduced at both seeds" in one
+    assert "1 is decided differently at the two seeds" in one and f"{len(paper) - 2} were not computed" in one
+    none = report.headline(_edition(0, {paper[0]: "does not hold", paper[1]: "does not hold"}))
+    assert "? No:" in none and "2 are not reproduced and" in none and "at either" not in none
+    assert " 0 " not in none.replace(" 10 ", " ") and "no claim" not in none
+    assert "earlier criterion" in report.headline(_edition(0, {paper[0]: "holds"}, revision=99))
+    assert report.headline(None).startswith("No standard edition")
+
+
+def test_the_glance_shows_each_seed_and_this_execution_with_a_reason_where_the_seeds_disagree():
+    from overinterp.paper.claims import of_the_paper
+    paper = [c for c in CLAIMS if of_the_paper(c)]
+    frame = report.glance_frame(_edition(0, {paper[0]: "holds", paper[1]: "does not hold"}),
+                                _edition(5, {paper[0]: "inconclusive at this scale", paper[1]: "does not hold"}),
+                                _edition(0, {paper[0]: "holds"}), "this execution (tiny)")
+    assert list(frame.columns) == ["claim", "paper (CIFAR-10)", "standard, seed 0", "standard, seed 5",
+                                   "this execution (tiny)", "why"]
+    assert len(frame) == len(paper)
+    assert frame.iloc[0, 2:5].tolist() == ["✔", "≈", "✔"] and frame.iloc[0]["why"] == "the two seeds disagree"
+    assert frame.iloc[1, 2:5].tolist() == ["✘", "✘", "not computed"]
 
 
 def test_gpu_values_name_the_gpu_editions_and_the_measured_cost(tmp_path):

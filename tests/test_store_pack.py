@@ -263,3 +263,35 @@ def test_a_pack_member_outside_the_store_is_refused(tmp_path):
     with pytest.raises(PackError, match="unexpected member"):
         S.unpack(bad, Store(tmp_path / "s"))
     assert not (tmp_path / "outside.txt").exists()
+
+
+# ----------------------------------------------------------------------------- issue 41, item 3: store verify
+
+def test_verify_of_a_folder_that_does_not_exist_names_it(tmp_path, capsys):
+    missing = tmp_path / "no-store"
+    assert main(["store", "verify", "--artifacts", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"python -m overinterp store: error: no artifact store at {missing}: no such folder "
+                   "(--artifacts or $OVERINTERP_ARTIFACTS names the store)\n")
+    assert not missing.exists()
+
+
+def test_verify_lists_every_damaged_file_then_their_count(filled, capsys):
+    files = [f for f in filled.files() if f.suffix == ".pt"]
+    damaged = [f for f in files if f.name in ("shard-00000.pt", "shard-00001.pt")]
+    legacy = next(f for f in files if not S.checksum_file(f).exists())   # no checksum: torch must read it
+    damaged[0].write_bytes(damaged[0].read_bytes()[:10])
+    damaged[1].write_bytes(b"x" + damaged[1].read_bytes()[1:])
+    legacy.write_bytes(b"not a torch file")
+    capsys.readouterr()
+    assert main(["store", "verify", "--artifacts", str(filled.root)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    bad = sorted([*damaged, legacy])
+    assert len(lines) == 4 and [l.split(": damaged: ")[1].split(" (")[0] for l in lines[:3]] == list(map(str, bad))
+    assert all(l.startswith("python -m overinterp store verify: damaged: ") for l in lines[:3])
+    n = sum(1 for f in filled.files() if f.suffix != ".sha256")
+    assert lines[3].startswith(f"python -m overinterp store: error: 3 of the {n} files of {filled.root} are damaged; "
+                               "run again with --repair")
+    assert main(["store", "verify", "--repair", "--artifacts", str(filled.root)]) == 0      # all three moved aside
+    assert not any(f.exists() for f in bad) and json.loads(capsys.readouterr().out)["moved_aside"]
+    assert main(["store", "verify", "--artifacts", str(filled.root)]) == 0

@@ -8,24 +8,44 @@ overinterp book`` and the other commands accept the same names with the same def
 
 A field's metadata says what the parameter is (``help``), which profile value a ``None`` stands
 for (``inherit``, a dotted path into :class:`overinterp.config.profiles.Profile`) and how it is
-checked (``check``: "threshold" in [0, 1], "fraction" in (0, 1], "min2" an integer >= 2, "path" a
-folder and "file" a file, relative to the repository root unless absolute, or a tuple of valid values). :func:`resolve` applies both, in this one place:
+checked (``check``: "tau" an SIS threshold strictly between 0 and 1, "threshold" in [0, 1], "fraction"
+in (0, 1], "min2" an integer >= 2, "path" a folder and "file" a file, relative to the repository root
+unless absolute, or a tuple of valid values). :func:`resolve` applies both, in this one place:
 
     p = resolve(SIS(tau=None), get_profile("quick"))     # p.tau == 0.99, the profile's
+
+A bad value raises :class:`ParameterError`, a ``ValueError`` whose message is one line naming the
+parameter and what is valid; in a notebook (papermill) IPython shows that line instead of a traceback.
+
+The chapters' numbers are the sidebar's (:func:`chapter_number`, read from ``_toc.yml``), not the file
+names': every message that names a chapter by number uses it.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import functools
+import numbers
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository root (relative paths are read from it)
 
-__all__ = ["param", "RunConfig", "CHAPTERS", "GPU_CHAPTERS", "INSTALL_TAG", "chapter_config", "resolve",
-           "parameters_cell", "install_cell", "add_arguments", "from_arguments"]
+__all__ = ["param", "RunConfig", "CHAPTERS", "GPU_CHAPTERS", "INSTALL_TAG", "ParameterError", "chapter_config",
+           "resolve", "parameters_cell", "install_cell", "add_arguments", "from_arguments", "TOC", "toc_chapters",
+           "chapter_number", "chapter_label"]
+
+#: the book's table of contents: its reading order and the sidebar's chapter numbers
+TOC = ROOT / "_toc.yml"
+
+
+class ParameterError(ValueError):
+    """A chapter parameter that is not valid. The message is one line naming the parameter and what is
+    valid; IPython (a notebook, papermill) shows that line in place of the traceback (``_render_traceback_``)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
 
 
 def param(default: Any, help: str, inherit: str | None = None, check: Any = None):
@@ -45,6 +65,11 @@ class RunConfig:
 
 TAU = "SIS threshold; None: the profile's (0.99, the paper's, except for tiny)"
 TAUS = "SIS thresholds (Figures 5 and 6)"
+#: what the "tau" check asks of an SIS threshold: the predicted class's probability (softmax) that the subset
+#: alone must reach, compared as log-odds >= logit(tau) (overinterp.engine.sis); a softmax never reaches 1
+#: (logit 1 is infinite) and the empty subset reaches 0, so only 0 < tau < 1 selects anything
+TAU_RANGE = ("must lie strictly between 0 and 1 (the SIS threshold is the probability of the predicted class "
+             "that the subset must reach: a softmax never reaches 1, and the empty subset reaches 0)")
 
 
 @dataclass(frozen=True)
@@ -61,7 +86,7 @@ class ModelZoo(RunConfig):
 
 @dataclass(frozen=True)
 class SIS(RunConfig):
-    tau: float | None = param(None, TAU, inherit="sis_threshold", check="threshold")
+    tau: float | None = param(None, TAU, inherit="sis_threshold", check="tau")
     n_show: int = param(8, "images shown per architecture")
     n_curves: int = param(4, "backward-selection curves drawn per architecture")
 
@@ -109,7 +134,7 @@ class Humans(RunConfig):
 @dataclass(frozen=True)
 class Critiques(RunConfig):
     """The paper against its published critiques (Springer 2022; Jain et al. 2022; ReCalX)."""
-    tau: float | None = param(None, TAU, inherit="sis_threshold", check="threshold")
+    tau: float | None = param(None, TAU, inherit="sis_threshold", check="tau")
     frac: float = param(0.05, "fraction of pixels kept (the paper: 5%)", check="fraction")
     kernels: tuple = param((3, 5), "dilation kernels, odd sizes in pixels; the verdicts read the first (Springer: 3)")
     smoothgrad_samples: int = param(16, "noisy copies SmoothGrad averages per image (Smilkov et al.: 50)")
@@ -124,22 +149,22 @@ class Critiques(RunConfig):
 
 @dataclass(frozen=True)
 class SISAccuracy(RunConfig):
-    taus: tuple = param((0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), TAUS, check="threshold")
+    taus: tuple = param((0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), TAUS, check="tau")
     n_resamples: int = param(2000, "bootstrap resamples of each interval")
     min_images: int = param(20, "images each group needs for its interval to count", check="min2")
 
 
 @dataclass(frozen=True)
 class Robust(RunConfig):
-    tau: float | None = param(None, TAU, inherit="sis_threshold", check="threshold")
+    tau: float | None = param(None, TAU, inherit="sis_threshold", check="tau")
     n_show: int = param(8, "images shown")
 
 
 @dataclass(frozen=True)
 class Ensembles(RunConfig):
-    taus: tuple = param((0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), TAUS, check="threshold")
+    taus: tuple = param((0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), TAUS, check="tau")
     tau: float | None = param(None, "threshold of Figure S2 and of the verdict; " + TAU.split("; ")[1],
-                              inherit="sis_threshold", check="threshold")
+                              inherit="sis_threshold", check="tau")
     n_show: int = param(6, "images shown in Figure S2")
     n_resamples: int = param(2000, "bootstrap resamples of each interval")
     min_images: int = param(10, "images with an SIS each model needs for the verdict", check="min2")
@@ -147,18 +172,18 @@ class Ensembles(RunConfig):
 
 @dataclass(frozen=True)
 class InputDropout(RunConfig):
-    taus: tuple = param((0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), TAUS, check="threshold")
+    taus: tuple = param((0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99), TAUS, check="tau")
     tau: float | None = param(None, "threshold of the verdict; " + TAU.split("; ")[1], inherit="sis_threshold",
-                              check="threshold")
+                              check="tau")
     n_resamples: int = param(2000, "bootstrap resamples of each interval")
     min_images: int = param(10, "images with an SIS each model needs for the verdict", check="min2")
 
 
 @dataclass(frozen=True)
 class ImageNet(RunConfig):
-    tau: float = param(0.9, "the paper's SIS threshold (4.1.1, Figures 3-4)", check="threshold")
+    tau: float = param(0.9, "the paper's SIS threshold (4.1.1, Figures 3-4)", check="tau")
     taus: tuple = param((0.5, 0.7, 0.9), "thresholds shown; below 0.9 only where the profile backselects such images",
-                        check="threshold")
+                        check="tau")
     model: str | None = param(None, "efficientnet_lite0 | inception_v3 (downloads torchvision's weights); "
                               "None: the profile's", inherit="imagenet.model",
                               check=("efficientnet_lite0", "inception_v3"))
@@ -190,7 +215,7 @@ class InputReduction(RunConfig):
 
 @dataclass(frozen=True)
 class BayesTrEx(RunConfig):
-    tau: float | None = param(None, TAU, inherit="sis_threshold", check="threshold")
+    tau: float | None = param(None, TAU, inherit="sis_threshold", check="tau")
     n_show: int = param(8, "samples shown per target")
 
 
@@ -290,31 +315,92 @@ def chapter_config(chapter: str) -> type:
     return CHAPTERS[chapter]
 
 
+@functools.lru_cache(maxsize=None)
+def _toc(toc: Path) -> tuple[tuple[str, int | None], ...]:
+    """(notebook stem, sidebar number or None) of every page of ``toc``, in reading order."""
+    import yaml
+    doc = yaml.safe_load(toc.read_text()) or {}
+    out = [(Path(doc["root"]).stem, None)] if doc.get("root") else []
+    parts = doc.get("parts") or [{"chapters": doc.get("chapters", []), **doc.get("options", {})}]
+    k = 0
+
+    def walk(entry, numbered: bool, top: bool):
+        nonlocal k
+        if "file" in entry:
+            number = None
+            if numbered and top:
+                k += 1
+                number = k
+            out.append((Path(entry["file"]).stem, number))
+        for e in entry.get("sections", []):
+            walk(e, numbered, False)
+
+    for part in parts:
+        for entry in part.get("chapters", []):
+            walk(entry, bool(part.get("numbered")), True)
+    return tuple(out)
+
+
+def _stem(chapter: str) -> str:
+    """'03_sis' of '03_sis', 'book/03_sis' or 'book/03_sis.ipynb'."""
+    name = Path(str(chapter)).name
+    return name[:-len(".ipynb")] if name.endswith(".ipynb") else name
+
+
+def toc_chapters(toc: Path | None = None) -> list[str]:
+    """The notebook stems of ``toc`` (default: the book's ``_toc.yml``) in reading order, the root first: the
+    chapters ``python -m overinterp book`` executes and ``--only`` names."""
+    return [stem for stem, _ in _toc(Path(toc or TOC).resolve())]
+
+
+def chapter_number(chapter: str, toc: Path | None = None) -> int | None:
+    """The number the rendered book's sidebar and titles give ``chapter`` (a notebook stem or file name, e.g.
+    ``03_sis`` or ``book/03_sis.ipynb``): its place among the chapters of the numbered parts of ``toc``
+    (default: the book's ``_toc.yml``), counted on across parts as Jupyter Book 1.x does; None for a page
+    outside them (the introduction, the book's root). ``03_sis`` is chapter 2: the file names' numbers are
+    not the sidebar's."""
+    return dict(_toc(Path(toc or TOC).resolve())).get(_stem(chapter))
+
+
+def chapter_label(chapter: str, toc: Path | None = None) -> str:
+    """How a message names a chapter: 'chapter 2 (03_sis)', by the sidebar's number and the notebook's stem;
+    the stem alone for an unnumbered page."""
+    stem = _stem(chapter)
+    n = chapter_number(stem, toc)
+    return f"chapter {n} ({stem})" if n else stem
+
+
 def _inherited(profile, path: str):
     return functools.reduce(lambda obj, k: obj[int(k)] if k.isdigit() else getattr(obj, k), path.split("."), profile)
+
+
+def _number(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
 def _check(name: str, value, check) -> None:
     if check is None or value is None:
         return
-    values = value if isinstance(value, (tuple, list)) and check in ("threshold", "fraction") else [value]
+    values = value if isinstance(value, (tuple, list)) and check in ("tau", "threshold", "fraction") else [value]
     for v in values:
         if isinstance(check, tuple):
             ok, valid = v in check, "valid values: " + ", ".join(map(str, check))
+        elif check == "tau":
+            ok, valid = _number(v) and 0 < v < 1, TAU_RANGE
         elif check == "threshold":
-            ok, valid = isinstance(v, (int, float)) and 0 <= v <= 1, "must lie in [0, 1]"
+            ok, valid = _number(v) and 0 <= v <= 1, "must lie in [0, 1]"
         elif check == "fraction":
-            ok, valid = isinstance(v, (int, float)) and 0 < v <= 1, "must lie in (0, 1]"
+            ok, valid = _number(v) and 0 < v <= 1, "must lie in (0, 1]"
         elif check == "path":
             ok, valid = Path(v).is_dir(), "no such folder"
         elif check == "file":
             ok, valid = Path(v).is_file(), "no such file"
         elif check == "min2":
-            ok, valid = int(v) >= 2, "must be at least 2"
+            ok, valid = _number(v) and int(v) == v and v >= 2, "must be an integer of at least 2"
         else:
             raise ValueError(f"unknown check {check!r} of parameter {name}")
         if not ok:
-            raise ValueError(f"parameter {name}={value!r} is not valid: {valid}")
+            raise ParameterError(f"parameter {name}={value!r} is not valid: {valid}")
 
 
 def resolve(params, profile):

@@ -1,15 +1,18 @@
 """The run context of one chapter execution: dataset, profile, device and seed, checked.
 
 Every experiment takes a :class:`Run`; :func:`make_run` validates a chapter's parameters (a
-``ValueError`` names the bad parameter and the valid values) and builds it. The book's chapters
+:class:`overinterp.config.chapters.ParameterError`, a ``ValueError``, names the bad parameter and the
+valid values in one line, which a notebook shows without a traceback) and builds it. The book's chapters
 call :func:`overinterp.pages.chapter.setup`, which makes the run and shows it in a box.
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import torch
 
+from overinterp.config.chapters import ParameterError
 from overinterp.config.profiles import PROFILES, Profile, default_profile, get_profile
 from overinterp.zoo.data import DATASETS
 from overinterp.zoo.models import ARCHS
@@ -39,7 +42,7 @@ class Run:
 
 def _check(name: str, value, valid) -> None:
     if value not in valid:
-        raise ValueError(f"parameter {name}={value!r} is not valid; valid values: {', '.join(map(str, valid))}")
+        raise ParameterError(f"parameter {name}={value!r} is not valid; valid values: {', '.join(map(str, valid))}")
 
 
 def make_run(dataset: str = "fashion-mnist", profile: str | None = None, device: str = "auto", seed: int = 0,
@@ -51,7 +54,10 @@ def make_run(dataset: str = "fashion-mnist", profile: str | None = None, device:
     for a in archs or ():
         _check("archs", a, ARCHS)
     if device not in ("auto", "cpu") and not str(device).startswith("cuda"):
-        raise ValueError(f"parameter device={device!r} is not valid; valid values: auto, cpu, cuda, cuda:N")
+        raise ParameterError(f"parameter device={device!r} is not valid; valid values: auto, cpu, cuda, cuda:N")
     if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"parameter device={device!r}: no CUDA device is available here; use auto or cpu")
+        raise ParameterError(f"parameter device={device!r}: no CUDA device is available here; use auto or cpu")
+    if isinstance(seed, bool) or not (isinstance(seed, numbers.Integral)
+                                      or isinstance(seed, str) and seed.strip().lstrip("-").isdigit()):
+        raise ParameterError(f"parameter seed={seed!r} is not valid: must be an integer")
     return Run(dataset, get_profile(profile), resolve_device(device), int(seed))

@@ -9,11 +9,11 @@ run. A notebook's papermill parameters ``dataset`` / ``profile`` pick one.
   book aimed at 45 minutes on the slower AMD EPYC machine (benchmarks/results/book-quick-cpu.json).
   Models are narrowed (8 initial filters), 3 replicates, trained 3 epochs on all 60,000 training images
   without augmentation: a stated criterion (``min_accuracy``: every model at least 88% on the whole test
-  set; 2 epochs cleared it by too little) at 1.5x the cost of the former 60 epochs on 1,500 images
-  (82-84%), measured by benchmarks/bench_quick_recipe.py. They stop short of the loss plateau. One engine (gradient k=8) for
+  set; 2 epochs cleared it by too little) at 1.5x the cost of 60 epochs on 1,500 images, which reach
+  only 82-84%, measured by benchmarks/bench_quick_recipe.py. They stop short of the loss plateau. One engine (gradient k=8) for
   test and training images; retraining uses 600 training images, 30 epochs of batch 64.
 * ``gpu``   -- Fashion-MNIST at the paper's widths and recipe on one GPU (the paper-scale
-  edition of the book, issue 11): exact backward selection on a stated sample of test and
+  edition of the book): exact backward selection on a stated sample of test and
   OOD images, ``pruned`` on the retraining images. Measured on one H100
   (benchmarks/results/gpu-profile-cuda.json): about 13.6 GPU-hours, of which exact
   selection (9-18 s per 28x28 image) is 12.9 h and the 9 models 27 min.
@@ -171,7 +171,7 @@ class ImageNetConfig:
 
 @dataclass(frozen=True)
 class ScaleConfig:
-    """The scale study (issue 27; :mod:`overinterp.experiments.scale`, the chapter "How the claims move
+    """The scale study (:mod:`overinterp.experiments.scale`, the chapter "How the claims move
     with scale"): Part I's headline measures and their spread between replicates for models of ``arch``
     trained on more images and made wider, the profile's recipe (``Profile.train``) otherwise. A point
     is (training images, epochs, initial filters); ``None`` training images: all of them."""
@@ -275,41 +275,34 @@ PROFILES = {p.name: p for p in [
         dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
         widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
         replicates=3, train_size=None, test_size=300, min_accuracy=88.0, min_confident=30.0,
-        # 3 replicates (issue 20): the verdicts' t intervals are over replicates, with R - 1 degrees of
-        # freedom (two replicates: t = 12.7). Issue 27: a criterion instead of the loss plateau, every model at
-        # least 88% on the whole test set, at about the former budget. Measured on one thread of the slower AMD
-        # EPYC, seed 0, 10,000 test images (benchmarks/results/quick-recipe-cpu.json): 7,500 images x 12 epochs
-        # (the former budget of 90,000 image passes) VGG16 83.5%, ResNet18 86.5%, both far from the plateau
-        # (final loss 0.42 and 0.27); all 60,000 x 2 epochs (120,000 passes) VGG16 89.4%, mean confidence 0.89,
-        # 39% of the test images at >= 0.99. The former recipe, 60 epochs on 1,500 images trained to the
-        # plateau, gave 82-84%. The confidence criterion (30% of test images at >= 0.99) keeps the SIS chapter's sample
-        # of confident images well inside every model's. Augmentation off (measured: it lowers accuracy and confidence at this length)
-        # 3 epochs, not 2: two epochs cleared 88% by too little to survive a change of threads (1 thread, whole test
-        # set: VGG16 seeds 0-2 89.4 / 88.7 / 87.9%); three give VGG16 90.8 / 90.0 / 89.6%, ResNet20 90.9 / 89.6%,
-        # ResNet18 91.1 / 91.7% (seeds 0-1). ``book`` trains them in two 1-thread processes (its --jobs default),
-        # which pays for most of the third epoch
+        # 3 replicates: the verdicts' t intervals are over replicates, with R - 1 degrees of freedom (two: t = 12.7).
+        # A criterion, not the loss plateau: every model >= 88% on the whole test set, and 30% of test images at
+        # >= 0.99, which keeps the SIS chapter's sample well inside every model's confident images. One thread of
+        # the slower AMD EPYC, whole test set (benchmarks/results/quick-recipe-cpu.json): 90,000 image passes
+        # (7,500 x 12 epochs, seed 0) give VGG16 83.5%, ResNet18 86.5%, far from the plateau (loss 0.42, 0.27), and
+        # 60 epochs on 1,500 images 82-84%; all 60,000 x 2 epochs give VGG16 89.4 / 88.7 / 87.9% (seeds 0-2; seed 0:
+        # mean confidence 0.89, 39% at >= 0.99), too close to 88% to survive a change of threads; x 3 epochs VGG16
+        # 90.8 / 90.0 / 89.6%, ResNet20 90.9 / 89.6%, ResNet18 91.1 / 91.7% (seeds 0-1). ``book``'s
+        # two 1-thread processes (its --jobs default) pay for most of the third epoch. Augmentation off: it lowers
+        # accuracy and confidence at this length (measured)
         train=TrainConfig(epochs=3, augment=False),
         # one engine for test and training images, as the paper runs one procedure on all images (4.2)
         backselect=BackSelectConfig("gradient", k=8), sis_images=20,
-        # input dropout: ResNet20 only, 2 replicates of the zoo recipe; 4 masks at evaluation, accuracy on 2000
-        # test images (the whole test set took ~25 s of the budget)
-        # (2 input-dropout and 2 robust replicates, not the zoo's 3: the zoo's third replicate is paid for by keeping
-        # these at their former cost)
+        # input dropout: ResNet20 only, 2 replicates (as the robust models: not 3, to pay for the zoo's third);
+        # 4 masks at evaluation, accuracy on 2000 test images (the whole test set costs ~25 s of the budget)
         mitigation=MitigationConfig(dropout_samples=4, accuracy_images=2000, dropout_replicates=2),
         # counterfactual training within ~2 CPU-minutes: ResNet20's 3 replicates, one epoch of 20,000 images
         # (each batch doubled by its masked copy); the standard profile fine-tunes every architecture
         masked=MaskedTrainingConfig(archs=("resnet20",), epochs=1, train_size=20000),
-        # retraining: 27 models (3 kinds x 3 architectures x 3 replicates) plus the "why" chapter's controls.
-        # The former recipe, 30 epochs of batch 128 on 300 images, left them short of the plateau
-        # (benchmarks/results/retrain-cpu.json: VGG16's training accuracy 0.39 on full images, 0.88 at batch 64 x 60);
-        # chapter 5 counts the retrained models that reach it. On this 2-core AMD EPYC neither bf16 autocast nor
-        # torch.compile is faster end to end (benchmarks/results/train-precision-cpu.json).
-        # issue 27: 600 training images (was 300) and batch 64 (was 128), so that the full-image control is trained
-        # like a model of the zoo on as many images rather than stopped after 90 SGD steps (VGG16 then reached 42%).
-        # Learning rate 0.02, not the paper's 0.1: at 0.1 VGG16 fits only 61-70% of its 600 full images in 30 epochs
-        # and reaches 57-65% on 2,000 test images, so the BS subsets "beat" a control that never learned; at 0.02 it
-        # fits 100% and reaches 79.0-79.6%, beside ResNet20 76-78% and ResNet18 77-78% at either rate (1 thread,
-        # 3 seeds each, the first 600 images of the seeded training sample; measured 2026-11-26)
+        # retraining: 27 models (3 kinds x 3 architectures x 3 replicates) plus the "why" chapter's controls;
+        # chapter 5 counts those that reach the plateau. 600 images at batch 64, so that the full-image control
+        # trains like a zoo model on as many images: 300 at batch 128 stop it after 90 SGD steps (VGG16 42%; training
+        # accuracy 0.39 on full images, 0.88 at batch 64 x 60: benchmarks/results/retrain-cpu.json). lr 0.02, not the
+        # paper's 0.1: at 0.1 VGG16 fits only 61-70% of its 600 full images in 30 epochs and reaches 57-65% on 2,000
+        # test images, so the BS subsets "beat" a control that never learned; at 0.02 it fits 100% and reaches
+        # 79.0-79.6%, beside ResNet20 76-78% and ResNet18 77-78% at either rate (1 thread, 3 seeds, the first 600
+        # images of the seeded sample). Neither bf16 autocast nor torch.compile is faster end to end on this 2-core
+        # AMD EPYC (benchmarks/results/train-precision-cpu.json)
         retrain_images=600, retrain=TrainConfig(epochs=30, batch_size=64, augment=False, lr=0.02),
         retrain_augment_rows=False,
         # adversarial training within ~150 s of the 2-core CPU, on 1500 training images: see the
@@ -317,21 +310,17 @@ PROFILES = {p.name: p for p in [
         robust=RobustConfig(steps=3, step_size=0.5, epochs=10, replicates=2, train_size=1500, eval_images=300,
                             eval_steps=10,
                             eval_restarts=2, sis_images=40),
-        # the "why" chapter within ~7 CPU minutes: exact backward selection of ResNet20 takes ~80 s per
-        # image here (measured, batch norms fused), so the chapter reads it from the engine's benchmark
-        # (bench_backselect.py --only fidelity: this source model, the first 8 images of its sample); the gpu
-        # profile runs it in the sweep
-        # the epoch and width sweeps train on 1500 images (the zoo's former recipe, 60 epochs, ends the epoch sweep:
-        # since issue 27 it is no longer the zoo's model);
-        # widths at the sweep's 12 epochs (a width-16 model costs ~4x a width-8 one); pruned backward selection
-        # (m = 16) on the first 28 of the 40 images: ~2.6 s per image on the 2-core AMD EPYC (103 s for 40 in a
-        # fresh build of 2026-11-25 that took 45.8 min there; the next, with 28 images and no whole-test-set
-        # evaluation after training, took 48.1 min on the same machine: its models trained 10-25% slower)
+        # the "why" chapter within ~7 CPU minutes: exact backward selection of ResNet20 takes ~80 s per image here
+        # (batch norms fused), so the chapter reads it from bench_backselect.py --only fidelity (this source model,
+        # the first 8 images of its sample); the gpu profile runs it in the sweep. The sweeps train on 1500 images,
+        # 60 epochs (the loss plateau there) ending the epoch sweep; widths at 12 epochs (width 16 costs ~4x width 8).
+        # Pruned backward selection (m = 16) on the first 28 of the 40 images: ~2.6 s per image on the 2-core AMD
+        # EPYC (103 s for 40 in a 45.8-min build; a build with 28 took 48.1 min there, its models 10-25% slower)
         factors=FactorConfig(images=40, pruned_images=28, exact_images=0, epochs=(3, 12, 60), widths=(4, 8, 16),
                              width_epochs=12, train_size=1500),
         # Bayes-TrEx within ~200 s of the 2-core CPU: 2 VAEs of 12000 images x 8 epochs, 4 targets x
         # 2 chains x (30 warmup + 30 samples) NUTS steps of at most 2**5 leapfrog steps, 16 backselected samples.
-        # Chain sizes measured for issue 21 (CPU s of sampling on one thread; per target T-shirt, Coat,
+        # Chain sizes measured (CPU s of sampling on one thread; per target T-shirt, Coat,
         # T-shirt|Dress, Bag: largest R-hat, smallest ESS; mixed = methods.bayes_trex.MIXING):
         #   4 targets, 30+30, depth 5     86 s   R-hat 1.57 4.05 9.66 2.54   ESS 2.0 1.1 1.0 1.2   none mixed
         #   4 targets, 100+100, depth 5  331 s   R-hat 1.34 1.21 6.04 1.27   ESS 7.4 8.4 1.1 10    none mixed
@@ -352,9 +341,9 @@ PROFILES = {p.name: p for p in [
         # pixels, k = 200 (~0.12 CPU-s per image-step: 4 photos x 251 steps ~ 120 CPU-s); Inception-v3 timed 1 step
         imagenet=ImageNetConfig(model="efficientnet_lite0", images=8, min_confidence=0.5,
                                 backselect=BackSelectConfig("gradient", k=200), timing_images=1, timing_steps=1),
-        # the quick profile's own scale study is small (the former quick recipe, 750 and 1500 images x 60 epochs,
-        # widths 4 and 8; ~18 CPU-min: the chapter's exercise computes it); the chapter shows the standard
-        # profile's study, the curves issue 27 asks for (1,500 -> 60,000 images, width 8 -> 32)
+        # the quick profile's own scale study is small (750 and 1500 images x 60 epochs, widths 4 and 8; ~18 CPU-min:
+        # the chapter's exercise computes it); the chapter shows the standard profile's (1,500 -> 60,000 images,
+        # width 8 -> 32)
         scale=ScaleConfig(sizes=((750, 60), (1500, 60)), widths=(4, 8), width_size=(1500, 60), test_images=300,
                           sis_images=5, retrain_images=300, retrain=TrainConfig(epochs=30, augment=False),
                           results=STANDARD_SCALE)),
@@ -362,15 +351,14 @@ PROFILES = {p.name: p for p in [
         name="standard", doc="Fashion-MNIST models trained on all 60,000 images, computed on a 2-core CPU (the standard edition)",
         dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
         widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
-        # issue 27: all 60,000 training images with the paper's recipe (S1: SGD, Nesterov, random crop and flip),
-        # 5 replicates (the paper's number). Width 8 and 10 epochs: measured on the slower 2-core AMD EPYC
-        # (2 threads, fp32, batch 128) ResNet20 trains 1053 img/s at width 8 and 533 at width 16, so width 8 x 10
-        # epochs costs ~570 s (ResNet20), ~360 s (ResNet18), ~210 s (VGG16) per model there, and the 10 replicates of
-        # the two-seed check (seeds 0 and 5) ~3.2 h of the edition's 5 h; width 16 would not fit. ResNet20 w8 on all
-        # 60,000 images: 92.1% after 8 epochs augmented, 92.9% without (shared/FINDINGS.md). Measured on all 10,000
-        # test images (benchmarks/results/models-standard-cpu.json): ResNet20 91.7-92.3%, ResNet18 91.5-92.1%, VGG16
-        # 90.0-91.3%, short of issue 27's 93%: a width-16 ResNet20 pilot reached 92.8% for 3.6x the time, and the zoo
-        # alone took 2.3 h of the edition's 5 h on the slower machine (4.6 process-hours of two 1-thread processes)
+        # all 60,000 training images, the paper's recipe (S1: SGD, Nesterov, random crop and flip) and number of
+        # replicates. Width 8 x 10 epochs: on the slower 2-core AMD EPYC (2 threads, fp32, batch 128) ResNet20 trains
+        # 1053 img/s at width 8, 533 at width 16; width 8 costs ~570 s (ResNet20), ~360 s (ResNet18), ~210 s (VGG16)
+        # per model, the two-seed check's 10 replicates (seeds 0 and 5) ~3.2 h of the edition's 5 h, so width 16 does
+        # not fit. ResNet20 w8, all images: 92.1% after 8 epochs augmented, 92.9% without (shared/FINDINGS.md). Whole
+        # test set (benchmarks/results/models-standard-cpu.json): ResNet20 91.7-92.3%, ResNet18 91.5-92.1%, VGG16
+        # 90.0-91.3%, short of the 93% criterion: a width-16 ResNet20 pilot reaches 92.8% for 3.6x the time, and the
+        # zoo alone takes 2.3 h of the 5 h (4.6 process-hours of two 1-thread processes)
         replicates=5, train_size=None, test_size=1000, shard_size=250, min_accuracy=93.0, min_confident=30.0,
         train=TrainConfig(epochs=10),
         backselect=BackSelectConfig("gradient", k=8), sis_images=40,
@@ -380,8 +368,8 @@ PROFILES = {p.name: p for p in [
         # in all, ~1 h of the budget at ~6 s per image)
         sis_engine=BackSelectConfig("pruned", m=16),
         # retraining: 3 models per kind and architecture, not 5: replicates retrained on one source's subsets differ by
-        # their seed alone (the paper's Table 1: sd 0.02-1.3 points), and 45 models of 10,000 images x 20 epochs were
-        # ~95 min of the 2-core machine; 27 are ~57
+        # their seed alone (the paper's Table 1: sd 0.02-1.3 points), and 45 models of 10,000 images x 20 epochs take
+        # ~95 min of the 2-core machine; 27 take ~57
         retrain_images=10000, retrain=TrainConfig(epochs=20), retrain_replicates=3, retrain_augment_rows=False,
         mitigation=MitigationConfig(accuracy_images=None),
         # ResNet20 at 1,500 / 6,000 / 60,000 images (width 8) and widths 8 / 16 / 32 (6,000 images), 3 replicates:

@@ -206,7 +206,7 @@ def zoo_values(stats: pd.DataFrame) -> dict:
 
 def whole_test(run, models: dict[str, list[nn.Module]]) -> dict[str, list[tuple[float, float]]]:
     """(test accuracy %, share % of test images classified with confidence >= tau) of every replicate on the
-    whole test set, the scale the profile's criterion (``Profile.min_accuracy``, ``min_confident``; issue 27) is
+    whole test set, the scale the profile's criterion (``Profile.min_accuracy``, ``min_confident``) is
     stated on; the chapters use the test sample."""
     test = D.load(run.dataset, "test")
     out = {}

@@ -1,4 +1,4 @@
-"""The scale study (issue 27; the chapter "How the claims move with scale"): do Part I's measures
+"""The scale study (the chapter "How the claims move with scale"): do Part I's measures
 move toward the paper's numbers as the models grow, and how far apart are replicates that differ
 only in their seed?
 

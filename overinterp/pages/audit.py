@@ -1,5 +1,5 @@
-"""What a reader of the rendered book must not meet (issue 21, "Pages a reader trusts"; issue 28, pages
-that read generated), checked on the built HTML pages as headless Chromium lays them out at a 1400 px
+"""What a reader of the rendered book must not meet (pages a reader can trust, pages that do not read
+as generated), checked on the built HTML pages as headless Chromium lays them out at a 1400 px
 wide window:
 
 - ``repr``: raw Python reprs in the page text (``<IPython.``, ``Verdict(``, ``Styler at``,

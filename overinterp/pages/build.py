@@ -22,6 +22,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -212,8 +213,52 @@ def repository_config(config: dict, url: str | None = None) -> dict:
     return config
 
 
+LABEL = re.compile(r"^\((?P<a>[\w-]+)\)=|^:(?:name|label): (?P<b>[\w-]+)", re.M)
+DOC = re.compile(r"(\{doc\}`(?:[^`<]*<)?)([\w/.-]+)(>?`)")
+GLUE_DOC = re.compile(r"(\{glue(?::\w+)?\}`)([\w.-]+)\.ipynb::")
+
+
+def localise(folder: Path, prefix: str) -> int:
+    """Make the executed chapters in ``folder`` (an edition copied into the stage) a book of their own:
+    each label they define (figures, sections, exercises) and every reference to it becomes
+    ``<prefix>-<label>``, so that a chapter of this build never resolves to the edition's figure (labels are
+    global in Sphinx) nor the edition to this build's; a link or glue reference to a chapter the edition does
+    not hold goes to this build's chapter (``/book/<stem>``). Returns the number of labels renamed."""
+    import nbformat
+    books = {f: nbformat.read(f, as_version=4) for f in sorted(folder.glob("*.ipynb"))}
+    present = {f.stem for f in books}
+    labels = {m.group("a") or m.group("b") for nb in books.values() for c in nb.cells if c.cell_type == "markdown"
+              for m in LABEL.finditer(c.source)}
+    own = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, sorted(labels, key=len, reverse=True))) + r")(?![\w-])") \
+        if labels else None
+    def rewrite(text: str) -> str:
+        text = own.sub(lambda m: f"{prefix}-{m.group(1)}", text) if own else text
+        text = DOC.sub(lambda m: m.group(0) if m.group(2).split("/")[-1] in present or m.group(2).startswith("/")
+                       else f"{m.group(1)}/book/{m.group(2)}{m.group(3)}", text)
+        return GLUE_DOC.sub(lambda m: m.group(0) if m.group(2) in present
+                            else f"{m.group(1)}/book/{m.group(2)}.ipynb::", text)
+    for f, nb in books.items():
+        for c in nb.cells:
+            if c.cell_type == "markdown":
+                c.source = rewrite(c.source)
+            for o in c.get("outputs", []):       # Markdown a cell displays (a chapter's box) is parsed too
+                if "text/markdown" in o.get("data", {}):
+                    md = o["data"]["text/markdown"]
+                    o["data"]["text/markdown"] = rewrite(md if isinstance(md, str) else "".join(md))
+        nbformat.write(nb, f)
+    return len(labels)
+
+
+# Jupyter Book's advice for a build that hides nothing: every Sphinx warning (a broken cross-reference,
+# a glue key no cell wrote, a missing figure) fails the build, after all of them have been reported.
+STRICT = ["-W", "-n", "--keep-going"]
+
+
 def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | None = None) -> None:
-    """Render ``stage`` (executed chapters) and every edition into ``out/html`` with Jupyter Book."""
+    """Render ``stage`` (executed chapters) and every edition into ``out/html`` with Jupyter Book,
+    warnings as errors. A stage that lacks some chapters (``book --only`` without an earlier whole
+    build) renders those it has, in reading order, and without the strict flags: its links into the
+    chapters it lacks cannot resolve."""
     import yaml
     for f in STATIC:
         if (root / f).is_dir():
@@ -222,9 +267,19 @@ def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | Non
             (stage / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(root / f, stage / f)
     config = repository_config(yaml.safe_load((root / "_config.yml").read_text()))
+    sphinx = (config.get("sphinx") or {}).get("config") or {}
+    if "html_static_path" in sphinx:  # a static folder this machine lacks (no npm: no MathJax) is no warning
+        sphinx["html_static_path"] = [d for d in sphinx["html_static_path"] if (stage / d).is_dir()]
     (stage / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
-    found = editions(edition_folder or root / "editions")
-    if found:  # the chapters' parts are labelled as this build's, each edition becomes another part
+    missing = [nb for nb in chapters(root) if not (stage / nb.relative_to(root)).exists()]
+    found = [] if missing else editions(edition_folder or root / "editions")
+    if missing:
+        have = [str(nb.relative_to(root).with_suffix("")) for nb in chapters(root) if nb not in missing]
+        (stage / "_toc.yml").write_text(yaml.safe_dump(
+            {"format": "jb-book", "root": have[0], "chapters": [{"file": f} for f in have[1:]]}, sort_keys=False))
+        print(f"[book] rendering {len(have)} of {len(have) + len(missing)} chapters (no earlier whole build "
+              f"in {stage}): links into the others stay unresolved", flush=True)
+    elif found:  # the chapters' parts are labelled as this build's, each edition becomes another part
         toc = yaml.safe_load((root / "_toc.yml").read_text())
         profile = json.loads((out / "timings.json").read_text())["parameters"].get("profile") or default_profile()
         ours = toc.pop("parts", None) or [{"caption": "", "chapters": toc.pop("chapters")}]
@@ -235,6 +290,7 @@ def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | Non
             if dest.exists():
                 shutil.rmtree(dest)
             shutil.copytree(e["path"] / "book", dest / "book")
+            localise(dest / "book", e["profile"])
             (dest / "index.md").write_text(_edition_page(e))
             files = [f"editions/{e['name']}/book/{nb.stem}" for nb in chapters(root)
                      if (dest / "book" / nb.name).exists()]
@@ -242,8 +298,10 @@ def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | Non
                           "chapters": [{"file": f"editions/{e['name']}/index"}] + [{"file": f} for f in files]})
         toc["parts"] = parts
         (stage / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
-    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(stage), "--path-output", str(stage)]
-    subprocess.run(cmd, check=True)
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(stage), "--path-output", str(stage),
+           *([] if missing else STRICT)]
+    if subprocess.run(cmd).returncode:
+        raise SystemExit(f"[book] Jupyter Book reported warnings or errors (listed above) rendering {stage}")
     html = out / "html"
     if html.exists():
         shutil.rmtree(html)
@@ -278,15 +336,21 @@ def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: li
           jobs: int = 1) -> dict:
     """Execute the chapters into ``out/stage`` (the whole book: after :func:`prepare_first` with ``jobs``),
     then render ``out/html`` with the editions, or with ``edition`` save the executed chapters as an
-    edition (``edition_folder``, default editions/)."""
+    edition (``edition_folder``, default editions/). With ``only``, the named chapters replace theirs in
+    an earlier build's stage and the rest of it is kept (their timings too)."""
     out = Path(out or root / "_build")
-    stage = out / "stage"
-    if stage.exists():
+    stage, record = out / "stage", out / "timings.json"
+    earlier = json.loads(record.read_text()) if only and record.exists() else {}
+    if earlier.get("parameters", parameters) != parameters:
+        raise SystemExit(f"[book] {out} holds a build with {earlier['parameters']}, not {parameters}: "
+                         f"pass --out with another folder to keep both")
+    if stage.exists() and not earlier:
         shutil.rmtree(stage)
-    stage.mkdir(parents=True)
-    timings = {} if only else prepare_first(parameters, jobs)
+    stage.mkdir(parents=True, exist_ok=True)
+    timings = dict(earlier.get("seconds", {})) if only else prepare_first(parameters, jobs)
     timings.update(execute(parameters, stage, root, only))
-    (out / "timings.json").write_text(json.dumps({"parameters": parameters, "seconds": timings}, indent=2))
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps({"parameters": parameters, "seconds": timings}, indent=2))
     if edition:
         print(f"[book] saved edition {save_edition(stage, parameters, timings, edition_folder or root / 'editions')}")
     elif render_html:

@@ -1,4 +1,4 @@
-"""The chapters' exercises (issue 22): where they are, and the numbers their solutions quote.
+"""The chapters' exercises: where they are, and the numbers their solutions quote.
 
 :func:`exercises` reads a chapter's Exercises section (its last Markdown cell) into one
 :class:`Exercise` per ``{exercise}`` directive, which the instructors' page indexes with run times

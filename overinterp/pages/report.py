@@ -27,7 +27,7 @@ from pathlib import Path
 
 from overinterp.paper.deviations import profile_deviations
 from overinterp.paper.claims import CLAIMS, PARTS, of_the_paper, quoted
-from overinterp.paper.formatting import MISSING, number, span
+from overinterp.paper.formatting import MISSING, and_list, count, number, span
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.store import code_version
 from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTABLE
@@ -35,7 +35,7 @@ from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTA
 __all__ = ["text", "document", "write", "load", "table", "edition_view", "ROOT", "STANDARD", "RESULTS", "READING",
            "group", "edition_verdicts", "this_execution", "by_claim", "stale", "blank_failures", "causes", "second_seed", "bottom_line", "agreement", "FLIP", "seed_rows", "overlapping",
            "seed_values", "seed_doc", "seed_table", "SEEDS", "accuracy_values",
-           "verdict_frame", "verdict_table", "forest_figure", "results_table", "scope_table", "deviations_frame",
+           "verdict_frame", "verdict_table", "glance_frame", "glance_table", "headline", "forest_figure", "results_table", "scope_table", "deviations_frame",
            "compute_frame", "compute_values", "engine_values", "control_values", "citation", "citation_values",
            "standard_accuracies", "zoo_accuracies", "scale_values", "data_values", "gpu_values", "paper_values",
            "NOTES", "MARK"]
@@ -160,7 +160,7 @@ def edition_view(path, caption: str):
     if not Path(path).is_file():
         return Markdown(f":::{{note}}\nNo edition's verdicts are committed at `{Path(path).name}` yet; "
                         f"`python -m overinterp verdicts --profile standard --json {Path(path).name}` computes them "
-                        "(hours on a CPU: see the README's profile table).\n:::")
+                        "(hours on a CPU: see docs/editions.md).\n:::")
     doc = load(path)
     return captioned(table(doc), f"{caption} Profile {doc['profile']}, dataset {doc['dataset']}, seed {doc['seed']}, "
                                  f"{doc['device']}, commit {str(doc['commit'])[:12]}.")
@@ -540,6 +540,75 @@ def verdict_table(docs: dict):
     return HTML(f'<table class="dataframe overinterp-verdicts"><thead><tr>{head}</tr></thead>{"".join(bodies)}</table>')
 
 
+def headline(first: dict | None, second: dict | None = None, scale: str = "standard") -> str:
+    """The answer in one sentence: whether the paper's claims reproduce in the edition ``first`` (with
+    ``second``, the same edition at another seed: a claim counts under an outcome only where both seeds
+    give it), and how many claims fall under each outcome, under 'differ between the seeds', under an
+    earlier criterion awaiting recomputation, and not computed; reads as English at every count."""
+    if first is None:
+        return f"No {scale} edition is committed with this book, so it states no verdict at the {scale} scale."
+    b = bottom_line(first, "x", second)
+    stale_n = sum(of_the_paper(c) for c in stale(first))
+    both = lambda text: text if second else ""
+    parts = [(b["x_reproduced_n"], "{n} {is} reproduced" + both(" at both seeds")),
+             (b["x_not_n"], "{n} {is} not reproduced" + both(" at either")),
+             (b["x_inconclusive_n"], "{n} {is} inconclusive" + both(" at both")),
+             (b["x_untestable_n"], "{n} cannot be tested at this scale"),
+             (b["x_differ_n"], "{n} {is} decided differently at the two seeds"),
+             (stale_n, "{n} {was} computed under an earlier criterion and {awaits} recomputation"),
+             (b["x_missing"] - stale_n, "{n} {was} not computed at this scale")]
+    listed = [text.format(n=n, **({"is": "is", "was": "was", "awaits": "awaits"} if n == 1 else
+                                  {"is": "are", "was": "were", "awaits": "await"})) for n, text in parts if n]
+    answer = ("yes" if b["x_reproduced_n"] == b["x_paper"] else "no" if not b["x_reproduced_n"] else "in part")
+    return (f"Does the paper reproduce on Fashion-MNIST at the {scale} scale? {answer.capitalize()}: of its "
+            f"{b['x_paper']} claims, {and_list(listed)}.")
+
+
+def _mark(rows: dict, c: str, stale_ids: list[str]) -> str:
+    """A claim's outcome in an edition as its mark ('✔' ...), 'earlier criterion' where the edition computed
+    it under an earlier revision, :data:`MISSING` where it did not compute it."""
+    if c in rows:
+        return MARKS[rows[c][0]["verdict"]].strip()
+    return "earlier criterion" if c in stale_ids else "not computed"
+
+
+def glance_frame(first: dict | None, second: dict | None, here: dict | None, here_label: str) -> "pd.DataFrame":
+    """The paper's claims at a glance: the claim and its section, the paper's number (CIFAR-10), the
+    standard edition's outcome at each of its seeds (``first``, ``second``), this execution's (``here``,
+    column ``here_label``), and one short reason: the cause a chapter found (:func:`causes`), a
+    disagreement of the seeds, or an earlier criterion awaiting recomputation."""
+    import pandas as pd
+    docs = [first, second, here]
+    rows, stale_ids, why = [by_claim(d) for d in docs], [stale(d) for d in docs], causes(first)
+    why_here = causes(here)
+    seed = lambda d, default: f"standard, seed {d['seed']}" if d and d.get("seed") is not None else default
+    out = []
+    for c in (c for c in CLAIMS if of_the_paper(c)):
+        marks = [_mark(r, c, s) for r, s in zip(rows, stale_ids)]
+        said, derived = quoted(c)
+        if marks[0] in "✔✘≈–" and marks[1] in "✔✘≈–" and marks[0] != marks[1]:
+            reason = "the two seeds disagree"
+        elif c in why:
+            reason = why[c]
+        elif marks[0] == "earlier criterion":
+            reason = "standard recomputation under way" + (f"; this execution: {why_here[c]}" if c in why_here else "")
+        else:
+            reason = why_here.get(c, "")
+        out.append({"claim": f"{CLAIMS[c].short} ({CLAIMS[c].section.split(',')[0]})",
+                    "paper (CIFAR-10)": said + ("†" if derived else ""),
+                    seed(first, "standard, seed 0"): marks[0], seed(second, "standard, second seed"): marks[1],
+                    here_label: marks[2], "why": reason})
+    return pd.DataFrame(out)
+
+
+def glance_table(first: dict | None, second: dict | None, here: dict | None, here_label: str):
+    """:func:`glance_frame` as an HTML table without index (an IPython ``HTML``), for the introduction's
+    first screen; the prose above it gives the legend."""
+    from IPython.display import HTML
+    frame = glance_frame(first, second, here, here_label)
+    return HTML(frame.to_html(index=False, classes="dataframe overinterp-glance", border=0))
+
+
 def _margin(rows: list[dict]) -> tuple[float, float] | None:
     """The region where a claim holds, from its rows' margin ('≤ 5', '≥ 10', '0 to 5'); None without one."""
     for r in rows:
@@ -763,7 +832,7 @@ def engine_values(engines: dict, tau: float = 0.99, path=RESULTS / "backselect-c
     """Glue values of the engine benchmark's fidelity runs (``benchmarks/bench_backselect.py --only
     fidelity``: mean SIS size at ``tau`` against exact backward selection on the same images): per
     ``name: BackSelectConfig`` of ``engines``, ``<name>_engine`` (its description) and ``<name>_ratio``
-    (its ratio, "—" where the benchmark did not run it); ``gradient_ratios`` (the range over the gradient
+    (its ratio, "—" where the benchmark did not run it) and ``<name>_size`` (the ratio in words); ``gradient_ratios`` (the range over the gradient
     runs), ``gradient_ks``, ``fidelity_images``, ``fidelity_tau`` and ``exact_seconds`` (seconds per image
     of exact)."""
     runs = []
@@ -778,6 +847,8 @@ def engine_values(engines: dict, tau: float = 0.99, path=RESULTS / "backselect-c
                  r.get("k" if cfg.method == "gradient" else "m") == (cfg.k if cfg.method == "gradient" else cfg.m))]
         out[f"{name}_engine"] = cfg.describe()
         out[f"{name}_ratio"] = number(ratio(match[0]) if match else None, 2)
+        out[f"{name}_size"] = (f"{out[f'{name}_ratio']} times exact's mean SIS size on the benchmark's images"
+                               if out[f"{name}_ratio"] != MISSING else "an engine the benchmark did not run")
     grad = [r for r in runs if r["method"] == "gradient" and ratio(r) is not None]
     out["gradient_ratios"] = span([ratio(r) for r in grad], 2)
     out["gradient_ks"] = ", ".join(str(r["k"]) for r in grad) or MISSING

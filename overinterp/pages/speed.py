@@ -46,9 +46,8 @@ _LISTS = ("efficiency", "reference_style_baseline", "projections", "fusion")
 
 #: whether a section's engine folded batch norms into the convolutions (models.fuse_conv_bn), for files
 #: that do not record it (``engine_config.fuse`` of an efficiency row, ``fuse`` of the fidelity section).
-#: The committed backselect-cpu.json records neither: its efficiency rows were measured on 2026-11-22,
-#: before the engine folded batch norms (2026-11-23), and its fidelity section was re-run after, with
-#: folding (git history of the file).
+#: The committed backselect-cpu.json records neither: its efficiency rows were measured by an engine
+#: that did not fold batch norms, and its fidelity section by one that did.
 FOLDED_WHEN_UNRECORDED = {"efficiency": False, "fidelity": True}
 
 

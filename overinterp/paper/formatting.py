@@ -68,3 +68,8 @@ def and_list(names, none: str = "none") -> str:
     if not names:
         return none
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """'no claim', '1 claim', '3 claims': a count that reads as English at 0, 1 and many."""
+    return f"no {noun}" if n == 0 else f"1 {noun}" if n == 1 else f"{n} {plural or noun + 's'}"

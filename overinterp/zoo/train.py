@@ -196,7 +196,7 @@ def tail_start_loss(history: list[dict], tail: float = 1 / 3) -> float:
 
 
 def plateaued(history: list[dict], tail: float = 1 / 3, rtol: float = 0.1, atol: float = 0.01) -> bool:
-    """Our stopping criterion (issue 8): training has plateaued when the mean training loss fell
+    """Our stopping criterion: training has plateaued when the mean training loss fell
     by less than ``rtol`` (relative) or less than ``atol`` nats over the last ``tail`` of the epochs.
 
     ``atol`` = 0.01 nats is the loss of a true-class probability of 0.99, the paper's tau: a loss
