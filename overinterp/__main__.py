@@ -73,13 +73,6 @@ TINY_WARNING = ("warning: profile tiny is a smoke test of the pipeline (seconds 
                 "images): its numbers are not findings; use --profile quick or larger for results")
 TINY_MARK = "[tiny: smoke test] "
 
-#: the unit of a claim's measure where the registry's measure (overinterp.paper.claims.Claim.measure) does not
-#: end with it in parentheses, as "mean SIS size (%)" does
-UNITS = {"kept": "probability of the predicted class", "transfer": "fraction", "boundary": "ratio",
-         "blank": "probability", "background": "fraction of the pixels", "reduction_size": "pixels",
-         "reduction_sis": "pixels"}
-
-
 def choices(name: str, valid):
     """argparse type: the value must be one of ``valid``, else an error listing them."""
     valid = [str(v) for v in valid]
@@ -190,17 +183,6 @@ def cmd_prepare(args) -> int:
     return 0
 
 
-def measure(claim: str) -> tuple[str, str]:
-    """(measure, unit) of a claim's estimate: the registry's measure, split at its unit in parentheses
-    ("mean SIS size (%)" -> ("mean SIS size", "%")), else its unit from :data:`UNITS`."""
-    from overinterp.paper.claims import CLAIMS
-    text = CLAIMS[claim].measure
-    if text.endswith(")") and " (" in text:
-        name, unit = text[:-1].rsplit(" (", 1)
-        return name, unit
-    return text, UNITS[claim]
-
-
 def verdicts_text(rows: list[dict], profile: str) -> str:
     """What ``verdicts`` prints: per part, per claim a line with its outcome, the source's number and its
     chapter (the sidebar's number), then per model a line naming the measure and its unit: the estimate, its
@@ -220,7 +202,7 @@ def verdicts_text(rows: list[dict], profile: str) -> str:
             claim = r["claim"]
             out.append(f"  {MARKS.get(r['verdict'], '  ')}{c.id} ({c.section}): {c.short} — {r['verdict']} "
                        f"[paper: {c.paper}; {chapter_label(c.chapter)}]")
-        name, unit = measure(c.id)
+        name, unit = c.measured
         d = c.digits
         ends = ("no 95% interval" if r["low"] is None and r["high"] is None
                 else f"95% interval [{number(r['low'], d)}, {number(r['high'], d)}]")

@@ -144,11 +144,12 @@ def test_an_edition_is_saved_with_its_manifest_and_rendered_as_its_own_part(buil
     shutil.copytree(out / "stage" / "book", stage / "book")
     render(stage, html_out, edition_folder=folder)
     index = (html_out / "html" / "editions" / "fashion-mnist-tiny" / "index.html").read_text()
-    assert "executed on CPU" in index and "commit" in index
+    assert "executed once, on CPU" in index and "commit" in index and "Verdicts." in index
+    assert "--profile tiny --edition" in index                     # how to re-execute it
     page = (html_out / "html" / "editions" / "fashion-mnist-tiny" / "book" / "03_sis.html").read_text()
-    assert "<img" in page and "This execution" in page
+    assert "<img" in page and "This execution" in page and "Tiny edition · 2. " in page
     toc_page = (html_out / "html" / "book" / "02_model_zoo.html").read_text()
-    assert "executed by this build (tiny profile)" in toc_page and "at the tiny profile, executed on CPU" in toc_page
+    assert "executed by this build (tiny profile)" in toc_page and "The tiny edition (fashion-mnist, executed on CPU" in toc_page
 
 
 def test_an_edition_executed_a_few_chapters_at_a_time_keeps_the_earlier_ones(tmp_path):

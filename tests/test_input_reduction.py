@@ -135,17 +135,20 @@ def _images(before, after, measure="reduced size", replicates=2):
 
 
 def test_verdict_holds_fails_or_cannot_be_tested():
-    grow = FV.increases(_images([5, 6, 7, 8] * 3, [9, 9, 11, 12] * 3), "reduced size", "claim", min_images=10)
+    grow = FV.increases(_images([5, 6, 7, 8] * 3, [9, 9, 11, 12] * 3), "reduced size", "claim", "reduction_size", min_images=10)
     assert grow.holds is True and grow.numbers["mean increase"].tolist() == pytest.approx([3.75, 3.75, 3.75])
     assert grow.numbers.loc["all replicates", "replicates"] == 2 and grow.numbers.loc["all replicates", "images"] == 24
-    mixed = FV.increases(_images([5, 6, 7, 8] * 3, [9, 2, 11, 3] * 3), "reduced size", "claim", min_images=10)
-    assert mixed.holds is False and "above 0" in mixed.criterion      # -0.25 in both replicates: wholly below 0
+    mixed = FV.increases(_images([5, 6, 7, 8] * 3, [9, 2, 11, 3] * 3), "reduced size", "claim", "reduction_size", min_images=10)
+    assert mixed.holds is False and "minimal increase of 1" in mixed.criterion   # -0.25 in both replicates
+    # a null result decides: +0.25 pixels in both replicates is an increase, but wholly below one pixel
+    small = FV.increases(_images([5, 6, 7, 8] * 3, [5, 6, 7, 9] * 3), "reduced size", "claim", "reduction_size", min_images=10)
+    assert small.numbers.loc["all replicates", "mean increase"] == pytest.approx(0.25) and small.holds is False
     # replicates that disagree in sign: the interval over replicates contains 0, inconclusive (not "does not hold")
     split = pd.concat([_images([5, 6, 7, 8] * 3, [9, 9, 11, 12] * 3, replicates=1),
                        _images([5, 6, 7, 8] * 3, [1, 2, 3, 4] * 3, replicates=1).assign(replicate=1)])
-    assert FV.increases(split, "reduced size", "claim", min_images=10).word == "inconclusive at this scale"
+    assert FV.increases(split, "reduced size", "claim", "reduction_size", min_images=10).word == "inconclusive at this scale"
     # no SIS (-1) under either model leaves the image out: too few images remain
-    few = FV.increases(_images([-1] * 8 + [3] * 4, [5] * 12, "SIS size"), "SIS size", "claim", min_images=10)
+    few = FV.increases(_images([-1] * 8 + [3] * 4, [5] * 12, "SIS size"), "SIS size", "claim", "reduction_sis", min_images=10)
     assert few.holds is None and few.numbers["images"].tolist() == [4, 4]
 
 
@@ -191,7 +194,7 @@ def test_tiny_profile_end_to_end_reductions_keep_the_prediction_and_the_finetune
     assert set(acc["model"]) == {"original", "fine-tuned"} and acc["test accuracy (%)"].between(0, 100).all()
     t2 = XIR.table2(imgs, acc)
     assert list(t2.index) == list(range(run.profile.replicates))
-    assert FV.increases(imgs, "SIS size", "claim", min_images=1).numbers.index.tolist()[:2] == ["replicate 0",
+    assert FV.increases(imgs, "SIS size", "claim", "reduction_sis", min_images=1).numbers.index.tolist()[:2] == ["replicate 0",
                                                                                                  "replicate 1"]
 
 

@@ -183,9 +183,9 @@ def test_increase_table_and_values_of_the_ensembles():
     assert t.loc["e2", "τ = 0.5"] == "-0.5 (3)"
     v = FV.ensembles_increase_sis(_rows([2, 3], [0.5, -1.0], [20, 20]))
     assert M.increase_values(v) == {"sis_verdict": "inconclusive at this scale", "inc_min": "+2.0",
-                                    "inc_max": "+3.0", "inc_above": 1, "inc_n": 2,
+                                    "inc_max": "+3.0", "inc_effect": "0.5", "inc_above": 1, "inc_n": 2,
                                     "inc_counted": "20 images"}
-    d = FV.dropout_increases_sis(_rows([2.04, 3], [0.5, 1.0], [20, 20]))   # both comparisons above 0
+    d = FV.dropout_increases_sis(_rows([2.04, 3], [0.5, 1.0], [20, 20]))   # both at or above the minimal 0.5
     d.numbers["treated models"], d.numbers["control models"] = 2, 2
     assert M.dropout_verdict_values(d) == {
         "verdict": "holds", "counted": "20 images × (2 + 2 models)",

@@ -45,7 +45,7 @@ from overinterp.experiments.sis_accuracy import SIZE, sis_rows
 from overinterp.paper.formatting import MISSING, counted, number
 from overinterp.paper.intervals import Interval, bootstrap, replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
-from overinterp.paper.verdicts import Verdict
+from overinterp.paper.verdicts import Verdict, at_least
 from overinterp.zoo import data as D
 from overinterp.zoo.models import Ensemble
 from overinterp.zoo.train import InputDropout, logits, plateaued
@@ -370,10 +370,10 @@ def increase_table(inc: pd.DataFrame, specs: Mapping) -> pd.DataFrame:
 
 def increase_values(verdict: Verdict) -> dict:
     """Glue name -> value of the SIS verdict on the ensembles (:func:`overinterp.paper.further_verdicts.ensembles_increase_sis`)."""
-    nums = verdict.numbers
+    nums, effect = verdict.numbers, at_least("ensemble_sis").low
     return {"sis_verdict": verdict.word, "inc_min": number(nums['increase (points)'].min(), sign=True),
-            "inc_max": number(nums['increase (points)'].max(), sign=True), "inc_above": int((nums["low"] > 0).sum()),
-            "inc_n": len(nums), "inc_counted": counted(nums)}
+            "inc_max": number(nums['increase (points)'].max(), sign=True), "inc_effect": f"{effect:g}",
+            "inc_above": int((nums["low"] >= effect).sum()), "inc_n": len(nums), "inc_counted": counted(nums)}
 
 
 def dropout_values(run, tau: float, taus: Sequence[float], min_images: int) -> dict:

@@ -130,7 +130,8 @@ def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | 
             pm.execute_notebook(str(nb), str(target), parameters=parameters, cwd=str(root), progress_bar=False,
                                 kernel_name="python3", log_output=False)
         except pm.PapermillExecutionError as e:
-            raise SystemExit(f"[book] chapter {nb.name} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n"
+            from overinterp.config.chapters import chapter_label
+            raise SystemExit(f"[book] {chapter_label(nb.stem)} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n"
                              f"         the executed notebook is at {target}")
         finally:
             os.environ.pop(CHAPTER_ENV) if before is None else os.environ.__setitem__(CHAPTER_ENV, before)
@@ -176,14 +177,36 @@ def editions(folder: Path = EDITIONS) -> list[dict]:
 
 
 def _edition_page(e: dict) -> str:
-    """The Markdown page that opens an edition's part: what ran where, and how long each chapter took."""
-    rows = "\n".join(f"| {stem} | {sec:.0f} |" for stem, sec in e["seconds"].items())
+    """The Markdown page that opens an edition's part: what it is for, its models, its verdicts in one
+    sentence (:func:`overinterp.pages.report.headline` at its seeds), what ran where and for how long, and how
+    to re-execute it from its committed models."""
+    from overinterp.config.chapters import chapter_label, toc_chapters
+    from overinterp.config.profiles import get_profile
+    from overinterp.pages import report
+    folder, profile = Path(e["path"]), get_profile(e["profile"])
+    seeds = sorted(folder.glob("verdicts-seed[0-9]*.json"))
+    first = report.load(seeds[0]) if seeds else None
+    second = report.load(seeds[1]) if len(seeds) > 1 else None
+    scale = report.scale_values(profile, e["dataset"], "x")
+    order = {stem: k for k, stem in enumerate(toc_chapters())}
+    rows = "\n".join(f"| {chapter_label(stem)} | {e['seconds'][stem] / 60:.1f} |"
+                     for stem in sorted(e["seconds"], key=lambda x: order.get(x, len(order))))
     total = sum(e["seconds"].values())
-    return (f"# {e['dataset']} at the `{e['profile']}` profile, executed on {e['device']}\n\n"
-            f"These pages were executed once with the `{e['profile']}` profile on {e['device']} "
-            f"(torch {e['torch']}, commit `{e['commit']}`, {e['date']}) and are shown as they were executed: "
-            f"`make book` renders them without running them again. The chapters before this part are "
-            f"executed afresh by every build.\n\n| chapter | seconds |\n|---|---|\n{rows}\n| total | {total:.0f} |\n")
+    zoo = folder / "zoo.tar.gz"
+    rerun = (f"python -m overinterp store unpack {folder.relative_to(folder.parents[1])}/zoo.tar.gz --artifacts STORE\n"
+             if zoo.is_file() else "")
+    return (f"# The `{e['profile']}` edition\n\n"
+            f"The profile `{e['profile']}`: {profile.doc}. Its chapters were executed once, on {e['device']} with "
+            f"torch {e['torch']} at commit `{e['commit']}`, and are shown as they were executed; the chapters "
+            f"before this part are executed afresh by every build, at a smaller scale.\n\n"
+            f"**Models.** {scale['x_replicates']} per architecture ({scale['x_archs']}, {scale['x_widths']} "
+            f"initial filters), trained {scale['x_epochs']} epochs on {scale['x_train']} {e['dataset']} images.\n\n"
+            f"**Verdicts.** {report.headline(first, second, e['profile'])}\n\n"
+            f"**Compute.** {total / 3600:.1f} hours to execute the chapters below, from a store that held the "
+            f"models:\n\n| chapter | minutes |\n|---|---|\n{rows}\n\n"
+            f"**Re-executing it.** From the committed models (a model the pack lacks is trained), in a store outside "
+            f"the work tree:\n\n"
+            f"```bash\n{rerun}OVERINTERP_ARTIFACTS=STORE python -m overinterp book --profile {e['profile']} --edition\n```\n")
 
 
 def repository(config: dict, url: str | None = None, branch: str | None = None) -> tuple[str, str]:
@@ -218,7 +241,7 @@ DOC = re.compile(r"(\{doc\}`(?:[^`<]*<)?)([\w/.-]+)(>?`)")
 GLUE_DOC = re.compile(r"(\{glue(?::\w+)?\}`)([\w.-]+)\.ipynb::")
 
 
-def localise(folder: Path, prefix: str) -> int:
+def localise(folder: Path, prefix: str, title: str = "") -> int:
     """Make the executed chapters in ``folder`` (an edition copied into the stage) a book of their own:
     each label they define (figures, sections, exercises) and every reference to it becomes
     ``<prefix>-<label>``, so that a chapter of this build never resolves to the edition's figure (labels are
@@ -238,6 +261,11 @@ def localise(folder: Path, prefix: str) -> int:
         return GLUE_DOC.sub(lambda m: m.group(0) if m.group(2) in present
                             else f"{m.group(1)}/book/{m.group(2)}.ipynb::", text)
     for f, nb in books.items():
+        heading = next((c for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("# ")), None)
+        if heading is not None and title:   # "Standard edition · 2. Sufficient input subsets" in the sidebar
+            from overinterp.config.chapters import chapter_number
+            n = chapter_number(f.stem)
+            heading.source = f"# {title} · {f'{n}. ' if n else ''}{heading.source[2:]}"
         for c in nb.cells:
             if c.cell_type == "markdown":
                 c.source = rewrite(c.source)
@@ -290,11 +318,11 @@ def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | Non
             if dest.exists():
                 shutil.rmtree(dest)
             shutil.copytree(e["path"] / "book", dest / "book")
-            localise(dest / "book", e["profile"])
+            localise(dest / "book", e["profile"], f"{e['profile'].capitalize()} edition")
             (dest / "index.md").write_text(_edition_page(e))
             files = [f"editions/{e['name']}/book/{nb.stem}" for nb in chapters(root)
                      if (dest / "book" / nb.name).exists()]
-            parts.append({"caption": f"{e['dataset']} at the {e['profile']} profile, executed on {e['device']}",
+            parts.append({"caption": f"The {e['profile']} edition ({e['dataset']}, executed on {e['device']})",
                           "chapters": [{"file": f"editions/{e['name']}/index"}] + [{"file": f} for f in files]})
         toc["parts"] = parts
         (stage / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))

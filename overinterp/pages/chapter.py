@@ -37,6 +37,7 @@ from overinterp.pages.audit import COUNTS, figure_png
 from overinterp.paper.formatting import MISSING, number
 from overinterp.paper import claims as CL
 from overinterp.paper import verdicts as V
+from overinterp.config.chapters import chapter_number  # the sidebar's number: one home, with the CLI's
 
 __all__ = ["setup", "chapter_number", "run_box", "deviations_box", "show_deviations", "deviations_table", "captioned",
            "verdict_table", "table_html", "show_tables_without_nan", "glue_all",
@@ -71,26 +72,6 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
 
 
 @lru_cache(maxsize=None)
-def _numbers(toc: Path) -> dict[str, int]:
-    import yaml
-    parts = yaml.safe_load(toc.read_text())
-    parts = parts.get("parts") or [{"chapters": parts.get("chapters", []), **parts.get("options", {})}]
-    out, k = {}, 0
-    for part in parts:
-        for entry in part.get("chapters", []):
-            if part.get("numbered") and "file" in entry:
-                k += 1
-                out[Path(entry["file"]).stem] = k
-    return out
-
-
-def chapter_number(chapter: str, toc: Path | None = None) -> int | None:
-    """The number Jupyter Book gives ``chapter`` (a notebook stem) in the sidebar and its title: its place
-    among the chapters of the numbered parts of ``toc`` (default: the book's ``_toc.yml``), counted on
-    across parts as Jupyter Book 1.x does; None for a page outside them (the introduction, the book's root)."""
-    return _numbers(Path(toc or ROOT / "_toc.yml")).get(chapter)
-
-
 def _root(toc: Path | None = None) -> str:
     import yaml
     return Path(yaml.safe_load(Path(toc or ROOT / "_toc.yml").read_text()).get("root", "")).stem

@@ -40,6 +40,15 @@ class Claim:
     engine: str = ""  # the backward selection behind it: "test", "train" (Profile.engine), "sis" (Profile.sis_engine)
     blank: bool = False  # feeds the zoo's models inputs masked with the paper's fill: its rows carry the blank check
     revision: int = 1  # raised when the measure or margin changes: rows of an earlier revision no longer read right
+    unit: str = ""   # the measure's unit where ``measure`` does not end with it in parentheses
+
+    @property
+    def measured(self) -> tuple[str, str]:
+        """(measure, unit): "mean SIS size (%)" -> ("mean SIS size", "%"), else (measure, :attr:`unit`)."""
+        if not self.unit and self.measure.endswith(")") and " (" in self.measure:
+            name, unit = self.measure[:-1].rsplit(" (", 1)
+            return name, unit
+        return self.measure, self.unit
 
 
 def _retrain_gap() -> str:
@@ -68,10 +77,10 @@ CLAIMS = {c.id: c for c in [
           engine="test", blank=True),
     Claim("kept", "I", "04_pixel_subsets", "4.1", "as confident on own 5% BS subsets",
           f"mean drop {V.minus(min(_CONF))} to {V.minus(max(_CONF))}", "mean drop", 3,
-          engine="test", blank=True),
+          engine="test", blank=True, unit="probability of the predicted class"),
     Claim("transfer", "I", "04_pixel_subsets", "4.1", "5% BS subsets do not transfer to other models",
           f"share {V.paper_transfer_share():.2f} (derived from 4.1's accuracies)", "share of lift transferred", 2,
-          engine="test", blank=True),
+          engine="test", blank=True, unit="fraction"),
     Claim("beats", "I", "05_retraining", "4.2, Table 1", "retrained on BS subsets far above random subsets",
           _retrain_gap(), "difference (points)", engine="train"),
     Claim("near", "I", "05_retraining", "4.2, Table 1", "retrained on BS subsets near full images",
@@ -85,20 +94,21 @@ CLAIMS = {c.id: c for c in [
     Claim("robust", "II", "09_robust", "4.5", "robust models' mean SIS size below 5%",
           f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}% (no number for robust models)", "mean SIS size (%)"),
     Claim("ensemble_accuracy", "II", "10_ensembles", "4.6, Table 1", "ensembles more accurate than their members",
-          _ensemble_gain(), "increase (points)", 2),
+          _ensemble_gain(), "increase (points)", 2, revision=2),
     Claim("ensemble_sis", "II", "10_ensembles", "4.6, Figure 6", "ensembles' SIS larger than their members'",
-          "drawn in Figure 6, no number", "increase (points)", 2, engine="test", blank=True),
+          "drawn in Figure 6, no number", "increase (points)", 2, engine="test", blank=True, revision=2),
     Claim("dropout", "II", "11_input_dropout", "code README's abstract", "input dropout enlarges the SIS",
-          "no number", "increase (points)", 2),
+          "no number", "increase (points)", 2, revision=2),
     Claim("borders", "II", "12_imagenet", "4.1.1, Figure 4", "ImageNet SIS concentrate along the borders",
           "drawn in Figure 4, no number", "mean share of SIS pixels in the band (%)"),
     Claim("background", "III", "14_shared_interest", "4.1.1 in Shared Interest's terms",
           "SIS lie on the background more than random pixels", "no number", "EC − random", 3,
-          engine="test", blank=True),
+          engine="test", blank=True, unit="fraction of the pixels"),
     Claim("reduction_size", "III", "15_input_reduction", "Feng et al. 2018, Table 2",
-          "entropy fine-tuning enlarges reduced inputs", "larger on all three tasks", "mean increase"),
+          "entropy fine-tuning enlarges reduced inputs", "larger on all three tasks", "mean increase", unit="pixels",
+          revision=2),
     Claim("reduction_sis", "III", "15_input_reduction", "our question", "entropy fine-tuning enlarges the SIS",
-          "not in the paper", "mean increase"),
+          "not in the paper", "mean increase", unit="pixels", revision=2),
     Claim("sparse_pixels", "III", "16_bayes_trex", "4.1 on Bayes-TrEx samples",
           "generated in-distribution images classified from sparse pixels",
           f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}% (4.1's bound)", "mean SIS size (%)"),
@@ -204,14 +214,14 @@ _CRITIQUES = [
           "retrained on dilated BS subsets near full images", "proposed, no number", "drop (points)", engine="train"),
     Claim("boundary", "I", "07b_critiques", "Springer 2022",
           "SmoothGrad of subset images concentrates on the mask's edge", "no number (saliency maps)",
-          "ring ÷ area", engine="test", blank=True, revision=2),
+          "ring ÷ area", engine="test", blank=True, revision=2, unit="ratio"),
     Claim("blank", "I", "07b_critiques", "SIS reference code (sis.py)", "the fully masked input is uninformative",
-          "no number (\"tends to the mean or prior\")", "top-class probability", 3),
+          "no number (\"tends to the mean or prior\")", "top-class probability", 3, unit="probability"),
     Claim("mask_shape", "I", "07b_critiques", "Jain et al. 2022 (missingness bias)",
           "the 5% BS mask's shape alone gives the subset's class beyond the blank", "no number for pixel masks",
           "excess over the blank (points)", engine="test", blank=True, revision=2),
     Claim("calibration", "I", "07b_critiques", "Decker et al. 2025 (ReCalX)", "worse calibrated on masked inputs",
-          "no number quoted", "ECE increase (points)", engine="test", blank=True),
+          "no number quoted", "ECE increase (points)", engine="test", blank=True, revision=2),
     Claim("insertion", "I", "07b_critiques", "our question", "BS order far above a saliency order at 5%",
           "not in the paper", "difference (points)", engine="test", blank=True),
 ]

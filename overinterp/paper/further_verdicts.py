@@ -4,7 +4,7 @@ chapters test (Feng et al. 2018's fine-tuning; Shared Interest's reading of 4.1.
 samples), from the numbers the experiments compute.
 
 The same rule as :mod:`overinterp.paper.verdicts` (three outcomes against a margin). The claims that say
-"larger" without a size take the margin :data:`~overinterp.paper.verdicts.ABOVE_ZERO`; the others state
+"larger" without a size take a minimal increase (:func:`~overinterp.paper.verdicts.at_least`); the others state
 theirs. Each function takes the experiment's numbers (an increase with its 95% interval per ensemble,
 comparison or replicate; per-image shares, coverages or SIS sizes; per-image correctness of retrained
 models) and says what it claims, how it is decided and what it counts.
@@ -22,7 +22,7 @@ import pandas as pd
 
 from overinterp.paper.intervals import Interval, replicate_interval
 from overinterp.paper.numbers import FENG_TABLE2, SIS_MEAN_SIZE_BELOW, SIS_THRESHOLD, TABLE1, fmt
-from overinterp.paper.verdicts import (ABOVE_ZERO, UNTESTABLE, Margin, Verdict, combine, from_rows, interval_row,
+from overinterp.paper.verdicts import (UNTESTABLE, at_least, Margin, Verdict, combine, from_rows, interval_row,
                                        retrain_beats_random, sis_size)
 
 __all__ = ["ensembles_increase_sis", "ensembles_increase_accuracy", "dropout_increases_sis", "increases",
@@ -30,20 +30,24 @@ __all__ = ["ensembles_increase_sis", "ensembles_increase_accuracy", "dropout_inc
            "sis_on_background", "sparse_pixels"]
 
 
-def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images: int, column: str) -> Verdict:
-    """Per row: holds when the interval (low, high) of ``column`` lies above 0, does not hold when
-    it lies wholly below 0, inconclusive when it straddles 0; cannot be tested with fewer than
-    ``min_images`` images. The claim holds when it holds for every row (:func:`combine`)."""
+def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images: int, column: str,
+            key: str) -> Verdict:
+    """Per row: holds when the interval (low, high) of ``column`` lies at or above the minimal increase of
+    the claim ``key`` (:func:`~overinterp.paper.verdicts.at_least`), does not hold when it lies wholly below
+    it, inconclusive when it straddles it; cannot be tested with fewer than ``min_images`` images. The claim
+    holds when it holds for every row (:func:`combine`)."""
+    margin = at_least(key)
     numbers = rows.copy()
     numbers["images"] = numbers["images"].astype(int)
     if "members" in numbers and "replicates" not in numbers:      # an ensemble's interval is over its members
         numbers.insert(0, "replicates", numbers["members"].astype(int))
-    numbers["margin"] = str(ABOVE_ZERO)
-    numbers["outcome"] = [UNTESTABLE if n < min_images else ABOVE_ZERO.decide(Interval(e, lo, hi))
+    numbers["margin"] = str(margin)
+    numbers["outcome"] = [UNTESTABLE if n < min_images else margin.decide(Interval(e, lo, hi))
                           for n, e, lo, hi in zip(numbers["images"], numbers[column], numbers["low"], numbers["high"])]
-    criterion = (f"for every {what}, the 95% interval of the increase ({counted}) lies above 0: holds if the whole "
-                 "interval is above 0, does not hold if it is wholly below 0, inconclusive if it contains 0; "
-                 f"cannot be tested from fewer than {min_images} images.")
+    criterion = (f"for every {what}, the 95% interval of the increase ({counted}) against a minimal increase of "
+                 f"{margin.low:g} ({margin.words.split('(', 1)[1]}: holds if the whole interval is at or above it, "
+                 f"does not hold if it lies wholly below it (an increase too small to matter, or none), "
+                 f"inconclusive if it contains it; cannot be tested from fewer than {min_images} images.")
     return Verdict(claim, criterion, combine(list(numbers["outcome"])) if len(numbers) else UNTESTABLE, numbers)
 
 
@@ -60,7 +64,7 @@ def ensembles_increase_sis(increase: pd.DataFrame, min_images: int = 10) -> Verd
                    "reach the same confidence (section 4.6, Fig. 6; Fig. S2: 'the ensemble SIS are larger').",
                    "ensemble", "the ensemble's mean SIS size minus its members', on the images where all have an "
                    "SIS; a t interval over the members, with the error of the images they share", min_images,
-                   "increase (points)")
+                   "increase (points)", "ensemble_sis")
 
 
 def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100) -> Verdict:
@@ -77,7 +81,7 @@ def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100) -> V
                    f"Table 1: {fmt(ens)}% for five ResNet18s against {fmt(one)}% for one, CIFAR-10).",
                    "ensemble", "test accuracy of the ensemble minus its members' mean, on the same test images; "
                    "a t interval over the members, with the error of the images they share", min_images,
-                   "increase (points)")
+                   "increase (points)", "ensemble_accuracy")
 
 
 def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdict:
@@ -94,19 +98,20 @@ def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdi
                    "comparison (both evaluated through the input-dropout models' fixed masks; both without masks)",
                    "the input-dropout models' mean SIS size minus the standard models' of the same architecture, "
                    "evaluated the same way, on the images where all have an SIS; the interval over the replicates of "
-                   "each kind, images shared", min_images, "increase (points)")
+                   "each kind, images shared", min_images, "increase (points)", "dropout")
 
 
-def increases(images: pd.DataFrame, measure: str, claim: str, min_images: int = 10, seed: int = 0) -> Verdict:
+def increases(images: pd.DataFrame, measure: str, claim: str, key: str, min_images: int = 10, seed: int = 0) -> Verdict:
     """Verdict on "entropy fine-tuning increases ``measure``" ("reduced size" or "SIS size").
 
     Per replicate, the paired differences (fine-tuned - original) of ``measure`` over the images that
     have it under both models (an SIS size of -1, no SIS at the threshold, leaves the image out); the
     measure is their mean over the replicates, with the 95% interval of
     :func:`overinterp.paper.intervals.replicate_interval` (replicates, each on its own images). Three
-    outcomes against :data:`overinterp.paper.verdicts.ABOVE_ZERO`: holds when the interval lies above 0,
-    does not hold when it lies wholly below, inconclusive when it contains 0; cannot be tested when a
-    replicate has fewer than ``min_images`` such images."""
+    outcomes against the minimal increase of the claim ``key`` (:func:`overinterp.paper.verdicts.at_least`):
+    holds when the interval lies at or above it, does not hold when it lies wholly below, inconclusive when it
+    contains it; cannot be tested when a replicate has fewer than ``min_images`` such images."""
+    margin = at_least(key)
     w = images.pivot_table(index=["replicate", "image"], columns="model", values=measure)
     w = w[(w >= 0).all(axis=1)]
     rows, diffs = {}, []
@@ -120,14 +125,15 @@ def increases(images: pd.DataFrame, measure: str, claim: str, min_images: int = 
                                   "images smaller": int((d < 0).sum()), "mean increase": d.mean() if len(d) else None}
     if diffs and all(len(d) >= min_images for d in diffs):
         iv = replicate_interval({"d": diffs}, paired_images=False, seed=seed)
-        rows["all replicates"] = interval_row(iv, ABOVE_ZERO, "mean increase", replicates=len(diffs),
+        rows["all replicates"] = interval_row(iv, margin, "mean increase", replicates=len(diffs),
                                               images=sum(map(len, diffs)))
     numbers = pd.DataFrame.from_dict(rows, orient="index").rename_axis("replicate")
     outcome = rows["all replicates"]["outcome"] if "all replicates" in rows else UNTESTABLE
     criterion = (f"the 95% interval, over the replicates, of the mean per-image increase of the {measure} from the "
-                 "original to the fine-tuned model (over the images that have one under both models) lies above 0: "
-                 "holds if the whole interval is above 0, does not hold if it lies wholly below 0, inconclusive if "
-                 f"it contains 0; cannot be tested when a replicate has fewer than {min_images} such images.")
+                 "original to the fine-tuned model (over the images that have one under both models) against a "
+                 f"minimal increase of {margin.low:g} ({margin.words.split('(', 1)[1]}: holds if the whole interval "
+                 "is at or above it, does not hold if it lies wholly below it, inconclusive if it contains it; "
+                 f"cannot be tested when a replicate has fewer than {min_images} such images.")
     return Verdict(claim, criterion, outcome, numbers)
 
 
@@ -137,7 +143,7 @@ def size_verdict(images: pd.DataFrame, min_images: int) -> Verdict:
     claim = ("Fine-tuning that maximises the entropy on reduced inputs (Feng et al. 2018, Eq. 2) makes the inputs "
              "that input reduction leaves larger (their Table 2: on all three tasks, e.g. SQuAD "
              f"{squad[2]:.2f} to {squad[3]:.2f} words).")
-    return increases(images, "reduced size", claim, min_images=int(min_images))
+    return increases(images, "reduced size", claim, "reduction_size", min_images=int(min_images))
 
 
 def sis_verdict(images: pd.DataFrame, min_images: int) -> Verdict:
@@ -145,7 +151,7 @@ def sis_verdict(images: pd.DataFrame, min_images: int) -> Verdict:
     claim = ("Our question, not Feng et al.'s: the same fine-tuning makes the model's sufficient input subsets at "
              "the profile's threshold larger, i.e. it mitigates overinterpretation (as ensembling does in the "
              "paper, section 4.3).")
-    return increases(images, "SIS size", claim, min_images=int(min_images))
+    return increases(images, "SIS size", claim, "reduction_sis", min_images=int(min_images))
 
 
 # ----------------------------------------------------------------------------- 4.1.1 on ImageNet (chapter 12)
@@ -419,7 +425,7 @@ def saliency_on_boundary(attribution: Mapping, area: Mapping, seed: int = 0, res
     attribution on the one-pixel ring of masked pixels around the kept ones, and the ring's share of the
     image's area (the replicates share the test images). The measure is their difference in points; the
     ring "concentrates" the attribution where it holds more than its share of the area (Springer gives no
-    size; :data:`~overinterp.paper.verdicts.ABOVE_ZERO`). Can hold: maps drawn to the mask's edge; can
+    size; a ratio of at least ``BOUNDARY_RATIO``). Can hold: maps drawn to the mask's edge; can
     fail: maps on the kept pixels or spread over the image leave the ring less than its area."""
     margin = Margin(low=BOUNDARY_RATIO, words=f"the ring holds at least {BOUNDARY_RATIO:g} times its share of the area")
     rows = _difference_rows(attribution, area, "ring ÷ area", margin,
@@ -497,14 +503,14 @@ def masked_miscalibrated(masked: Mapping, full: Mapping, images: int, bins: int 
     row (architecture and masked input) -> the expected calibration error (``bins`` equal-width bins, as a
     fraction) of each replicate on the masked inputs and on the full images, over the same ``images`` test
     images. The measure is masked - full in points; miscalibrated above 0 (ReCalX gives no size we could
-    confirm). The interval is a t interval over the replicates' differences: an ECE is not a mean over
+    confirm: a minimal increase of one point). The interval is a t interval over the replicates' differences: an ECE is not a mean over
     images, so the image error the replicates share is not added (each replicate's own is in their
     scatter). Can hold: overconfident subsets; can fail: subsets as well calibrated as full images."""
     rows = {}
     for name in masked:
         m, f = np.asarray(masked[name], float), np.asarray(full[name], float)
         iv = replicate_interval({"d": [np.asarray([x]) for x in m - f]}, paired_images=False, seed=seed)
-        rows[name] = interval_row(iv, ABOVE_ZERO, "ECE increase (points)", 100, replicates=len(m), images=images,
+        rows[name] = interval_row(iv, at_least("calibration"), "ECE increase (points)", 100, replicates=len(m), images=images,
                                   **{"ECE on full images (%)": 100 * f.mean(), "ECE masked (%)": 100 * m.mean()})
     return from_rows(
         "Models are worse calibrated on masked inputs than on full images (ReCalX, Decker et al. 2025: models "
@@ -512,8 +518,9 @@ def masked_miscalibrated(masked: Mapping, full: Mapping, images: int, bins: int 
         "threshold such as the SIS's τ).",
         f"for every architecture and masked input (each replicate's own 5% BS subsets; random 5% subsets), the 95% "
         f"interval (a t interval over the replicates) of the expected calibration error ({bins} equal-width bins) on "
-        "the masked inputs minus that on the full images, in points, lies above 0: holds if the whole interval is "
-        "above 0, does not hold if it lies wholly below, inconclusive if it contains 0. The replicates share the "
+        f"the masked inputs minus that on the full images, in points, against a minimal increase of "
+        f"{at_least('calibration').low:g} point: holds if the whole interval is at or above it, does not hold if it "
+        "lies wholly below it, inconclusive if it contains it. The replicates share the "
         "test images, whose error an ECE difference cannot split off: the interval holds it only through the "
         "replicates' scatter.", rows)
 
