@@ -68,11 +68,6 @@ def _parser(required: bool) -> tuple[argparse.ArgumentParser, argparse._SubParse
     return parser, sub
 
 
-#: the one line the verdicts command prints first for the tiny profile, and the mark of each of its rows
-TINY_WARNING = ("warning: profile tiny is a smoke test of the pipeline (seconds of training on a handful of "
-                "images): its numbers are not findings; use --profile quick or larger for results")
-TINY_MARK = "[tiny: smoke test] "
-
 def choices(name: str, valid):
     """argparse type: the value must be one of ``valid``, else an error listing them."""
     valid = [str(v) for v in valid]
@@ -183,38 +178,6 @@ def cmd_prepare(args) -> int:
     return 0
 
 
-def verdicts_text(rows: list[dict], profile: str) -> str:
-    """What ``verdicts`` prints: per part, per claim a line with its outcome, the source's number and its
-    chapter (the sidebar's number), then per model a line naming the measure and its unit: the estimate, its
-    95% interval, the margin, the outcome and the replicates and images behind it. The tiny profile's rows
-    are marked, after a first line saying that its numbers are a smoke test."""
-    from overinterp.paper.claims import CLAIMS, PARTS
-    from overinterp.paper.formatting import number
-    from overinterp.paper.verdicts import MARKS
-    tiny = profile == "tiny"
-    out, part, claim = [TINY_WARNING] if tiny else [], None, None
-    for r in rows:
-        c = CLAIMS[r["claim"]]
-        if c.part != part:
-            part = c.part
-            out.append(f"{PARTS[part]}")
-        if r["claim"] != claim:
-            claim = r["claim"]
-            out.append(f"  {MARKS.get(r['verdict'], '  ')}{c.id} ({c.section}): {c.short} — {r['verdict']} "
-                       f"[paper: {c.paper}; {chapter_label(c.chapter)}]")
-        name, unit = c.measured
-        d = c.digits
-        ends = ("no 95% interval" if r["low"] is None and r["high"] is None
-                else f"95% interval [{number(r['low'], d)}, {number(r['high'], d)}]")
-        n = ", ".join(f"{int(r[k])} {k if int(r[k]) != 1 else k[:-1]}" for k in ("replicates", "images")
-                      if r.get(k) is not None)
-        out.append(f"      {TINY_MARK if tiny else ''}{r['model']}: {name} ({unit}) {number(r['estimate'], d)}, {ends}"
-                   + (f", margin {r['margin']}" if r["margin"] else "") + (f", {r['outcome']}" if r["outcome"] else "")
-                   + (f" ({n})" if n else "")
-                   + (f"; {r['to decide']} replicates would decide it" if r.get("to decide") else ""))
-    return "\n".join(out)
-
-
 def cmd_verdicts(args) -> int:
     from overinterp.experiments import claims
     from overinterp.pages import report
@@ -224,10 +187,10 @@ def cmd_verdicts(args) -> int:
         earlier = report.load(args.json)
         report.same_run(earlier, {"dataset": run.dataset, "profile": run.profile.name, "seed": run.seed})
     if run.profile.name == "tiny":  # said before the minutes of computing, and again atop the rows
-        print(TINY_WARNING, file=sys.stderr, flush=True)
+        print(report.TINY_WARNING, file=sys.stderr, flush=True)
     vs = claims.verdicts(run, args.only, controls=args.controls)
     rows = claims.table(vs)
-    print(verdicts_text(rows, run.profile.name))
+    print(report.text(rows, run.profile.name))
     if args.json:
         doc = report.document(run, rows, vs.seconds, device_name(run.device))
         if args.merge:

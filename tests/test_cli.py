@@ -375,7 +375,7 @@ def test_every_claims_measure_has_a_unit():
 def test_verdicts_rows_name_the_measure_its_unit_and_the_95_interval_and_tiny_ones_are_a_smoke_test(
         capsys, monkeypatch, tmp_path, profile):
     from types import SimpleNamespace
-    from overinterp.__main__ import TINY_MARK, TINY_WARNING
+    from overinterp.pages.report import TINY_MARK, TINY_WARNING
     from overinterp.experiments import claims
     monkeypatch.setattr(claims, "verdicts", lambda run, only, controls=False: SimpleNamespace(seconds={}))
     monkeypatch.setattr(claims, "table", lambda vs: ROWS)

@@ -245,7 +245,7 @@ def _report_keys() -> set[str]:
             **report.compute_values(report.compute_frame()), **report.seed_values(None, "std2"),
             **report.citation_values(report.citation())}
     return set(keys) | {"exec_verdict_seconds", "n_code_deviations", "tolerance", "verdict_table", "glance_table", "fig_forest",
-                        "run_dataset", "run_profile", "run_device"}
+                        "run_dataset", "run_profile", "run_device"} | {f"fig_forest_{k}" for k in report.FOREST_PARTS}
 
 
 def test_every_glue_key_the_report_and_the_introduction_paste_is_one_the_report_or_the_introduction_glues():
@@ -352,7 +352,134 @@ def test_the_seed_table_marks_overlapping_replicates_and_dashes_a_check_not_comm
     (tmp_path / "q.json").write_text(json.dumps({"seeds": [0, 1], "replicates": 3, "rows": rows,
                                                  "device": "CPU", "date": "2026-11-25"}))
     t = report.seed_table({"standard edition": tmp_path / report.SEEDS, "quick": tmp_path / "q.json"})
-    assert list(t.index) == ["standard edition", "quick"]
-    assert t.loc["quick", "replicates"] == "0–2 and 1–3 (overlapping: not independent)"
-    assert (t.loc["quick", "outcomes compared"], t.loc["quick", "flips"]) == (1, 1)
-    assert set(t.loc["standard edition"]) == {"—"}
+    assert list(t.columns) == ["standard edition", "quick"]                   # an edition per column
+    assert t.loc["replicates", "quick"] == "0–2 and 1–3 (overlapping: not independent)"
+    assert (t.loc["outcomes compared", "quick"], t.loc["flipped", "quick"]) == (1, 1)
+    assert set(t["standard edition"]) == {"—"}
+
+
+def _words(text) -> list[str]:
+    """The runs of a cell a browser will not break (its spaces break lines, its no-break spaces do not)."""
+    return [w for w in str(text).split(" ") if w]
+
+
+def test_the_seed_tables_fit_the_page_column_with_short_cells_and_every_change_listed(tmp_path):
+    """Table 19.5 held a 767-character cell that squeezed its headers letter by letter: the check is now a
+    column per edition of short facts, and the changed outcomes a table of their own, one row each."""
+    outcomes = ["holds", "does not hold", "inconclusive at this scale"]
+    by_seed = {0: [], 5: []}
+    for k, c in enumerate(list(CLAIMS)[:20]):                         # 20 changes, a list of > 1000 characters
+        for s, o in ((0, outcomes[k % 3]), (5, outcomes[(k + 1) % 3])):
+            by_seed[s].append({"claim": c, "model": f"ensemble 5× ResNet20 / 0.99 #{k}", "outcome": o})
+    rows = report.seed_rows(by_seed)
+    (tmp_path / "s.json").write_text(json.dumps({"seeds": [0, 5], "replicates": 5, "rows": rows,
+                                                "device": "CPU (AMD EPYC, 1 thread)", "date": "2026-11-27"}))
+    files = {"standard edition": tmp_path / "s.json", "quick": report.RESULTS / "verdicts-quick-cpu.json",
+             "gpu": tmp_path / "none.json"}
+    t, changes = report.seed_table(files), report.seed_changes(files)
+    assert len(report.seed_values(report.seed_doc(tmp_path / "s.json"), "s")["s_changed_which"]) > 1000
+    for frame in (t, changes):
+        assert max(len(str(v)) for v in frame.to_numpy().ravel()) <= 200
+    # the facts fit beside each other on one line at a 720 px column (about 100 characters at the tables' size)
+    widths = [max(len(str(v)) for v in t.index)] + [max(len(c), *(len(str(v)) for v in t[c])) for c in t]
+    assert sum(widths) <= 100, widths
+    # a column of the changes is never narrower than a word of its header (the layout keeps a cell's longest word)
+    for c in changes:
+        assert max(map(len, _words(c))) <= max(len(w) for v in changes[c] for w in _words(v)), c
+    assert set(changes.index) == {""}                                  # no column of row labels to squeeze
+    std = changes[changes["edition"] == "standard edition"]
+    assert len(std) == 20 and t.loc["changed", "standard edition"] == 20
+    flips = std[std["2nd seed"].str.endswith("(flip)")]
+    assert len(flips) == t.loc["flipped", "standard edition"] and len(flips) > 0
+    first = std.iloc[0]
+    assert (first["claim"], first["1st seed"]) == (CLAIMS[list(CLAIMS)[0]].short, "holds")
+    assert first["2nd seed"] == "does\u00a0not\u00a0hold (flip)"
+    assert list(changes[changes["edition"] == "gpu"].iloc[0]) == ["gpu"] + ["—"] * 4
+    (tmp_path / "same.json").write_text(json.dumps({"seeds": [0, 1], "replicates": 1,
+                                                   "rows": report.seed_rows({0: by_seed[0], 1: by_seed[0]})}))
+    assert report.seed_changes({"e": tmp_path / "same.json"})["claim"].tolist() == ["no outcome changed"]
+
+
+def test_the_committed_seed_checks_fit_the_page_column():
+    files = {"standard edition": report.STANDARD / report.SEEDS, "quick": report.RESULTS / "verdicts-quick-cpu.json"}
+    t, changes = report.seed_table(files), report.seed_changes(files)
+    widths = [max(len(str(v)) for v in t.index)] + [max(len(c), *(len(str(v)) for v in t[c])) for c in t]
+    assert sum(widths) <= 100 and max(len(str(v)) for v in changes.to_numpy().ravel()) <= 200
+    assert len(changes) == sum(t.loc["changed", e] for e in files)
+
+
+def _forest_doc(rows):
+    return {"schema": 1, "profile": "standard", "dataset": "fashion-mnist", "seed": 0, "device": "cpu",
+            "rows": [{"claim": c, "model": m, "estimate": e, "low": lo, "high": hi, "margin": margin,
+                      "outcome": "holds", "verdict": "holds", "revision": CLAIMS[c].revision}
+                     for c, m, e, lo, hi, margin in rows]}
+
+
+def _panels(fig) -> dict:
+    """{claim: axes} of a forest figure, by the panels' titles."""
+    titles = {report._forest_title(c): c for c in CLAIMS}
+    return {titles[ax.get_title(loc="left")]: ax for ax in fig.axes if ax.get_title(loc="left") in titles}
+
+
+def test_the_forest_is_one_figure_per_part_with_each_axis_inside_its_measures_bounds():
+    """An interval past its measure's range (a mean size below 0%, a relative increase below -100%, a
+    probability above 1) or far wider than the others no longer stretches its panel: the axis stops at the
+    bound, or near the estimates, and an arrow marks the interval running on."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from overinterp.pages.audit import text_sizes
+    standard = _forest_doc([("sis", "ResNet20", 50.0, -20.0, 140.0, "≤ 5"), ("sis", "VGG16", 8.0, 6.0, 10.0, "≤ 5"),
+                            ("transfer", "ResNet20", 0.2, 0.15, 0.25, "≤ 0.5"),
+                            ("transfer", "ResNet18", 0.25, 0.2, 0.3, "≤ 0.5"),
+                            ("transfer", "VGG16", 0.3, -40.0, 40.0, "≤ 0.5"),
+                            ("blank", "VGG16, mean pixel", 0.96, 0.88, 1.035, "≤ 0.2")])
+    here = _forest_doc([("sis_accuracy", "ResNet20 / fashion-mnist-c", 171.3, -3886.2, None, "≥ 10"),
+                        ("sis_accuracy", "ResNet20 / test", -25.4, -50.2, None, "≥ 10"),
+                        ("ensemble_accuracy", "ensemble 3× ResNet18", 0.8, 0.47, 1.1, "≥ 0")])
+    figs = report.forest_figures({"standard edition": standard, "this execution (quick)": here})
+    assert list(figs) == list(report.FOREST_PARTS) == ["I", "I_critiques", "II", "III"]
+    drawn = {k: set(_panels(f)) for k, f in figs.items()}
+    assert drawn == {"I": {"sis", "transfer"}, "I_critiques": {"blank"}, "II": {"sis_accuracy", "ensemble_accuracy"},
+                     "III": set()}                                       # Part III: a figure that says it has none
+    assert report._bounds("sis") == (0, 100) and report._bounds("sis_accuracy") == (-100, float("inf"))
+    assert report._bounds("blank") == (0, 1) and report._bounds("ensemble_accuracy") == (-100, 100)
+    for k, fig in figs.items():
+        assert fig.get_size_inches()[1] * fig.dpi <= 1400
+        for c, ax in _panels(fig).items():
+            lo, hi = report._bounds(c)
+            left, right = ax.get_xlim()
+            assert lo <= left < right <= hi, (c, left, right)
+        if drawn[k]:                                 # every figure here has an interval past its axis
+            assert min(text_sizes(fig)) >= 8
+            assert "interval runs past the axis" in [t.get_text() for t in fig.legends[0].get_texts()]
+    sis, transfer = _panels(figs["I"])["sis"], _panels(figs["I"])["transfer"]
+    assert sis.get_xlim() == (0, 100)
+    assert transfer.get_xlim()[1] - transfer.get_xlim()[0] < 2          # not stretched to -40..40 by one model
+    acc = _panels(figs["II"])["sis_accuracy"]
+    assert acc.get_xlim()[0] == -100
+    arrows = [ln for ln in acc.get_lines() if ln.get_marker() == "<"]
+    assert len(arrows) == 1 and arrows[0].get_xdata()[0] == -100        # the one-sided interval runs on past -100
+    # what the docstring names is drawn: the one-sided interval dotted, the margin shaded with its edge dashed
+    assert sum(ln.get_linestyle() == ":" for ln in acc.get_lines()) == 2
+    assert [ln.get_xdata()[0] for ln in acc.get_lines() if ln.get_linestyle() == "--"] == [10]
+    assert len(acc.patches) == 1 and "dashed" in report.forest_figures.__doc__ and "arrow" in report.forest_figures.__doc__
+    legend = [t.get_text() for t in figs["I"].legends[0].get_texts()]
+    assert legend[0] == "standard edition" and "this execution (quick)" not in legend   # only the editions drawn
+    assert len(report.forest_figure({"standard edition": standard, "here": here}).axes) == 5   # one figure of all
+
+
+def test_the_committed_standard_editions_forest_fits_the_page_per_part():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    figs = report.forest_figures({"standard edition": report.edition_verdicts(report.STANDARD)})
+    try:
+        for fig in figs.values():
+            assert fig.get_size_inches()[1] * fig.dpi <= 1400
+            for c, ax in _panels(fig).items():
+                lo, hi = report._bounds(c)
+                assert lo <= ax.get_xlim()[0] < ax.get_xlim()[1] <= hi
+    finally:
+        for fig in figs.values():
+            plt.close(fig)
+

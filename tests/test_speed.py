@@ -1,6 +1,6 @@
-"""The benchmark results chapter's reader (overinterp.pages.speed) and what it shows (overinterp.pages.speed_display:
-glue values, display tables, the figure): small files that the tests write in the structure bench_backselect.py
-writes (schema 2)."""
+"""The benchmark results chapter's module (overinterp.pages.speed): its readers and what it shows (glue values,
+display tables, the figure), on small files that the tests write in the structure bench_backselect.py writes
+(schema 2)."""
 import json
 import math
 import os
@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from overinterp.pages import speed as S
-from overinterp.pages import speed_display as SP
 from overinterp.paper.formatting import MISSING
 
 
@@ -137,10 +136,10 @@ def test_missing_sections_are_skipped_with_a_message(tmp_path):
     assert S.fidelity(r).empty and S.projections(r).empty and "size_ratio_tau0.9" not in S.fidelity(r)
     assert S.projections(r)["hours"].dtype == float                          # empty, yet sortable
     assert S.files(r)["missing"].tolist() == ["fidelity, projections, inception_v3_gradient_sis"]
-    assert SP.files_table(S.files(r)).loc["sections missing"].tolist() == [
+    assert S.files_table(S.files(r)).loc["sections missing"].tolist() == [
         "fidelity, projections, inception_v3_gradient_sis"]
     assert len(S.s5(r)) == 1                                                  # the paper's row alone
-    SP.plot_fidelity(S.fidelity(r))                                            # an empty panel, not an error
+    S.plot_fidelity(S.fidelity(r))                                            # an empty panel, not an error
 
 
 @pytest.mark.parametrize("content, says", [("{not json", "not a readable JSON file"),
@@ -184,7 +183,7 @@ def test_a_note_flagged_shared_cpu_or_a_load_above_the_threads_marks_the_cpu_sha
 
 def test_the_fidelity_plot_has_one_panel_per_tau_and_one_marker_per_setting(tmp_path):
     _write(tmp_path, "backselect-cpu.json", _result())
-    fig = SP.plot_fidelity(S.fidelity(S.load_results(tmp_path)))
+    fig = S.plot_fidelity(S.fidelity(S.load_results(tmp_path)))
     assert [ax.get_title() for ax in fig.axes] == ["τ = 0.9", "τ = 0.99"]
     assert [len(ax.collections) for ax in fig.axes] == [3, 2]                 # tau 0.99: pruned has no ratio
     assert fig.axes[0].get_xscale() == "log"
@@ -196,13 +195,13 @@ def test_every_committed_result_file_has_the_current_schema_and_every_table_read
     r = S.load_results(tmp_path)
     for table in (S.exact_vs_reference, S.efficiency, S.fidelity, S.fidelity_context, S.projections, S.s5):
         assert len(table(r)) > 0, table.__name__
-    for measure, values, shown in ((S.exact_vs_reference, SP.reference_values, SP.reference_table),
-                                   (S.efficiency, SP.efficiency_values, SP.efficiency_table),
-                                   (S.exact_check, SP.check_values, SP.check_table),
-                                   (S.projections, SP.projection_values, SP.projection_table),
-                                   (S.s5, SP.s5_values, SP.s5_table)):    # what the chapter glues and shows
+    for measure, values, shown in ((S.exact_vs_reference, S.reference_values, S.reference_table),
+                                   (S.efficiency, S.efficiency_values, S.efficiency_table),
+                                   (S.exact_check, S.check_values, S.check_table),
+                                   (S.projections, S.projection_values, S.projection_table),
+                                   (S.s5, S.s5_values, S.s5_table)):    # what the chapter glues and shows
         assert all(isinstance(x, str) for x in values(measure(r)).values()) and shown(measure(r)) is not None
-    assert all(isinstance(x, str) for x in SP.fidelity_values(S.fidelity(r), S.fidelity_context(r)).values())
+    assert all(isinstance(x, str) for x in S.fidelity_values(S.fidelity(r), S.fidelity_context(r)).values())
 
 
 def test_the_speedup_over_exact_is_exacts_seconds_over_the_methods(tmp_path):
@@ -291,20 +290,20 @@ def test_the_benchmark_reruns_one_section_into_the_existing_file(tmp_path):
     assert all(r["s_per_image_plain"] > 0 and r["s_per_image_fused"] > 0 for r in new["fusion"])
 
 
-# ----------------------------------------------------------------------------- what the chapter glues (speed_display)
+# ----------------------------------------------------------------------------- what the chapter glues
 
 def test_numbers_ranges_lists_and_places_in_a_range_write_missing_the_same_way():
-    assert SP.span([2.0, 1.0, float("nan")]) == "1.00–2.00" and SP.span([1.001, 0.999]) == "1.00"
-    assert SP.span([], 0) == MISSING and SP.listed(["a", "b", "a"]) == "a, b" and SP.listed([]) == MISSING
-    assert SP.span([1539.2, 3077.2], 0) == "1,539–3,077" and SP.span([82.078, 0.1014], "sig3") == "0.101–82.1"
-    assert (SP.fmt(46132.4, "sig3"), SP.fmt(None), SP.fmt(float("inf"), 0)) == ("46,132", MISSING, MISSING)
-    assert [SP.where(x, 1, 2) for x in (0.5, 1, 2, 3, float("nan"))] == ["below", "within", "within", "above",
+    assert S.span([2.0, 1.0, float("nan")]) == "1.00–2.00" and S.span([1.001, 0.999]) == "1.00"
+    assert S.span([], 0) == MISSING and S.listed(["a", "b", "a"]) == "a, b" and S.listed([]) == MISSING
+    assert S.span([1539.2, 3077.2], 0) == "1,539–3,077" and S.span([82.078, 0.1014], "sig3") == "0.101–82.1"
+    assert (S.fmt(46132.4, "sig3"), S.fmt(None), S.fmt(float("inf"), 0)) == ("46,132", MISSING, MISSING)
+    assert [S.where(x, 1, 2) for x in (0.5, 1, 2, 3, float("nan"))] == ["below", "within", "within", "above",
                                                                            MISSING]
 
 
 def test_paper_values_quote_s5_and_count_the_files(tmp_path):
     _write(tmp_path, "backselect-cpu.json", _result())
-    v = SP.paper_values(S.load_results(tmp_path))
+    v = S.paper_values(S.load_results(tmp_path))
     assert v["n_files"] == "1" and (v["paper_lo"], v["paper_hi"], v["paper_images"]) == ("1", "2", "32")
     assert v["paper_steps"] == "895" and v["paper_pixels"] == "89,401" and v["paper_size"] == "299×299"
     assert all(isinstance(x, str) for x in v.values())
@@ -313,7 +312,7 @@ def test_paper_values_quote_s5_and_count_the_files(tmp_path):
 def test_fidelity_values_take_pruned_at_the_chosen_m_and_the_rule_field(tmp_path):
     _write(tmp_path, "backselect-cpu.json", _result())
     r = S.load_results(tmp_path)
-    v = SP.fidelity_values(S.fidelity(r), S.fidelity_context(r))
+    v = S.fidelity_values(S.fidelity(r), S.fidelity_context(r))
     assert (v["fid_m"], v["fid_rule"], v["fid_reason"]) == ("16", "rule", "why")
     assert (v["fid_arch"], v["fid_taus"]) == ("small CNN", "0.9 and 0.99")
     assert v["fid_pruned_s"] == "2" and v["fid_exact_s"] == "100"
@@ -324,46 +323,46 @@ def test_fidelity_values_take_pruned_at_the_chosen_m_and_the_rule_field(tmp_path
     data["fidelity"]["runs"][2]["sis"][1]["all_verified_f_ge_tau"] = False    # gradient, tau 0.99
     _write(tmp_path, "backselect-cpu.json", data)
     r = S.load_results(tmp_path)
-    assert SP.fidelity_values(S.fidelity(r), S.fidelity_context(r))["fid_verified"] == "2"
+    assert S.fidelity_values(S.fidelity(r), S.fidelity_context(r))["fid_verified"] == "2"
 
 
 def test_projection_values_name_the_fastest_approximation_per_dataset(tmp_path):
     _write(tmp_path, "backselect-cpu.json", _result())
-    v = SP.projection_values(S.projections(S.load_results(tmp_path)))
+    v = S.projection_values(S.projections(S.load_results(tmp_path)))
     assert (v["proj_fm_images"], v["proj_fm_exact_h"], v["proj_fm_exact_days"]) == ("72,000", "2,000", "83")
     assert (v["proj_fm_fast"], v["proj_fm_fast_h"], v["proj_fm_fast_device"]) == \
         ("gradient k=1", "10", "CPU (Test CPU, 2 threads)")
     assert v["proj_device"] == "CPU (Test CPU, 2 threads)"
     assert v["proj_c10_images"] == "—" and v["proj_batch"] == "64"            # no CIFAR-10 workload in the file
-    assert list(SP.projection_table(S.projections(S.load_results(tmp_path))).columns) == ["exact", "gradient k=1"]
+    assert list(S.projection_table(S.projections(S.load_results(tmp_path))).columns) == ["exact", "gradient k=1"]
 
 
 def test_s5_values_take_an_inception_row_first_and_name_its_device(tmp_path):
     _write(tmp_path, "backselect-cuda.json", _result("cuda", gpu="GPU X", inception=True))
-    v = SP.s5_values(S.s5(S.load_results(tmp_path)))
+    v = S.s5_values(S.s5(S.load_results(tmp_path)))
     assert (v["s5_model"], v["s5_k"], v["s5_steps"], v["s5_features"]) == ("Inception-v3 (random weights)", "100",
                                                                            "895", "89,401")
     assert (v["s5_how"], v["s5_minutes"]) == ("measured, 32 images, BackSelect only", "0.80")
     assert v["s5_best_device"] == v["s5_device"] == "GPU X"
     _write(tmp_path, "backselect-cpu.json", _result())                         # no Inception-v3: the trained CNN
-    v = SP.s5_values(S.s5(S.load_results(tmp_path)))
+    v = S.s5_values(S.s5(S.load_results(tmp_path)))
     assert (v["s5_best_device"], v["s5_device"]) == ("GPU X", "CPU (Test CPU, 2 threads), GPU X")
     (tmp_path / "backselect-cuda.json").unlink()
-    v = SP.s5_values(S.s5(S.load_results(tmp_path)))
+    v = S.s5_values(S.s5(S.load_results(tmp_path)))
     assert (v["s5_model"], v["s5_data"], v["s5_features"]) == ("small CNN (trained, quick)", "fashion-mnist test, 28×28",
                                                                "784")
     (tmp_path / "backselect-cpu.json").unlink()
     _write(tmp_path, "backselect-cuda.json", _result("cuda", gpu="GPU X", inception=True))
-    shown = SP.s5_table(S.s5(S.load_results(tmp_path)))
+    shown = S.s5_table(S.s5(S.load_results(tmp_path)))
     assert shown.loc["paper", "minutes for 32 images"] == "1–2"
     assert "device" not in shown and set(shown.index) == {"paper", "ours"}     # the caption names GPU X
-    assert set(SP.s5_values(S.s5({})).values()) == {MISSING}                  # no measurement of gradient
+    assert set(S.s5_values(S.s5({})).values()) == {MISSING}                  # no measurement of gradient
 
 
 def test_the_files_table_says_device_dates_load_and_sharing_without_the_lab_notes(tmp_path):
     notes = [_note("efficiency: timed", ["efficiency"]), _note("busy machine", shared_cpu=True)]
     _write(tmp_path, "backselect-cpu.json", _result(notes=notes))
-    shown = SP.files_table(S.files(S.load_results(tmp_path)))
+    shown = S.files_table(S.files(S.load_results(tmp_path)))
     (col,) = shown.columns
     assert col == "CPU (Test CPU, 2 threads)" and shown[col]["file"] == "backselect-cpu.json"
     assert (shown[col]["torch"], shown[col]["threads"], shown[col]["hours of benchmarking"]) == ("2.0", "2", "2.0")
@@ -375,7 +374,7 @@ def test_the_files_table_says_device_dates_load_and_sharing_without_the_lab_note
 
 
 def test_the_committed_file_is_dated_by_its_commits():
-    ((first, last),) = S.file_dates(S.load_results()).values()
+    ((first, last),) = S.files(S.load_results())[["first_commit", "last_commit"]].values
     assert len(first) == len(last) == 10 and first <= last                    # YYYY-MM-DD
 
 
@@ -416,10 +415,10 @@ def test_efficiency_is_the_median_of_paired_rounds_and_exact_runs_span_the_round
     assert eff["width"] == 16 and not eff["folded"]                           # width null: the paper's 16
     assert (eff["plain_median"], eff["engine_median"], eff["ratio_median"]) == (200.0, 150.0, 0.7)
     assert eff["exact_s_fastest"] == pytest.approx(307720 / 200) and eff["exact_s_slowest"] == pytest.approx(3077.2)
-    v = SP.efficiency_values(S.efficiency(S.load_results(tmp_path)))
+    v = S.efficiency_values(S.efficiency(S.load_results(tmp_path)))
     assert v["eff_median"] == "0.70" and v["eff_bests"] == "0.50" and v["eff_rounds_span"] == "0.67–0.80"
     assert v["eff_exact_s"] == "1,539–3,077" and (v["eff_folded"], v["eff_rows"]) == ("0", "2")
-    shown = SP.efficiency_table(S.efficiency(S.load_results(tmp_path)))
+    shown = S.efficiency_table(S.efficiency(S.load_results(tmp_path)))
     assert shown.index.names == ["model", "threads"] and "ratio of bests" not in shown  # one device: no column
     assert shown.iloc[0]["full exact run (s/image)"] == "1,539–3,077"
     assert shown.iloc[0]["single rounds"] == "0.67–0.80"
@@ -434,7 +433,7 @@ def test_exact_check_scales_the_efficiency_rounds_by_multiply_adds_and_folding(t
     assert chk.loc[2, "fold_speedup"] == 2.0                                  # pruned's median round, not gradient's
     assert chk.loc[2, "folded_fast"] == pytest.approx(307720 / 200 * ratio / 2)
     assert chk.loc[2, "folded_slow"] == pytest.approx(307720 / 100 * ratio / 2)   # 193–386 s
-    v = SP.check_values(S.exact_check(S.load_results(tmp_path)))
+    v = S.check_values(S.exact_check(S.load_results(tmp_path)))
     assert (v["chk_where"], v["chk_off"], v["chk_pred"], v["chk_pred_threads"]) == ("below", "48", "193–386", "2")
     assert (v["chk_measured"], v["chk_macs_x"], v["chk_fold"], v["chk_rate"]) == ("100", f"{1 / ratio:.2f}", "2.00",
                                                                                  "3,077")
@@ -442,11 +441,11 @@ def test_exact_check_scales_the_efficiency_rounds_by_multiply_adds_and_folding(t
     assert v["chk_plain_where"] == "above" and v["chk_plain"] == "150–250"   # it outpaced every plain round
     assert (v["chk_eff_folded"], v["chk_fid_folded"]) == ("no", "yes")
     _write(tmp_path, "backselect-cpu.json", _resnet_file(exact_s=300.0))
-    v = SP.check_values(S.exact_check(S.load_results(tmp_path)))
+    v = S.check_values(S.exact_check(S.load_results(tmp_path)))
     assert (v["chk_where"], v["chk_off"], v["chk_rate_where"]) == ("within", "0", "within")   # 129 evals/s
     assert v["chk_plain_where"] == "below"
     _write(tmp_path, "backselect-cpu.json", _resnet_file(exact_s=300.0, threads=(1,)))   # no row at 2 threads
-    v = SP.check_values(S.exact_check(S.load_results(tmp_path)))
+    v = S.check_values(S.exact_check(S.load_results(tmp_path)))
     assert (v["chk_pred_threads"], v["chk_threads"]) == ("1", "2")            # predicted from the rows there are
 
 
@@ -456,11 +455,11 @@ def test_exact_check_folds_only_where_one_side_folded_and_says_when_it_cannot(tm
     _write(tmp_path, "backselect-cpu.json", _resnet_file(fusion=None))        # folding never measured
     r = S.load_results(tmp_path)
     assert S.exact_check(r)["folded_fast"].isna().all()
-    v = SP.check_values(S.exact_check(r))
+    v = S.check_values(S.exact_check(r))
     assert v["chk_where"] == v["chk_off"] == v["chk_pred"] == v["chk_rate_where"] == MISSING   # not predicted
-    assert list(SP.check_table(S.exact_check(r)).iloc[0]) == ["1,539–3,077", "386–772", MISSING]
+    assert list(S.check_table(S.exact_check(r)).iloc[0]) == ["1,539–3,077", "386–772", MISSING]
     _write(tmp_path, "backselect-cpu.json", _result())                        # no efficiency row of the model
-    assert set(SP.check_values(S.exact_check(S.load_results(tmp_path))).values()) <= {MISSING} or \
+    assert set(S.check_values(S.exact_check(S.load_results(tmp_path))).values()) <= {MISSING} or \
         S.exact_check(S.load_results(tmp_path))["eff_width"].eq(32).all()     # the CNN at its own width: ratio 1
 
 
@@ -474,7 +473,7 @@ def test_fusion_reads_the_median_of_alternating_rounds(tmp_path):
 def test_the_committed_exact_timings_agree_once_scaled():
     """Issue 21, item 5: the fidelity section's exact run (the quick, narrower ResNet20, batch norms
     folded) lies inside what the efficiency rounds predict for it at its thread count."""
-    v = SP.check_values(S.exact_check(S.load_results()))
+    v = S.check_values(S.exact_check(S.load_results()))
     assert v["chk_where"] == "within", (v["chk_measured"], v["chk_pred"])
 
 
@@ -483,30 +482,36 @@ def test_the_committed_exact_timings_agree_once_scaled():
 def test_display_tables_write_dashes_for_missing_numbers_and_name_a_single_device_once(tmp_path):
     _write(tmp_path, "backselect-cpu.json", _result())
     r = S.load_results(tmp_path)
-    shown = SP.fidelity_table(S.fidelity(r))
+    shown = S.fidelity_table(S.fidelity(r))
     assert "device" not in shown.columns and shown.index.names == ["method"]
     assert shown.loc["pruned m=16", "SIS size / exact's, τ = 0.99"] == MISSING  # null in the JSON, not NaN
     assert not shown.apply(lambda c: c.str.contains("nan", case=False)).any().any()
     assert shown.loc["exact", "s/image"] == "100" and shown.loc["gradient k=1", "s/image"] == "0.5"
-    for table in (SP.reference_table(S.exact_vs_reference(r)), SP.efficiency_table(S.efficiency(r)),
-                  SP.projection_table(S.projections(r))):
+    for table in (S.reference_table(S.exact_vs_reference(r)), S.efficiency_table(S.efficiency(r)),
+                  S.projection_table(S.projections(r))):
         assert "device" not in list(table.columns) + list(table.index.names)
-    assert list(SP.reference_table(S.exact_vs_reference(r)).index.get_level_values("model")) == \
+    assert list(S.reference_table(S.exact_vs_reference(r)).index.get_level_values("model")) == \
         ["small CNN, 28×28×1"]                                                # named from the efficiency row
     no_eff = _result(drop=("efficiency",))
     _write(tmp_path, "backselect-cpu.json", no_eff)
-    assert list(SP.reference_table(S.exact_vs_reference(S.load_results(tmp_path))).index.get_level_values(
+    assert list(S.reference_table(S.exact_vs_reference(S.load_results(tmp_path))).index.get_level_values(
         "model")) == ["cnn-28x28x1"]                                          # else its own name
     _write(tmp_path, "backselect-cuda.json", _result("cuda", gpu="GPU X"))
-    two = SP.reference_table(S.exact_vs_reference(S.load_results(tmp_path)))
-    assert two.index.names[0] == "device" and SP.reference_values(S.exact_vs_reference(S.load_results(tmp_path)))[
+    two = S.reference_table(S.exact_vs_reference(S.load_results(tmp_path)))
+    assert two.index.names[0] == "device" and S.reference_values(S.exact_vs_reference(S.load_results(tmp_path)))[
         "ref_device"] == "CPU (Test CPU, 2 threads), GPU X"                   # the caption names both
 
 
 def test_the_fidelity_figure_fits_the_page_with_text_of_at_least_9_points(tmp_path):
     _write(tmp_path, "backselect-cpu.json", _result())
-    fig = SP.plot_fidelity(S.fidelity(S.load_results(tmp_path)))
+    fig = S.plot_fidelity(S.fidelity(S.load_results(tmp_path)))
     fig.canvas.draw()
     sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
              if t.get_text()]
     assert fig.get_size_inches()[0] <= 8 and min(sizes) >= 9, sorted(sizes)[:3]
+
+
+def test_the_former_display_module_is_the_same_module():
+    """book/13_speed still imports ``speed_display as D``: an alias of overinterp.pages.speed, no second home."""
+    from overinterp.pages import speed_display
+    assert speed_display is S and S.check_values is speed_display.check_values

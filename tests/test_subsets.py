@@ -115,16 +115,6 @@ def test_zoo_table_names_the_confident_share_by_a_structured_column_and_display_
         "n_models": 2, "n_plateau": 0, "epochs": get_profile("tiny").train.epochs}
 
 
-def test_zoo_paper_rows_give_the_resnet18_ensemble_the_papers_as_the_names_did(always):
-    models = {"resnet18": [always(0), always(1)], "cnn": [always(2), always(3)], "vgg16": [always(4)]}
-    ens = A.ensembles(models)
-    old = {paper.ARCH_NAMES[a]: paper.table1(a, "full", "full") for a in models}      # the notebook's former cell
-    for k in ens:
-        if "ResNet18" in k and "all" not in k:
-            old[k] = paper.table1("ensemble 5x resnet18", "full", "full")
-    assert A.zoo_paper_rows(models) == old and list(A.zoo_paper_rows(models)) == list(old)
-
-
 def test_accuracy_values_name_the_best_and_whether_ood_is_lower():
     cols = pd.MultiIndex.from_tuples([("test", "mean"), ("test", "std"), ("ood", "mean"), ("ood", "std")])
     acc = pd.DataFrame([[80, 1, 70, 1], [85, 1, 60, 1], [90, 1, 91, 1]], columns=cols, index=["A", "B", "ens"])

@@ -270,33 +270,22 @@ def install_cell(repository: str, branch: str = "main") -> str:
     build) the cell does nothing. Tagged ``remove-cell`` (hidden in the rendered page) and
     :data:`INSTALL_TAG`; an empty ``repository`` makes the cell say what to do instead of installing."""
     return f"""\
-# Installs the book's code where it is missing (a notebook opened in Google Colab): clones
-# the repository, `pip install -e ".[book]"`, and imports from the clone. Where overinterp
-# imports (its environment, Binder, the book's build) this cell does nothing. Written by
-# `python -m overinterp chapters --write` from the repository url and branch of _config.yml
-# (or $OVERINTERP_REPOSITORY_URL).
+# Colab: where overinterp does not import, clone the book's repository and install it with the
+# `book` extra; elsewhere this does nothing (`python -m overinterp chapters --write` writes it).
 def _install(repository={repository!r}, branch={branch!r}):
-    import importlib, os, subprocess, sys
+    import os, subprocess, sys
     try:
-        import overinterp
-        if overinterp.__file__:          # the package, not a folder of that name
-            return
+        import overinterp  # noqa: F401
+        return
     except ImportError:
-        pass
-    if not repository:
-        raise RuntimeError("overinterp is not installed and this notebook names no repository "
-                           "to install it from: pip install the project, or set repository.url "
-                           "in _config.yml and run python -m overinterp chapters --write")
+        if not repository:
+            raise RuntimeError("overinterp is not installed and this notebook names no repository: pip install "
+                               "the project, or set repository.url in _config.yml and run chapters --write")
     clone = os.path.abspath("overinterp-book")
     if not os.path.isdir(clone):
-        subprocess.run(["git", "clone", "--depth", "1", "--branch", branch, repository, clone],
-                       check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", clone + "[book]"],
-                   check=True)
+        subprocess.run(["git", "clone", "--depth", "1", "--branch", branch, repository, clone], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", clone + "[book]"], check=True)
     sys.path.insert(0, clone)
-    importlib.invalidate_caches()
-    sys.modules.pop("overinterp", None)
-    print(f"installed overinterp from {{repository}} ({{branch}}) into {{clone}}")
 
 
 _install()

@@ -39,7 +39,7 @@ from overinterp.zoo.train import TrainConfig, accuracy, cached_fit, make_model, 
 
 __all__ = ["model_config", "model_key", "trained_model", "zoo", "named", "selection", "eval_selections", "eval_sets",
            "ensembles", "accuracies", "accuracy_table", "mean_std", "model_stats", "zoo_table", "beside_paper",
-           "CONFIDENT", "zoo_histories", "training_values", "zoo_values", "zoo_accuracy", "zoo_paper_rows",
+           "CONFIDENT", "zoo_histories", "training_values", "zoo_values", "zoo_accuracy", "zoo_paper_rows", "PAPER_ENSEMBLE",
            "accuracy_values", "backselect_model", "backselect_set", "confident", "confident_selection",
            "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED", "subset_seed", "RETRAIN_SEED_OFFSET", "correct", "sis_result", "sis_sizes_by_replicate", "pooled", "empty_values"]
 
@@ -177,7 +177,12 @@ def zoo_table(models: dict[str, list], sets: dict[str, tuple], device="cpu",
 
 
 def beside_paper(ours: pd.DataFrame, paper: dict[str, dict], ours_label: str) -> pd.DataFrame:
-    """The paper's CIFAR-10 columns and ours (formatted) side by side, rows aligned; '—' where the paper has none."""
+    """The paper's CIFAR-10 columns and ours (formatted) side by side, rows aligned by their label; a row
+    with numbers only the paper has (a model we do not train, under a label that says it is the paper's,
+    e.g. :data:`PAPER_ENSEMBLE`) follows ours; '—' where one side has no number."""
+    extra = [k for k, row in paper.items() if row and k not in ours.index]
+    if extra:
+        ours = ours.reindex(list(ours.index) + extra).fillna(MISSING)
     p = pd.DataFrame.from_dict(paper, orient="index").reindex(ours.index)
     p = p.reindex(columns=list(dict.fromkeys(c for row in paper.values() for c in row))).fillna(MISSING)
     return pd.concat({"paper (CIFAR-10)": p, ours_label: ours}, axis=1)
@@ -240,12 +245,17 @@ def zoo_accuracy(models: dict[str, list[nn.Module]], ens: dict[str, Ensemble], s
     return pd.concat([accuracy_table(named(models), sets, device), accuracy_table(ens, sets, device)])
 
 
+#: the row of the paper's ensemble of five ResNet18 (Table 1) beside ours, which ensemble the profile's replicates
+PAPER_ENSEMBLE = "5× ResNet18 ensemble (paper)"
+
+
 def zoo_paper_rows(models: dict[str, list[nn.Module]]) -> dict[str, dict]:
-    """The paper's full-image rows beside :func:`zoo_accuracy`'s: per architecture, and for our
-    homogeneous ResNet18 ensemble the paper's (which ensembles 5)."""
+    """The paper's full-image rows beside :func:`zoo_accuracy`'s: per architecture, and where we ensemble
+    ResNet18 the paper's ensemble of five in a row of its own (:data:`PAPER_ENSEMBLE`), not under our
+    ensemble's label (:func:`beside_paper` puts it after ours)."""
     rows = {ARCH_NAMES[a]: paper.table1(a, "full", "full") for a in models}
-    rows.update({_ensemble_name(a, len(ms)): paper.table1("ensemble 5x resnet18", "full", "full")
-                 for a, ms in models.items() if a == "resnet18" and len(ms) > 1})
+    if len(models.get("resnet18", ())) > 1:
+        rows[PAPER_ENSEMBLE] = paper.table1("ensemble 5x resnet18", "full", "full")
     return rows
 
 

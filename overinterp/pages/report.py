@@ -34,8 +34,8 @@ from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTA
 
 __all__ = ["text", "document", "write", "load", "table", "edition_view", "ROOT", "STANDARD", "RESULTS", "READING",
            "group", "edition_verdicts", "this_execution", "by_claim", "stale", "blank_failures", "causes", "second_seed", "bottom_line", "agreement", "FLIP", "seed_rows", "overlapping",
-           "seed_values", "seed_doc", "seed_table", "SEEDS", "accuracy_values",
-           "verdict_frame", "verdict_table", "glance_frame", "glance_table", "headline", "forest_figure", "results_table", "scope_table", "deviations_frame",
+           "seed_values", "seed_doc", "seed_table", "seed_changes", "SEEDS", "accuracy_values",
+           "verdict_frame", "verdict_table", "glance_frame", "glance_table", "headline", "forest_figure", "forest_figures", "forest_part", "FOREST_PARTS", "results_table", "scope_table", "deviations_frame",
            "compute_frame", "compute_values", "engine_values", "control_values", "citation", "citation_values",
            "standard_accuracies", "zoo_accuracies", "scale_values", "data_values", "gpu_values", "paper_values",
            "NOTES", "MARK"]
@@ -60,28 +60,40 @@ NOTES = {"engine": tuple(c for c, claim in CLAIMS.items() if claim.engine),
 MARK = {"engine": "a", "control": "b", "leakage": "c", "blank": "d"}
 
 
-def text(rows: list[dict]) -> str:
-    """One line per row of :func:`overinterp.experiments.claims.table`, grouped by part, and a line per
-    claim with its own outcome."""
-    out, part, claim = [], None, None
+#: the one line the verdicts command prints first for the tiny profile, and the mark of each of its rows
+TINY_WARNING = ("warning: profile tiny is a smoke test of the pipeline (seconds of training on a handful of "
+                "images): its numbers are not findings; use --profile quick or larger for results")
+TINY_MARK = "[tiny: smoke test] "
+
+
+def text(rows: list[dict], profile: str = "") -> str:
+    """What ``verdicts`` prints: per part, per claim a line with its outcome, the source's number and its
+    chapter (the sidebar's number), then per model a line naming the measure and its unit: the estimate, its
+    95% interval, the margin, the outcome and the replicates and images behind it. The tiny profile's rows
+    are marked, after a first line saying that its numbers are a smoke test."""
+    from overinterp.config.chapters import chapter_label
+    tiny = profile == "tiny"
+    out, part, claim = [TINY_WARNING] if tiny else [], None, None
     for r in rows:
         c = CLAIMS[r["claim"]]
         if c.part != part:
             part = c.part
-            out.append(f"\n{PARTS[part]}")
+            out.append(f"{PARTS[part]}")
         if r["claim"] != claim:
             claim = r["claim"]
             out.append(f"  {MARKS.get(r['verdict'], '  ')}{c.id} ({c.section}): {c.short} — {r['verdict']} "
-                       f"[paper: {c.paper}; chapter {c.chapter[:2]}]")
+                       f"[paper: {c.paper}; {chapter_label(c.chapter)}]")
+        name, unit = c.measured
         d = c.digits
-        ends = "" if r["low"] is None else f" [{number(r['low'], d)}, {number(r['high'], d)}]"
+        ends = ("no 95% interval" if r["low"] is None and r["high"] is None
+                else f"95% interval [{number(r['low'], d)}, {number(r['high'], d)}]")
         n = ", ".join(f"{int(r[k])} {k if int(r[k]) != 1 else k[:-1]}" for k in ("replicates", "images")
                       if r.get(k) is not None)
-        out.append(f"      {r['model']}: {number(r['estimate'], d)}{ends}"
+        out.append(f"      {TINY_MARK if tiny else ''}{r['model']}: {name} ({unit}) {number(r['estimate'], d)}, {ends}"
                    + (f", margin {r['margin']}" if r["margin"] else "") + (f", {r['outcome']}" if r["outcome"] else "")
                    + (f" ({n})" if n else "")
                    + (f"; {r['to decide']} replicates would decide it" if r.get("to decide") else ""))
-    return "\n".join(out).lstrip("\n")
+    return "\n".join(out)
 
 
 def document(run, rows: list[dict], seconds: dict, device: str) -> dict:
@@ -398,23 +410,60 @@ def seed_doc(path) -> dict | None:
 
 
 def seed_table(files: dict) -> "pd.DataFrame":
-    """One row per two-seed check of ``files`` ({label: path of a ``bench_verdicts.py`` JSON}): the seeds and
-    their replicates (marked where they overlap: not independent checks), the (claim, model) outcomes
-    both seeds computed, how many changed and how many flipped (:func:`seed_values`), which changed, the
-    device and date; "—" for a check that is not committed."""
+    """Each two-seed check of ``files`` ({label: path of a ``bench_verdicts.py`` JSON}) in a column of short
+    cells, one row per fact: the seeds, their replicates (marked where they overlap: not independent
+    checks), the (claim, model) outcomes both seeds computed, how many changed and how many flipped
+    (:func:`seed_values`), the device and the date of the check; "—" for a check that is not committed.
+    Which outcomes changed is :func:`seed_changes`' table: a list in a cell would not fit the page."""
     import pandas as pd
-    rows = []
+    out = {}
     for label, path in files.items():
         doc = seed_doc(path)
         v = seed_values(doc, "s")
         n = _replicates(doc) if doc else None
         overlap = bool(n and overlapping(doc.get("seeds", [])[:2], n))
-        rows.append({"edition": label, "seeds": v["s_seeds"],
-                     "replicates": v["s_replicates"] + (" (overlapping: not independent)" if overlap else ""),
-                     "outcomes compared": v["s_rows"], "changed": v["s_changed"], "flips": v["s_flips"],
-                     "which changed": v["s_changed_which"],
-                     "computed": f"{doc.get('device', MISSING)}, {doc.get('date', MISSING)}" if doc else MISSING})
-    return pd.DataFrame(rows).set_index("edition")
+        out[label] = {"seeds": v["s_seeds"],
+                      "replicates": v["s_replicates"] + (" (overlapping: not independent)" if overlap else ""),
+                      "outcomes compared": v["s_rows"], "changed": v["s_changed"], "flipped": v["s_flips"],
+                      "device": doc.get("device", MISSING) if doc else MISSING,
+                      "date": doc.get("date", MISSING) if doc else MISSING}
+    return pd.DataFrame(out, columns=list(files), dtype=object)
+
+
+def _unbroken(outcome: str) -> str:
+    """An outcome of a few short words ("does not hold") kept on one line; "inconclusive at this scale" may wrap."""
+    return outcome.replace(" ", "\u00a0") if len(outcome) <= 16 else outcome
+
+
+def seed_changes(files: dict) -> "pd.DataFrame":
+    """The (claim, model) outcomes that changed between the two seeds of each check of ``files`` (as
+    :func:`seed_table`'s), one row each: the edition, the claim (in short), the model, and its
+    outcome at the first seed and at the second, the latter marked "(flip)" where the two contradict each
+    other (:data:`FLIP`). An edition whose outcomes all agree has one row saying so; one whose check is not
+    committed, one row of "—"."""
+    import pandas as pd
+    out = []
+    for label, path in files.items():
+        doc = seed_doc(path)
+        if not doc or not doc.get("rows"):
+            out.append({"edition": label, "claim": MISSING, "model": MISSING, "1st seed": MISSING,
+                        "2nd seed": MISSING})
+            continue
+        s0, s1 = (str(s) for s in doc["seeds"][:2])
+        changed = [r for r in doc["rows"] if r["seeds"].get(s0) and r["seeds"].get(s1)
+                   and r["seeds"][s0]["outcome"] != r["seeds"][s1]["outcome"]]
+        for r in changed:
+            a, b = r["seeds"][s0]["outcome"], r["seeds"][s1]["outcome"]
+            out.append({"edition": label, "claim": CLAIMS[r["claim"]].short if r["claim"] in CLAIMS else r["claim"],
+                        "model": r["model"], "1st seed": _unbroken(a),
+                        "2nd seed": _unbroken(b) + (" (flip)" if {a, b} == FLIP else "")})
+        if not changed:
+            out.append({"edition": label, "claim": "no outcome changed", "model": MISSING, "1st seed": MISSING,
+                        "2nd seed": MISSING})
+    frame = pd.DataFrame(out, columns=["edition", "claim", "model", "1st seed", "2nd seed"])
+    # no row labels: a column of labels is laid out as narrow as one letter beside the claims, and breaks them
+    frame.index = [""] * len(frame)
+    return frame
 
 
 def accuracy_values(measured: tuple, prefix: str) -> dict:
@@ -624,19 +673,100 @@ def _margin(rows: list[dict]) -> tuple[float, float] | None:
 
 COLORS = ("#1b4f8a", "#d95f02", "#7570b3")     # one per edition, in the order of ``docs``
 MARKERS = ("o", "s", "D")
+#: the colour of the margin's shade and edges
+MARGIN_COLOR = "#2ca02c"
+
+
+def _bounds(claim: str) -> tuple[float, float]:
+    """The range ``claim``'s measure can take, from its measure and unit, as the
+    verdicts clip their intervals to it (:meth:`overinterp.paper.intervals.Interval.clipped`): a percentage
+    0 to 100 and a difference of two (points) -100 to 100, a relative increase (%) at least -100 (a mean
+    size cannot fall below 0), a probability or a fraction of the pixels 0 to 1 and a difference of two
+    -1 to 1, a ratio at least 0; unbounded otherwise (a share of a lift, a number of pixels)."""
+    c = CLAIMS[claim]
+    name, unit = c.measure, getattr(c, "unit", "")
+    if not unit and (x := re.fullmatch(r"(.+) \(([^()]+)\)", c.measure)):
+        name, unit = x.groups()                         # "drop (points)": the unit in parentheses
+    change = any(w in name for w in ("drop", "increase", "change", "difference", "excess", "−"))
+    if unit == "points":
+        return -100.0, 100.0
+    if unit == "%":
+        return (-100.0, math.inf) if change else (0.0, 100.0)
+    if unit in ("probability", "probability of the predicted class", "fraction of the pixels"):
+        return (-1.0, 1.0) if change else (0.0, 1.0)
+    if unit == "ratio":
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
+def _xlim(claim: str, rows: list[dict]) -> tuple[float, float]:
+    """The x axis of ``claim``'s panel: its estimates, the finite edges of its margin (:func:`_margin`) and
+    its intervals' ends, padded, within the measure's bounds (:func:`_bounds`). An interval's end counts
+    only up to twice the larger of the spread of the estimates and margin edges and the intervals' median
+    width beyond them, so that one wide interval of a measure without bounds cannot squash the others; a
+    panel draws the part of an interval beyond its axis as an arrow at the axis' end."""
+    b_lo, b_hi = _bounds(claim)
+    margin = _margin(rows)
+    core = [v for r in rows if (v := _finite(r.get("estimate"))) is not None]
+    core += [e for e in (margin or ()) if math.isfinite(e)]
+    ends, widths = [], []
+    for r in rows:
+        est, lo, hi = (_finite(r.get(k)) for k in ("estimate", "low", "high"))
+        lo, hi = (None if v is None else min(max(v, b_lo), b_hi) for v in (lo, hi))
+        ends += [v for v in (lo, hi) if v is not None]
+        if lo is not None and (hi if hi is not None else est) is not None:
+            widths.append((hi if hi is not None else est) - lo)
+    core = core or ends
+    if not core:
+        return (max(-1.0, b_lo), min(1.0, b_hi)) if b_lo < 0 else (b_lo, b_lo + 1.0)
+    widths.sort()
+    w = max(max(core) - min(core), widths[len(widths) // 2] if widths else 0.0)
+    lo_x = min(core + [e for e in ends if e >= min(core) - 2 * w])
+    hi_x = max(core + [e for e in ends if e <= max(core) + 2 * w])
+    pad = 0.06 * (hi_x - lo_x) or 0.1 * abs(hi_x) or 1.0
+    left, right = max(lo_x - pad, b_lo), min(hi_x + pad, b_hi)
+    return (left, right) if right > left else (left - 1.0, right + 1.0)   # a single value at a bound: no empty axis
+
+
+def forest_part(claim: str) -> str:
+    """The key of the figure of :func:`forest_figures` that draws ``claim``: its part ("I", "II", "III"),
+    with Part I's tests of the paper's published critiques apart ("I_critiques"), as the verdict table
+    groups them (:func:`group`)."""
+    c = CLAIMS[claim]
+    return c.part if group(claim) == PARTS[c.part] else f"{c.part}_critiques"
+
+
+#: the figures of :func:`forest_figures`, by key (:func:`forest_part`), with the group of the verdict table each draws
+FOREST_PARTS = {k: next(group(c) for c in CLAIMS if forest_part(c) == k)
+                for k in dict.fromkeys(forest_part(c) for c in CLAIMS)}
 
 
 def forest_figure(docs: dict, columns: int = 2, width: float = 9.0):
-    """Every estimate and 95% interval of every claim against its margin: one panel per claim with a
-    number in some edition, one line per model and edition (``docs``: {label: verdicts document or None}),
-    the region where the claim holds shaded, its edge dashed; a one-sided interval drawn dotted from its
-    lowest end."""
+    """Every estimate and 95% interval of every claim against its margin, in one figure: :func:`forest_figures`'
+    panels of every part, one below the other (:func:`forest_figures` draws one figure per part)."""
+    return _forest(docs, list(CLAIMS), columns, width)
+
+
+def forest_figures(docs: dict, columns: int = 2, width: float = 9.0) -> dict:
+    """Every estimate and 95% interval of every claim against its margin, one figure per part of the
+    registry (:data:`FOREST_PARTS`, keyed by :func:`forest_part`; Part I's tests of its critiques apart):
+    one panel per claim with a number in some edition, one line per model and edition (``docs``:
+    {label: verdicts document or None}; a marker at the estimate), the region where the claim holds shaded,
+    its finite edges dashed; a one-sided interval drawn dotted from its lowest end to the estimate. Each
+    panel's axis spans the estimates, the margin's edges and the intervals within the measure's bounds
+    (:func:`_xlim`); an interval that runs past the axis ends in an arrow there. Every part has a figure,
+    saying so where no edition has an estimate in it."""
+    return {k: _forest(docs, [c for c in CLAIMS if forest_part(c) == k], columns, width) for k in FOREST_PARTS}
+
+
+def _forest(docs: dict, claims: list[str], columns: int, width: float):
+    """The forest figure of ``claims`` (those with an estimate in some edition of ``docs``)."""
     import textwrap
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     rows = {label: by_claim(doc) for label, doc in docs.items()}
-    claims = [c for c in CLAIMS if any(_finite(r.get("estimate")) is not None for per in rows.values()
+    claims = [c for c in claims if any(_finite(r.get("estimate")) is not None for per in rows.values()
                                        for r in per.get(c, []))]
     if not claims:
         fig, ax = plt.subplots(figsize=(width, 1.2))
@@ -646,58 +776,86 @@ def forest_figure(docs: dict, columns: int = 2, width: float = 9.0):
     models = {c: list(dict.fromkeys(textwrap.fill(r["model"], 26) for per in rows.values() for r in per.get(c, [])))
               for c in claims}
     lines = {c: sum(m.count("\n") + 1 for m in models[c]) for c in claims}
+    titles = {c: _forest_title(c).count("\n") + 1 for c in claims}
     grid = [claims[i:i + columns] for i in range(0, len(claims), columns)]
-    heights = [max(0.3 * max(lines[c], 2) for c in row) + 0.9 for row in grid]
-    fig = plt.figure(figsize=(width, sum(heights) + 0.5), dpi=100)
-    gs = fig.add_gridspec(len(grid), columns, height_ratios=heights, hspace=0.9, wspace=0.75,
-                          top=1 - 0.45 / (sum(heights) + 0.5), bottom=0.02)
+    # inches per row of panels: the model labels' lines, the title's lines, the axis' ticks and label
+    heights = [max(0.28 * max(lines[c], 2) + 0.17 * titles[c] for c in row) + 0.55 for row in grid]
+    fig = plt.figure(figsize=(width, sum(heights) + 0.4), dpi=100, layout="constrained")
+    fig.get_layout_engine().set(h_pad=0.06, hspace=0.04, wspace=0.06)
+    gs = fig.add_gridspec(len(grid), columns, height_ratios=heights)
+    beyond = False
     for i, row in enumerate(grid):
         for j, c in enumerate(row):
             ax = fig.add_subplot(gs[i, j])
-            _forest_panel(ax, c, models[c], {label: per.get(c, []) for label, per in rows.items()})
+            beyond |= _forest_panel(ax, c, models[c], {label: per.get(c, []) for label, per in rows.items()})
     handles = [Line2D([], [], color=COLORS[k % 3], marker=MARKERS[k % 3], lw=1.6, label=label)
-               for k, label in enumerate(docs)]
-    handles.append(Patch(color="#2ca02c", alpha=0.15, label="margin: where the claim holds"))
-    fig.legend(handles=handles, loc="upper center", ncol=len(handles), fontsize=9, frameon=False,
-               bbox_to_anchor=(0.5, 1.0))
+               for k, label in enumerate(docs) if any(rows[label].get(c) for c in claims)]   # the editions drawn
+    handles.append(Patch(color=MARGIN_COLOR, alpha=0.15, label="margin: where the claim holds"))
+    if beyond:
+        handles.append(Line2D([], [], color="0.25", marker=">", lw=1.6, label="interval runs past the axis"))
+    # one row of entries where their labels fit the figure's width (about 13 characters an inch at 9 pt), else two
+    wide = sum(len(h.get_label()) + 6 for h in handles) > 12 * width
+    fig.legend(handles=handles, loc="outside upper center", ncol=-(-len(handles) // 2) if wide else len(handles),
+               fontsize=9, frameon=False)
     return fig
 
 
-def _forest_panel(ax, claim: str, models: list[str], rows: dict) -> None:
+def _forest_title(claim: str) -> str:
+    """A panel's title: where the source states the claim, and the claim in short, on lines of 44 characters."""
+    import textwrap
+    c = CLAIMS[claim]
+    return textwrap.fill(f"{c.section.split(',')[0]}: {c.short}", 44)
+
+
+def _forest_panel(ax, claim: str, models: list[str], rows: dict) -> bool:
+    """One claim's panel of the forest figure (``rows``: {edition label: that edition's rows of the claim}):
+    a line per interval, a marker per estimate, each edition's models shifted apart; the axis from
+    :func:`_xlim`, an arrow at its end where an interval (or an estimate) lies beyond it. True where one does."""
     import textwrap
     c = CLAIMS[claim]
     y = {m: -k for k, m in enumerate(models)}
-    values = []
+    every = [r for per in rows.values() for r in per]
+    left, right = _xlim(claim, every)
+    ax.set_xlim(left, right)
     editions = [label for label in rows if rows[label]]
+    shift = {label: 0.0 if len(editions) < 2 else 0.15 - 0.3 * i / (len(editions) - 1)
+             for i, label in enumerate(editions)}
+    beyond = False
     for k, label in enumerate(rows):
-        shift = 0.0 if len(editions) < 2 else (0.15 if k == 0 else -0.15)
+        color, marker = COLORS[k % 3], MARKERS[k % 3]
         for r in rows[label]:
-            yy = y[textwrap.fill(r["model"], 26)] + shift
+            yy = y[textwrap.fill(r["model"], 26)] + shift[label]
             est, lo, hi = (_finite(r.get(key)) for key in ("estimate", "low", "high"))
-            if lo is not None and hi is not None:
-                ax.plot([lo, hi], [yy, yy], color=COLORS[k % 3], lw=1.6)
-            elif lo is not None and est is not None:
-                ax.plot([lo, est], [yy, yy], color=COLORS[k % 3], lw=1.6, ls=":")
-            if est is not None:
-                ax.plot([est], [yy], marker=MARKERS[k % 3], color=COLORS[k % 3], ms=5, lw=0)
-            values += [v for v in (est, lo, hi) if v is not None]
-    margin = _margin([r for per in rows.values() for r in per])
-    edges = [e for e in (margin or ()) if math.isfinite(e)]
-    lo_x, hi_x = min(values + edges), max(values + edges)
-    pad = 0.08 * (hi_x - lo_x) or 1.0
-    ax.set_xlim(lo_x - pad, hi_x + pad)
-    if margin:
-        left, right = ax.get_xlim()
-        ax.axvspan(max(margin[0], left), min(margin[1], right), color="#2ca02c", alpha=0.15, lw=0)
-        for e in edges:
-            ax.axvline(e, color="#2ca02c", ls="--", lw=1)
+            if lo is not None and (hi is not None or est is not None):
+                a, b = lo, hi if hi is not None else est
+                ax.plot([min(max(a, left), right), max(min(b, right), left)], [yy, yy], color=color, lw=1.6,
+                        ls="-" if hi is not None else ":")
+                for end, edge, arrow in ((a, left, "<"), (b, right, ">")):
+                    if (end < left) if arrow == "<" else (end > right):
+                        ax.plot([edge], [yy], marker=arrow, color=color, ms=6, lw=0, clip_on=False)
+                        beyond = True
+            if est is not None and left <= est <= right:
+                ax.plot([est], [yy], marker=marker, color=color, ms=5, lw=0)
+            elif est is not None:
+                ax.plot([left if est < left else right], [yy], marker="<" if est < left else ">", color=color,
+                        ms=6, lw=0, clip_on=False)
+                beyond = True
+    margin = _margin(every)
+    if margin and margin[0] < right and margin[1] > left:
+        ax.axvspan(max(margin[0], left), min(margin[1], right), color=MARGIN_COLOR, alpha=0.15, lw=0)
+    for e in (margin or ()):
+        if left <= e <= right:
+            ax.axvline(e, color=MARGIN_COLOR, ls="--", lw=1)
     ax.set_yticks(list(y.values()), list(y.keys()), fontsize=8)
     ax.set_ylim(min(y.values()) - 0.6, 0.6)
     ax.tick_params(axis="x", labelsize=8)
-    ax.set_xlabel(c.measure, fontsize=8)
-    ax.set_title(textwrap.fill(f"{c.section.split(',')[0]}: {c.short}", 44), fontsize=9, loc="left")
+    ax.locator_params(axis="x", nbins=6)
+    unit = getattr(c, "unit", "")
+    ax.set_xlabel(f"{c.measure} ({unit})" if unit and unit not in c.measure else c.measure, fontsize=8)
+    ax.set_title(_forest_title(claim), fontsize=9, loc="left")
     ax.grid(axis="x", color="0.9", lw=0.6)
     ax.set_axisbelow(True)
+    return beyond
 
 
 # ----------------------------------------------------------------------------- the report page
