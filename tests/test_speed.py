@@ -509,9 +509,3 @@ def test_the_fidelity_figure_fits_the_page_with_text_of_at_least_9_points(tmp_pa
     sizes = [t.get_fontsize() for t in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text"))
              if t.get_text()]
     assert fig.get_size_inches()[0] <= 8 and min(sizes) >= 9, sorted(sizes)[:3]
-
-
-def test_the_former_display_module_is_the_same_module():
-    """book/13_speed still imports ``speed_display as D``: an alias of overinterp.pages.speed, no second home."""
-    from overinterp.pages import speed_display
-    assert speed_display is S and S.check_values is speed_display.check_values

@@ -144,7 +144,9 @@ def prose_values(run) -> dict:
             "n_others": len(other_models(run)), "replicates": run.profile.replicates, "train_size": f.train_size,
             "epochs": ", ".join(map(str, f.epochs)), "widths": ", ".join(map(str, f.widths)),
             "width_epochs": f.width_epochs, "mean_pixel": ", ".join(number(m, 2) for m in split.mean),
-            "black": ", ".join(number(b, 2) for b in black) if len(split.mean) > 1 else number(black, 2)}
+            "black": ", ".join(number(b, 2) for b in black) if len(split.mean) > 1 else number(black, 2),
+            "exact_images_text": ("on no image" if not n_exact else "on the first image" if n_exact == 1 else
+                                  f"on the first {n_exact} images")}
 
 
 # ----------------------------------------------------------------------------- backward selection
@@ -567,7 +569,35 @@ def closing_values(run, sweeps: dict[str, pd.DataFrame], controls: pd.DataFrame)
             "hi": number(top.get("highest"), 2), "hi_at": top.get("highest at", MISSING),
             "differ": len(differ), "lower": int((differ.direction == "lower").sum()),
             "higher": int((differ.direction == "higher").sum()), "expect": _prediction(rows)}.items()})
-    return {**out, **_c4_values(run, controls)}
+        # the same in words that read where no factor can be read, at the measure's own precision
+        digits = SPREAD_DIGITS[claim]
+        out[f"close_{claim}_spread"] = (
+            "none, since no factor's sweep can be read" if top.empty else
+            f"{top['factor']}, from {number(top['lowest'], digits)} ({top['lowest at']}) to "
+            f"{number(top['highest'], digits)} ({top['highest at']})")
+        expect = out[f"close_{claim}_expect"]
+        out[f"close_{claim}_prediction"] = "none, since no factor can be read" if expect == MISSING else expect
+    c4 = _c4_values(run, controls)
+    return {**out, **c4, "close_C4_reading": _c4_reading(c4)}
+
+
+#: decimals of each claim's measure in the closing words: % of the pixels and points at one, a share at two
+SPREAD_DIGITS = {"C1": 1, "C2": 1, "C3": 2}
+
+
+def _c4_reading(v: dict) -> str:
+    """:func:`_c4_values`' (``v``) control with the least share, the keep-mask's share and what retraining
+    rests on, in sentences that read where the BS models are no better than chance (no share exists)."""
+    if v["close_C4_least"] == MISSING:
+        return ("The BS models are no better than chance here, so no control can say what their accuracy "
+                "rests on.")
+    least = (f"Of the controls, the one that keeps the least of the BS models' accuracy above chance is the "
+             f"{v['close_C4_least']} ({v['close_C4_least_share']})")
+    if v["close_C4_rests"] == MISSING:
+        return f"{least}; the keep-mask alone was not trained here."
+    return (f"{least}; the keep-mask alone keeps {v['close_C4_keep']}, so here retraining on BS subsets rests "
+            f"mostly on the kept pixels' {v['close_C4_rests']} (positions where the keep-mask alone keeps at least "
+            "half, else values).")
 
 
 def _c4_values(run, controls: pd.DataFrame) -> dict:

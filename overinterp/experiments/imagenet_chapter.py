@@ -52,7 +52,7 @@ class Sample:
     """The images backselected: (N, 3, H, W) normalised, their names, their artifact key, the table
     of every photograph (None for a folder) and the facts the prose words (``values``: ``source``
     (:func:`source`), ``n_source`` images to choose from, ``resize`` and ``folder`` (a folder's; else
-    MISSING), ``n_sel`` backselected, and of the photographs the classes of two and how many reach 0.9)."""
+    MISSING), ``n_sel`` backselected (``n_sel_text``: "1 image", "5 images"), and of the photographs the classes of two and how many reach 0.9)."""
     images: torch.Tensor
     names: list
     data_key: dict
@@ -69,7 +69,7 @@ def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
         images, names, photos = I.photo_sample(net, size, cfg.images, cfg.min_confidence)
         data_key = {"set": "photos", "names": names, "size": size, "transform": "whole image resized, bilinear"}
         values = {"source": source(imagenet_dir), "n_source": len(photos), "n_sel": len(names),
-                  "resize": MISSING, "folder": MISSING}
+                  "n_sel_text": _images(len(names)), "resize": MISSING, "folder": MISSING}
         known = photos.set_index("photo")
         for name in ("chelsea", "coffee"):
             values[f"{name}_class"] = known.loc[name, "class"].split(",")[0]
@@ -82,9 +82,14 @@ def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
     data_key = {"set": "imagenet-folder", "root": str(imagenet_dir), "seed": seed,
                 "min_confidence": cfg.min_confidence, "size": size, "resize": resize}
     values = dict.fromkeys(("chelsea_class", "chelsea_conf", "coffee_class", "coffee_conf", "n_photos", "n_090"), MISSING)
-    values.update(source=source(imagenet_dir), n_source=len(files), n_sel=len(names), resize=resize,
-                  folder=str(imagenet_dir))
+    values.update(source=source(imagenet_dir), n_source=len(files), n_sel=len(names), n_sel_text=_images(len(names)),
+                  resize=resize, folder=str(imagenet_dir))
     return Sample(images, names, data_key, None, values)
+
+
+def _images(n: int) -> str:
+    """'no image', '1 image', '5 images': ``n_sel`` in a sentence."""
+    return "no image" if n == 0 else "1 image" if n == 1 else f"{n} images"
 
 
 def photo_table(photos: pd.DataFrame) -> pd.DataFrame:
@@ -142,11 +147,11 @@ def heatmap_freqs(sel: Selected, taus) -> dict[str, torch.Tensor]:
 
 def table_values(table: pd.DataFrame, tau: float, border: float, area: float) -> dict[str, str]:
     """The prose of the SIS table: the border band (percent of each side and of the area), the images
-    with an SIS at ``tau`` and their median size, and the range of sizes over all thresholds ("—" where
-    there is no SIS to measure: the sentence around them says so with the count)."""
+    with an SIS at ``tau`` and their median size ("not measured (no SIS)" without one), and the range of
+    sizes over all thresholds ("—" where no image has an SIS at any threshold)."""
     at_tau = table[table["tau"] == tau]
     return {"band_pct": f"{100 * border:g}%", "band_area": f"{100 * area:.1f}%", "n_tau": len(at_tau),
-            "size_tau": f"{at_tau['SIS size (%)'].median():.1f}%" if len(at_tau) else MISSING,
+            "size_tau": f"{at_tau['SIS size (%)'].median():.1f}%" if len(at_tau) else "not measured (no SIS)",
             "size_all": (f"{table['SIS size (%)'].min():.1f}–{table['SIS size (%)'].max():.1f}%"
                          if len(table) else MISSING)}
 

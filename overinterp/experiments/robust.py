@@ -48,7 +48,7 @@ from overinterp.engine.sis import find_sis, sis_size_pct
 from overinterp.experiments import runs as A
 from overinterp.experiments.runs import confident_selection, mean_std, model_config
 from overinterp.methods import optional
-from overinterp.paper.formatting import bounds, number
+from overinterp.paper.formatting import MISSING, bounds, number
 from overinterp.paper.numbers import ARCH_NAMES, MADRY_ACCURACY, MADRY_TRAINING
 from overinterp.paper.intervals import replicate_interval
 from overinterp.zoo import data as D
@@ -392,4 +392,35 @@ def verdict_values(sparse, difference: pd.DataFrame, n_pairs: int) -> dict:
             "sparse_counted": f"{row['per replicate']} images with an SIS over {len(row['per replicate'].split(' + '))} replicates",
             "diff": number(d['difference (points)'], sign=True), "diff_low": number(d['95% low'], sign=True),
             "diff_high": number(d['95% high'], sign=True), "diff_interval": bounds(d['95% low'], d['95% high'], sign=True),
-            "diff_counted": f"{d['images per replicate']} images over {int(d['replicates'])} replicate pairs"}
+            "diff_counted": f"{d['images per replicate']} images over {int(d['replicates'])} replicate pairs",
+            # the same in clauses that read where a number does not exist
+            "sparse_text": _sparse_text(row), "diff_text": _diff_text(d, n_pairs)}
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _sparse_text(row) -> str:
+    """'is 2.5% of the pixels (95% interval 1.9 to 3.1; counted: 5 + 2 images with an SIS over 2
+    replicates)', or why there is no such number."""
+    per = str(row["per replicate"])
+    counted = f"counted: {per} images with an SIS over {_plural(len(per.split(' + ')), 'replicate')}"
+    mean, iv = number(row["mean SIS size (%)"]), bounds(row["95% low"], row["95% high"])
+    if mean == MISSING:
+        return f"cannot be measured: no robust model's image has an SIS ({counted})"
+    return f"is {mean}% of the pixels ({'no interval' if iv == MISSING else '95% interval ' + iv}; {counted})"
+
+
+def _diff_text(d, n_pairs: int) -> str:
+    """'5 images where both have an SIS: robust minus standard, +3.0 points of the image (95% interval
+    +3.0 to +3.0; 5 images over 1 replicate pair)', or that there is no such image."""
+    if n_pairs == 0:
+        return "no image where both have an SIS, so there is no difference to report"
+    diff, iv = number(d["difference (points)"], sign=True), bounds(d["95% low"], d["95% high"], sign=True)
+    where = f"{_plural(n_pairs, 'image')} where both have an SIS"
+    if diff == MISSING:
+        return f"{where}, too few for a mean difference"
+    pairs = _plural(int(d["replicates"]), "replicate pair")
+    return (f"{where}: robust minus standard, {diff} points of the image ({'no interval' if iv == MISSING else '95% interval ' + iv}; "
+            f"{d['images per replicate']} images over {pairs})")

@@ -223,7 +223,46 @@ def verdict_values(verdict) -> dict:
             "min_increase": f"{V.SIS_ACCURACY_MIN_INCREASE:g}", "cells": len(nums), "tested": len(tested),
             "above": int((tested["outcome"] == V.HOLDS).sum()), "below": int((tested["outcome"] == V.FAILS).sum()),
             "within": int((tested["outcome"] == V.INCONCLUSIVE).sum()),
-            "test_range": prose_range(test["increase (%)"]), "ood_range": prose_range(ood["increase (%)"])}
+            "test_range": prose_range(test["increase (%)"]), "ood_range": prose_range(ood["increase (%)"]),
+            # the same in sentences that read at 0, 1 and many rows tested
+            "tested_text": _rows_have(len(tested)),
+            "tested_sentences": _tested_sentences(tested, test["increase (%)"], ood["increase (%)"])}
+
+
+def _rows_have(n: int) -> str:
+    """'none has', '1 has', '7 have': how many rows have what follows."""
+    return "none has" if n == 0 else "1 has" if n == 1 else f"{n} have"
+
+
+def _increase_clause(values: pd.Series, where: str) -> str | None:
+    """'ranges from -25% to -7% on the test sample', 'is 12% on the test sample'; None without a value."""
+    v = values.dropna()
+    if v.empty:
+        return None
+    lo, hi = f"{v.min():.0f}%", f"{v.max():.0f}%"
+    return f"is {lo} {where}" if lo == hi else f"ranges from {lo} to {hi} {where}"
+
+
+def _tested_sentences(tested: pd.DataFrame, test: pd.Series, ood: pd.Series) -> str:
+    """The verdict's tested rows in words: how many lie above, within and below the margin and the range
+    of their increases per sample; a sentence of its own where no row is tested."""
+    if tested.empty:
+        return "Without a tested row there is no increase to compare with the margin."
+    count = lambda o: int((tested["outcome"] == o).sum())  # noqa: E731
+    margin = f"the margin of {V.SIS_ACCURACY_MIN_INCREASE:g}%"
+    if len(tested) == 1:
+        where = {V.HOLDS: f"lies at or above {margin}", V.INCONCLUSIVE: f"straddles {margin}",
+                 V.FAILS: f"lies wholly below {margin}"}.get(tested["outcome"].iloc[0], f"is not read against {margin}")
+        first = f"Its 95% interval of the increase {where}."
+    else:
+        first = (f"Of those, the 95% interval of the increase lies at or above {margin} at {count(V.HOLDS)}, "
+                 f"straddles it at {count(V.INCONCLUSIVE)} and lies wholly below it at {count(V.FAILS)}.")
+    clauses = {"on the test sample": _increase_clause(test, "on the test sample"),
+               "out of distribution": _increase_clause(ood, "out of distribution")}
+    shown = [c for c in clauses.values() if c]
+    missing = [w for w, c in clauses.items() if not c]
+    second = f"The tested increase {' and '.join(shown)}" + (f"; no row {missing[0]} is tested." if missing else ".")
+    return f"{first} {second}"
 
 
 def replicate_values(images: pd.DataFrame, taus: Sequence[float], min_images: int) -> dict:
@@ -265,6 +304,7 @@ def empty_values(images: pd.DataFrame, pooled: pd.DataFrame, taus: Sequence[floa
             out[f"empty_{where}_{group}_min"] = prose_number(e.min(), 0)
             out[f"empty_{where}_{group}_max"] = prose_number(e.max(), 0)
             out[f"empty_{where}_{group}_range"] = span(e, 0)
+            out[f"empty_{where}_{group}_share"] = span(e, 0, suffix="%") if len(e) else "not measured (no group that large)"
     t = percentage_increase(images[images[SIZE] > 0], taus=taus, n_resamples=n_resamples, seed=seed)
     nonempty = t[(t["correct images"] >= min_images) & (t["incorrect images"] >= min_images)]
     for where, rows in {"test": nonempty["set"] == "test", "ood": nonempty["set"] != "test"}.items():
@@ -273,7 +313,23 @@ def empty_values(images: pd.DataFrame, pooled: pd.DataFrame, taus: Sequence[floa
         out[f"ne_{where}_range"] = prose_range(nonempty.loc[rows, "increase (%)"], none="nowhere (no such threshold)")
         out[f"ne_{where}_above"] = int((nonempty.loc[rows, "low"] > 0).sum())
         out[f"ne_{where}_n"] = int(rows.sum())
+    out["ne_text"] = _without_empty_words(nonempty, min_images)
     return out
+
+
+def _without_empty_words(nonempty: pd.DataFrame, min_images: int) -> str:
+    """:func:`empty_values`'s increase without the empty SIS in a clause that reads at any count: per
+    sample, its range and at how many points its interval lies above zero, or that no threshold keeps
+    ``min_images`` images in both groups."""
+    parts = []
+    for where, rows in {"on the test sample": nonempty["set"] == "test",
+                        "out of distribution": nonempty["set"] != "test"}.items():
+        clause = _increase_clause(nonempty.loc[rows, "increase (%)"], where)
+        above, n = int((nonempty.loc[rows, "low"] > 0).sum()), int(rows.sum())
+        parts.append(f"the increase {clause}, its interval above zero at {above} of {n} "
+                     f"point{'' if n == 1 else 's'}" if clause else
+                     f"{where} no threshold keeps at least {min_images} images in both groups")
+    return "; ".join(parts)
 
 
 def confidence_values(images: pd.DataFrame) -> dict:

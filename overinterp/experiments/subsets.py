@@ -15,14 +15,17 @@ chapters share them. Functions named ``*_values`` return the numbers a chapter's
 """
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import torch
 import torch.nn as nn
 
 from overinterp.zoo import data as D
-from overinterp.paper.formatting import number, span
+from overinterp.paper.formatting import MISSING, number, span
 from overinterp.paper import numbers as paper
 from overinterp.paper import verdicts as V
+from overinterp.paper.claims import result_text
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.engine.runner import fingerprint
 from overinterp.engine.sis import pixel_subset, random_subset
@@ -260,11 +263,23 @@ def no_transfer(per_image: dict[str, list[dict]], acc: dict[str, dict[str, dict]
     return V.no_transfer(own=own, others=others, random=random, seed=seed)
 
 
+def result_words(verdict: V.Verdict, claim: str) -> str:
+    """:func:`overinterp.paper.claims.result_text` for a sentence: a model without an estimate reads
+    "no estimate", not "—"."""
+    return "; ".join(re.sub(rf" {re.escape(MISSING)}$", " no estimate", part)
+                     for part in result_text(verdict, claim).split("; "))
+
+
 def transfer_values(verdict: V.Verdict) -> dict:
-    """Chapter 4's prose on :func:`no_transfer`."""
+    """Chapter 4's prose on :func:`no_transfer`; ``transfer_ours_words``: each model's share with its
+    interval, "no estimate" where it has none (the results box)."""
     share = verdict.numbers["share of lift transferred"]
-    return {"transfer": verdict.word, "share_min": number(share.min(), 2),
-            "share_max": number(share.max(), 2)}
+    lo, hi = number(share.min(), 2), number(share.max(), 2)
+    # the range in a clause that reads where no source has a lift above random subsets to share
+    recover = ("nothing measurable: no source model's subsets lift its accuracy above random subsets" if lo == MISSING
+               else f"{lo}" if lo == hi else f"between {lo} and {hi}")
+    return {"transfer": verdict.word, "share_min": lo, "share_max": hi, "share_text": recover,
+            "transfer_ours_words": result_words(verdict, "transfer")}
 
 
 # ----------------------------------------------------------------------------- chapter 5: retraining (4.2)

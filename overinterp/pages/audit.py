@@ -7,11 +7,26 @@ wide window:
   Shown code (``.cell_input``) is not page text.
 - ``nan``: a table cell printing ``NaN``/``nan`` (as a word) or exactly ``None``/``NaT``/``<NA>``, or
   ``nan`` (any case, as a word, with or without a sign) anywhere in the page's prose: a value that does
-  not exist is written "—" (:data:`overinterp.paper.formatting.MISSING`), never "nan%" or "nan to nan".
-- ``verb``: a sentence about "the claim" whose outcome word "inconclusive" follows no form of "to be"
-  (:data:`LINKING`): "so the claim inconclusive at this scale here", the trace of a verdict word glued into a
-  sentence written for "holds". "the claim is “inconclusive at this scale”" passes; so does a label ("**As
-  accurate (4.1)** inconclusive at this scale"), which names no claim.
+  not exist is written "—" (:data:`overinterp.paper.formatting.MISSING`) in a table and in words in a
+  sentence (``placeholder``), never "nan%" or "nan to nan".
+- ``verb``: an outcome glued into a sentence written for another (:func:`missing_verbs`): "inconclusive"
+  after a noun or verb rather than a form of "to be" (:data:`LINKING`), a determiner or a conjunction
+  ("the claim inconclusive at this scale", "the kept pixels suffice inconclusive"); a form of "to be"
+  before "holds", "does not hold" or "cannot be tested" ("is holds"); a claim's outcome after a colon and
+  then "here" or "there" ("Springer's claim that …: “inconclusive at this scale” here"). "the claim is
+  “inconclusive at this scale”" passes; so does a label ("**As accurate (4.1)** inconclusive at this
+  scale"; "edge: inconclusive at this scale.").
+- ``placeholder``: the missing value "—" standing as a value inside a sentence (:data:`PLACEHOLDER`):
+  before a unit, a closing bracket or a punctuation mark ("—%", "— points", "The paper: —."), after an
+  opening bracket ("(— times"), or as one end of a range ("between — and —", "—–—"). A dash between
+  clauses ("the setting — the backward-selection method") and the symbol in quotes ("“—”: none of
+  them") pass.
+- ``count``: a count read as no count (:data:`ZERO_COUNT`): "the first 0", or a note of what 0 would
+  mean after a count ("on the first 8 (0: not at this profile …)").
+- ``doubled``: a word twice in a row ("the the", "of of"), in sentences (shown code and math left out).
+- ``decimals``: a number in prose with more than three decimals ("0.74812"), not a DOI, URL or arXiv number.
+- ``agreement``: "1" before a plural verb or noun ("1 do not", "1 are", "1 were", "1 images"), unless it
+  ends a list ("seeds 0 and 1 are").
 - ``float``: a raw float, in prose or a table cell: four or more decimals ending in three zeros
   (pandas' six decimals, ``0.990000``, ``64.400000``) or seven or more decimals (``0.30000000000000004``);
   and a count with decimals, a cell such as ``3.00`` in a column or row named by :data:`COUNTS`.
@@ -35,7 +50,11 @@ wide window:
 - ``unmeasured``: a figure PNG without that record (glued some other way), so its fonts are unknown.
 
 ``audit(html_dir)`` returns the defects; ``python -m overinterp.pages.audit _build/html`` prints one
-line per defect and exits 1 when there are any.
+line per defect and exits 1 when there are any. The prose of an edition's page (``editions/<name>/``) is
+the Markdown of the commit that executed it, mended only by executing the edition again: its defects of
+the kinds of :data:`PROSE` are marked ``committed``, left out of ``audit(html_dir)`` and returned by
+``audit(html_dir, committed=True)``; the command line prints them after the others, as notes that do not
+fail it.
 """
 from __future__ import annotations
 
@@ -51,8 +70,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-__all__ = ["Defect", "MIN_PX", "WINDOW", "COUNTS", "LINKING", "ASSERTING", "text_sizes", "figure_png", "font_record",
-           "probe", "missing_verbs", "table_numbers", "pages", "audit"]
+__all__ = ["Defect", "MIN_PX", "WINDOW", "COUNTS", "LINKING", "ASSERTING", "PROSE", "text_sizes", "figure_png",
+           "font_record", "probe", "missing_verbs", "debris", "table_numbers", "pages", "audit"]
 
 MIN_PX = 8.0           # smallest legible text in a figure, CSS px at page width
 WINDOW = (1400, 1000)  # the reader's window, px (width, height)
@@ -65,7 +84,42 @@ NAN_TEXT = re.compile(r"(?<![\w.])[+-]?nan(?!\w)", re.I)   # "nan%", "(95% inter
 #: forms of "to be" (and adverbs that may stand between it and the word) after which "inconclusive" reads
 LINKING = {"is", "are", "was", "were", "be", "been", "being", "remains", "remain", "stays", "stay", "seems", "seem",
            "appears", "appear", "still", "also", "now", "thus", "therefore", "then", "so"}
+#: words after which "inconclusive" reads as an adjective in a sentence: forms of "to be" and verbs taking an
+#: adjective (:data:`LINKING`), determiners, conjunctions, prepositions and adverbs ("an inconclusive verdict",
+#: "holds, does not hold or inconclusive", "otherwise inconclusive")
+BEFORE_ADJECTIVE = LINKING | {
+    "a", "an", "the", "this", "that", "these", "those", "its", "their", "our", "his", "her", "each", "every", "any",
+    "no", "all", "both", "either", "neither", "some", "most", "more", "less", "least", "many", "few", "one", "two",
+    "three", "and", "or", "nor", "but", "not", "as", "of", "from", "to", "into", "at", "by", "with", "without", "than",
+    "otherwise", "else", "mostly", "largely", "partly", "often", "again", "equally", "only", "even", "rather",
+    "become", "becomes", "became", "turn", "turns", "turned", "left", "leaves", "leave", "look", "looks", "looked",
+    "seemed", "appeared", "remained", "stayed", "called", "deemed", "judged", "rated", "found", "declared", "marked",
+    "count", "counts", "counted", "read", "reads", "went", "goes", "go", "returns", "returned"}
+VERDICT_VERB = re.compile(r"\b(?:is|are|was|were|be|been|being)\s+(?:holds|does not hold|cannot be tested)\b", re.I)
+#: a claim's outcome after a colon, then "here" or "there": "Springer's claim that …: “inconclusive at this scale” here"
+COLON_OUTCOME = re.compile(r"\bclaim\b[^.;!?]*:\s*[“”\"‘’*_]*(?:inconclusive\b[^.;!?:“”\"]*?|holds|does not hold"
+                           r"|cannot be tested)[“”\"‘’*_]*\s+(?:here|there)\b", re.I)
+QUOTES = "“”\"‘’'*_«»"
 SENTENCE = re.compile(r"[.;:!?](?=\s)|[.;:!?]$|\n")   # where a sentence (or a box's title) ends
+#: the missing value (:data:`overinterp.paper.formatting.MISSING`) standing as a value: "—" before a unit, a
+#: closing bracket, a punctuation mark, an opening bracket, a range's dash or "and/to —"; after an opening
+#: bracket, a range's dash or "between"; not inside quotes (the symbol named: "“—”")
+PLACEHOLDER = re.compile(
+    r"(?<![“”\"‘’'])—(?![“”\"‘’'])(?=[^\S\n]*(?:[%)\]},;.:(–-]|$|\n|(?:and|to|or)\s+—|(?:times|points?|images?|epochs?"
+    r"|replicates?|pixels?|models?|percent|seconds?|s|h|px)\b))"
+    r"|(?<=[(\[{–])[^\S\n]*—(?![“”\"‘’'])|\bbetween[^\S\n]+—")
+#: a count that reads as none ("the first 0"), or a note of what 0 would mean ("(0: not at this profile")
+ZERO_COUNT = re.compile(r"\bfirst 0\b(?!\.\d)|\(0:[^\S\n]+(?:not|none|no)\b")
+DOUBLED = re.compile(r"\b([A-Za-z]+)[^\S\n]+\1\b", re.I)
+#: more than three decimals, not in a version, path, DOI or arXiv number (arXiv:2506.19630)
+DECIMALS = re.compile(r"(?<![\w./:−-])[+−-]?\d+\.\d{4,}(?!\w|\.\d)")
+#: "1" before a plural verb or noun; "seeds 0 and 1 are" (the end of a list) is left alone
+AGREEMENT = re.compile(r"(?<![\w.,+−-])(?<!and )(?<!or )(?<!to )(?<!– )(?<!Table )(?<!Figure )(?<!Fig\. )"
+                       r"(?<!chapter )(?<!Chapter )(?<!section )(?<!seed )1[^\S\n]+(do|are|were|have|hold|lie|fail|show"
+                       r"|agree|differ|images|replicates|models|seeds|members|claims|outcomes|pixels|points|subsets"
+                       r"|thresholds|samples|classes|runs|chapters|editions|architectures|times|epochs)\b")
+#: the kinds of defect that live in a page's Markdown prose: on an edition's page, the committed execution's
+PROSE = {"verb", "placeholder", "count", "doubled", "decimals", "agreement"}
 # a number with four or more decimals ending in 000, or with seven or more decimals; not part of a version (2.5.1)
 # or of a path or DOI (10.1145/3491102.3501965)
 RAW_FLOAT = re.compile(r"(?<![\w./])\d+\.(?:\d+000|\d{7,})(?!\w|\.\d)")
@@ -109,17 +163,24 @@ PROBE = """<script>window.addEventListener("load", () => setTimeout(() => {
   const wide = [...col.querySelectorAll("table, pre, div.cell_output")].filter((e) => e.scrollWidth > width + 1);
   const text = col.cloneNode(true);
   text.querySelectorAll(".cell_input, script, style, .headerlink").forEach((e) => e.remove());
+  // a line break in the source is a space: only the end of a block ends a line (and so a sentence)
+  const walk = document.createTreeWalker(text, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    if (!n.parentElement || !n.parentElement.closest("pre")) n.nodeValue = n.nodeValue.replace(/\\s+/g, " ");
+  }
   // the end of a block ends a line, so that the words of two blocks do not run together
   text.querySelectorAll("p, div, li, td, th, tr, caption, figcaption, pre, dt, dd, section, blockquote, "
                         + "h1, h2, h3, h4, h5, h6").forEach((e) => e.append("\\n"));
   const prose = text.cloneNode(true);
   prose.querySelectorAll("table").forEach((e) => e.remove());
+  const sentences = prose.cloneNode(true);   // the prose without shown code and math
+  sentences.querySelectorAll("pre, code, .highlight, .math, mjx-container, math, .MathJax").forEach((e) => e.remove());
   const h1 = col.querySelector("h1"), title = h1 && h1.cloneNode(true);
   title?.querySelectorAll(".section-number, .headerlink").forEach((e) => e.remove());
   const out = document.createElement("pre");
   out.id = "overinterp-audit";
   out.textContent = JSON.stringify({window: window.innerWidth, column: width, text: text.textContent,
-    prose: prose.textContent,
+    prose: prose.textContent, sentences: sentences.textContent,
     title: h1 ? {number: (h1.querySelector(".section-number")?.textContent || "").replace(/[.\\s]+$/, "").trim(),
                  text: title.textContent.replace(/\\s+/g, " ").trim()} : null,
     labels: [...col.querySelectorAll("caption, p")].map(label).filter((t) => /^Table \\S+\\.(\\s|$)/.test(t)),
@@ -144,14 +205,16 @@ PROBE = """<script>window.addEventListener("load", () => setTimeout(() => {
 @dataclasses.dataclass(frozen=True)
 class Defect:
     """One thing a reader should not meet: on ``page`` (relative to the book's HTML folder), of
-    ``kind`` (repr, nan, verb, float, range, table, title, xref, overflow, font, unmeasured), described by
-    ``detail``."""
+    ``kind`` (repr, nan, verb, placeholder, count, doubled, decimals, agreement, float, range, table, title,
+    xref, overflow, font, unmeasured), described by ``detail``; ``committed`` where it lies in the prose of
+    an edition's committed execution (mended by executing the edition again)."""
     page: str
     kind: str
     detail: str
+    committed: bool = False
 
     def __str__(self) -> str:
-        return f"{self.page}: {self.kind}: {self.detail}"
+        return f"{self.page}: {self.kind}: {self.detail}" + (" (committed edition)" if self.committed else "")
 
 
 def text_sizes(fig) -> list[float]:
@@ -241,18 +304,40 @@ def _where(c: dict) -> str:
 
 
 def missing_verbs(text: str) -> list[str]:
-    """The sentences of ``text`` that name "the claim" and put its outcome word "inconclusive" after
-    anything but a form of "to be" (:data:`LINKING`), quotes and emphasis between them allowed."""
+    """The sentences of ``text`` in which an outcome word stands without its verb, quotes and emphasis
+    between words allowed: "inconclusive" right after a word that is not a form of "to be", a determiner,
+    a conjunction, a preposition or an adverb (:data:`BEFORE_ADJECTIVE`; after a number or a punctuation
+    mark it is an item of a list or a label); "is holds", "are cannot be tested"
+    (:data:`VERDICT_VERB`); and a claim's outcome after a colon and then "here" (:data:`COLON_OUTCOME`)."""
     found = []
     for sentence in SENTENCE.split(text):
-        if not re.search(r"\bthe claim\b", sentence, re.I):
-            continue
         for m in re.finditer(r"\binconclusive\b", sentence, re.I):
-            before = re.findall(r"\w+", sentence[:m.start()])
-            if not before or before[-1].lower() not in LINKING:
+            word = re.search(r"(\w+)$", sentence[:m.start()].rstrip().rstrip(QUOTES).rstrip())
+            if word and not word.group(1).isdigit() and word.group(1).lower() not in BEFORE_ADJECTIVE:
                 found.append(" ".join(sentence.split()))
                 break
+        else:
+            if VERDICT_VERB.search(sentence):
+                found.append(" ".join(sentence.split()))
+    # a colon ends no sentence here: the outcome after it belongs to the claim before it
+    for m in COLON_OUTCOME.finditer(text):
+        start = max(text.rfind(".", 0, m.start()), text.rfind("\n", 0, m.start())) + 1
+        found.append(" ".join(text[start:m.end()].split()))
     return found
+
+
+def debris(text: str, sentences: str | None = None) -> list[tuple[str, str]]:
+    """(kind, what) of each template pattern in ``text`` (a page's prose): ``placeholder``
+    (:data:`PLACEHOLDER`), ``count`` (:data:`ZERO_COUNT`), ``doubled`` (:data:`DOUBLED`, in ``sentences``
+    where given: the prose without shown code and math), ``decimals`` (:data:`DECIMALS`) and ``agreement``
+    (:data:`AGREEMENT`); the ``verb`` kind is :func:`missing_verbs`."""
+    out = []
+    for kind, pattern in (("placeholder", PLACEHOLDER), ("count", ZERO_COUNT), ("doubled", DOUBLED),
+                          ("decimals", DECIMALS), ("agreement", AGREEMENT)):
+        where = sentences if kind == "doubled" and sentences is not None else text
+        out += [(kind, f"{m.group(0).strip()!r} in “{_around(where, m.start(), m.end())}”")
+                for m in pattern.finditer(where)]
+    return out
 
 
 def table_numbers(labels: list[str], chapter: str = "") -> list[str]:
@@ -289,8 +374,8 @@ def _check(name: str, seen: dict) -> list[Defect]:
     prose = seen.get("prose", "")
     out += [Defect(name, "nan", f"{m.group(0)!r} in “{_around(prose, m.start(), m.end())}”")
             for m in NAN_TEXT.finditer(prose)]
-    out += [Defect(name, "verb", f"“the claim … inconclusive” without a verb: “{s[:160]}”")
-            for s in missing_verbs(prose)]
+    out += [Defect(name, "verb", f"an outcome without its verb: “{s[:160]}”") for s in missing_verbs(prose)]
+    out += [Defect(name, kind, what) for kind, what in debris(prose, seen.get("sentences", prose))]
     out += [Defect(name, "float", f"raw float {m.group(0)!r} in “{_around(prose, m.start(), m.end())}”")
             for m in RAW_FLOAT.finditer(prose)]
     for c in seen["cells"]:
@@ -364,15 +449,25 @@ def _across(html_dir: Path, seen: dict[Path, dict]) -> list[Defect]:
     return out
 
 
-def audit(html_dir: Path) -> list[Defect]:
-    """Every defect of every page of the book rendered in ``html_dir``."""
+def _committed(page: str, defects: list[Defect]) -> list[Defect]:
+    """``defects`` of ``page``, those of the kinds of :data:`PROSE` marked ``committed`` on an edition's page."""
+    if not page.startswith("editions/"):
+        return defects
+    return [dataclasses.replace(d, committed=True) if d.kind in PROSE else d for d in defects]
+
+
+def audit(html_dir: Path, committed: bool = False) -> list[Defect]:
+    """Every defect of every page of the book rendered in ``html_dir``; the prose defects of an edition's
+    committed pages (``committed``, see :data:`PROSE`) only where ``committed`` is true."""
     html_dir = Path(html_dir)
     seen = {p.resolve(): probe(p) for p in pages(html_dir)}
-    return ([d for p, s in seen.items() for d in _check(p.relative_to(html_dir.resolve()).as_posix(), s)]
-            + _across(html_dir.resolve(), seen))
+    out = ([d for p, s in seen.items() for name in [p.relative_to(html_dir.resolve()).as_posix()]
+            for d in _committed(name, _check(name, s))] + _across(html_dir.resolve(), seen))
+    return out if committed else [d for d in out if not d.committed]
 
 
 if __name__ == "__main__":
-    defects = audit(Path(sys.argv[1] if len(sys.argv) > 1 else "_build/html"))
-    print("\n".join(map(str, defects)) or "no defects")
-    sys.exit(1 if defects else 0)
+    defects = audit(Path(sys.argv[1] if len(sys.argv) > 1 else "_build/html"), committed=True)
+    failing = [d for d in defects if not d.committed]
+    print("\n".join(map(str, failing + [d for d in defects if d.committed])) or "no defects")
+    sys.exit(1 if failing else 0)

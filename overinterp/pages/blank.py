@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from overinterp.experiments.blank import LEVELS, PAPER_FILL, BlankCheck, Restricted, annotate
+from overinterp.experiments.subsets import result_words
 from overinterp.paper.claims import result_text
 from overinterp.paper.formatting import and_list, number, span
 from overinterp.pages.plots import outside_legend
@@ -90,6 +91,7 @@ def restricted_values(r: Restricted) -> dict:
     c = r.called
     return {"ctl_accurate": r.accurate.word, "ctl_accurate_ours": result_text(r.accurate, "accurate"),
             "ctl_kept": r.kept.word, "ctl_kept_ours": result_text(r.kept, "kept"),
+            "ctl_accurate_words": result_words(r.accurate, "accurate"), "ctl_kept_words": result_words(r.kept, "kept"),
             "ctl_images": span(c["images kept"], 0), "ctl_n_images": span(c["images"], 0),
             "ctl_called_range": span(c["BS subsets called the blank's class (%)"], 0),
             "ctl_prior_range": span(c["its prior (%)"], 0)}
@@ -120,4 +122,5 @@ def masked_values(m, config) -> dict:
             "mk_blank_p_range": span(m.blank.rows["probability"], 2),
             "mk_entropy_range": span(m.blank.rows["subset entropy (bits)"], 2),
             "mk_accurate": m.accurate.word, "mk_accurate_ours": result_text(m.accurate, "accurate"),
-            "mk_kept": m.kept.word, "mk_kept_ours": result_text(m.kept, "kept")}
+            "mk_kept": m.kept.word, "mk_kept_ours": result_text(m.kept, "kept"),
+            "mk_accurate_words": result_words(m.accurate, "accurate"), "mk_kept_words": result_words(m.kept, "kept")}

@@ -193,7 +193,7 @@ def _edition_page(e: dict) -> str:
                      for stem in sorted(e["seconds"], key=lambda x: order.get(x, len(order))))
     total = sum(e["seconds"].values())
     zoo = folder / "zoo.tar.gz"
-    rerun = (f"python -m overinterp store unpack {folder.relative_to(folder.parents[1])}/zoo.tar.gz --artifacts STORE\n"
+    rerun = (f"python -m overinterp store --artifacts STORE unpack \\\n    {folder.relative_to(folder.parents[1])}/zoo.tar.gz\n"
              if zoo.is_file() else "")
     return (f"# The `{e['profile']}` edition\n\n"
             f"The profile `{e['profile']}`: {profile.doc}. Its chapters were executed once, on {e['device']} with "

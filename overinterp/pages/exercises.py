@@ -76,17 +76,18 @@ _SHOW = {"epochs": lambda s: f"{s} epoch{'' if str(s) == '1' else 's'}", "width"
 
 
 def along(rows: pd.DataFrame, column: str, setting: str = "setting", factor: str | None = None,
-          digits: int = 1) -> str:
+          digits: int = 1, missing: str = "—") -> str:
     """``column`` of each row with its setting, in the rows' order: "52.8 (1 epoch), 50.1 (2 epochs)";
-    an undefined value (NaN) reads "—"."""
+    an undefined value (NaN) reads ``missing`` ("—" in a table's cell; "no estimate" in a sentence)."""
     show = _SHOW.get(factor or setting, str)
-    return ", ".join(f"{'—' if pd.isna(v) or math.isinf(v) else f'{v:.{digits}f}'} ({show(s)})"
+    return ", ".join(f"{missing if pd.isna(v) or math.isinf(v) else f'{v:.{digits}f}'} ({show(s)})"
                      for s, v in zip(rows[setting], rows[column]))
 
 
 def sweep_values(sweeps: dict[str, pd.DataFrame]) -> dict:
     """``ex_<factor>_<claim>`` for each sweep of chapter 6 and each claim C1-C3 (its measure along the
-    settings; the method sweep on the sample every method ran on), and ``ex_<factor>_confident``
+    settings; the method sweep on the sample every method ran on; ``ex_<factor>_<claim>_words``, the
+    same with "no estimate" where a measure is undefined, for a sentence), and ``ex_<factor>_confident``
     (the share of confidently classified test images) where the sweep trained models."""
     out = {}
     for factor, sweep in sweeps.items():
@@ -95,6 +96,9 @@ def sweep_values(sweeps: dict[str, pd.DataFrame]) -> dict:
             rows = sweep[sweep["sample size"] == sweep["sample size"].min()]
         for claim, (column, _) in MEASURES.items():
             out[f"ex_{factor}_{claim}"] = along(rows, column, factor=factor, digits=2 if claim == "C3" else 1)
+            # for a sentence: an undefined measure in words
+            out[f"ex_{factor}_{claim}_words"] = along(rows, column, factor=factor, digits=2 if claim == "C3" else 1,
+                                                      missing="no estimate")
         if CONFIDENT in rows:
             out[f"ex_{factor}_confident"] = along(rows, CONFIDENT, factor=factor)
     return out

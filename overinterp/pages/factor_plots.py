@@ -19,6 +19,7 @@ from overinterp.paper import verdicts
 from overinterp.experiments.factors import ACC, MEASURES, sample
 from overinterp.experiments.runs import model_key
 from overinterp.pages import speed
+from overinterp.paper.formatting import MISSING
 
 __all__ = ["sweep_figure", "controls_figure", "exact_benchmark"]
 
@@ -94,4 +95,17 @@ def exact_benchmark(run, results: str) -> tuple[dict, pd.DataFrame | None]:
     facts = speed.exact_facts(res, tau, 100 * paper.SIS_MEAN_SIZE_BELOW, source_key, sample(run).key())
     bench = speed.claim_measures(res, tau)
     table = bench.drop(columns="device").set_index(["method", "setting"]).round(1) if len(bench) else None
-    return {f"bench_{key}": value for key, value in facts.items()}, table
+    return {**{f"bench_{key}": value for key, value in facts.items()}, "bench_sis_text": _sis_words(facts, tau)}, table
+
+
+def _sis_words(facts: dict, tau: float) -> str:
+    """Exact's mean SIS size on the benchmark against the paper's bound and the coarsest gradient
+    setting's, in a clause that reads where the benchmark has no SIS at ``tau``."""
+    head = f"the mean SIS at τ = {tau:g}"
+    if facts["exact_sis"] == MISSING:
+        return f"{head} has no number: the benchmark records no image with an SIS at that threshold"
+    n = facts["n"]
+    coarse = ("" if facts["coarse_sis"] == MISSING else
+              f", against {facts['coarse_sis']}% with {facts['coarse']}")
+    return (f"{head} covers {facts['exact_sis']}% of the pixels ({n} confident image{'' if n == '1' else 's'}), "
+            f"{facts['bound']} the paper's {100 * paper.SIS_MEAN_SIZE_BELOW:g}% bound{coarse}")

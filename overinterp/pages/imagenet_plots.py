@@ -31,7 +31,7 @@ def source_words(values: dict) -> dict:
     :func:`overinterp.experiments.imagenet_chapter.sample`: ``source``, ``folder``, ``resize``)."""
     if values["source"] == "photos":
         return {"source_which": "the", "source_how": "each resized whole",
-                "source_what": "photographs that scikit-image (`skimage.data`) and scikit-learn (sample images) ship"}
+                "source_what": "photographs that scikit-image (skimage.data) and scikit-learn (sample images) ship"}
     return {"source_which": "a seeded random sample of the", "source_what": f"images of the folder `{values['folder']}`",
             "source_how": f"resized (shorter side {values['resize']}) and centre-cropped"}
 

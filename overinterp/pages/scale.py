@@ -156,11 +156,86 @@ def values(rows: pd.DataFrame, run=None) -> dict:
     out.update({f"mask_drop_{'mean' if k == 'mean pixel' else k}": number(v, 1) for k, v in last.items()})
     a = rows.attrs
     arch = a.get("config", {}).get("arch") or (run.profile.scale.arch if run else MISSING)
+    commit = a.get("commit")
     out.update({"study_arch": ARCH_NAMES.get(arch, arch),"study_profile": a.get("profile", run.profile.name if run else MISSING),
                 "study_device": a.get("device", str(run.device) if run else MISSING),
-                "study_commit": str(a.get("commit", "this execution"))[:12],
+                "study_commit": str(commit)[:12] if commit else "this execution",
                 "study_replicates": int(rows["replicates"].max()),
                 "study_images": int(rows.loc[rows["measure"] == "accuracy drop (points)", "images per replicate"].max())})
+    out.update(_words(rows, out))
+    return out
+
+
+#: each measure's unit after a number in a sentence, and the paper's number as the chapter names it
+UNIT = {"acc": "%", "sis": "%", "drop": " points", "conf": "", "bsrand": " points", "fullbs": " points"}
+PAPER_NOTE = {"acc": "the paper's {arch} on CIFAR-10: {v}%", "sis": "the paper, 4.1: below {v}%",
+              "drop": "the paper's {arch}, Table 1: {v} points", "conf": "the paper, 4.1: {v}",
+              "bsrand": "the paper's {arch}: {v} points", "fullbs": "the paper's {arch}: {v} points"}
+AT = {"size": lambda x: f"{x:,} training images", "width": lambda x: f"width {x}"}
+MOVED = {"toward the paper's number": "moved toward the paper's number",
+         "away from the paper's number": "moved away from the paper's number",
+         "no move beyond the intervals": "did not move beyond its intervals",
+         "no paper number": "moved beyond its intervals"}
+
+
+def _num(x, digits: int) -> str:
+    """:func:`number` without a minus sign on a value that rounds to zero ("-0.000")."""
+    text = number(x, digits)
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
+
+
+def _words(rows: pd.DataFrame, v: dict) -> dict:
+    """The chapter's sentences on the study, from :func:`values`' numbers (``v``), in words that read where a
+    measure was not measured (no confident image: no SIS size) or the paper gives no number: per measure and
+    curve ``<key>_<curve>_text`` (from the first to the last point, the intervals and the replicates' spread)
+    and ``<key>_size_moved`` (how it moved along the size curve, against the paper's number); per measure
+    ``<key>_paper_note``; ``engine_text`` (the gradient engine's SIS against pruned's) and ``study_code``
+    ("code <commit>", or "the code of this execution" for a study computed here)."""
+    out, measured = {}, set(rows["measure"])
+    arch = v["study_arch"]
+    for m, key in SHORT.items():
+        digits, unit = (3 if m == "confidence drop" else 1), UNIT[key]
+        paper = rows.loc[rows["measure"] == m, "paper"]
+        paper = paper.iloc[0] if len(paper) else np.nan
+        if m not in measured:
+            out[f"{key}_paper_note"] = "not measured in this study"
+        elif not np.isfinite(paper):
+            out[f"{key}_paper_note"] = f"the paper gives no number for its {arch}"
+        else:
+            out[f"{key}_paper_note"] = PAPER_NOTE[key].format(arch=arch, v=_num(paper, digits))
+        for curve in ("size", "width"):
+            k = f"{key}_{curve}"
+            if m not in measured:
+                out[f"{k}_text"] = ("not measured (no point has an image classified confidently enough for an SIS)"
+                                    if key == "sis" else "not measured")
+                continue
+            t = trend(rows, m, curve, _main_setting(rows, m))
+            ends = [_num(t[f], digits) for f in ("from", "from_low", "from_high", "to", "to_low", "to_high", "max_sd")]
+            pct, after = ("%", "") if unit == "%" else ("", unit)    # 82.9% [80.0, 85.7]; 56.1 [49.6, 62.5] points
+            out[f"{k}_text"] = (
+                f"from {ends[0]}{pct} [{ends[1]}, {ends[2]}]{after} at {AT[curve](t['from_x'])} to {ends[3]}{pct} "
+                f"[{ends[4]}, {ends[5]}]{after} at {AT[curve](t['to_x'])} (intervals "
+                f"{'apart' if t['apart'] else 'overlapping'}{': ' + toward(t) if t['apart'] else ''}; replicate sd up "
+                f"to {ends[6]})")
+        if m not in measured:
+            out[f"{key}_size_moved"] = "was not measured"
+            continue
+        t = trend(rows, m, "size", _main_setting(rows, m))
+        against = ("the paper's bound" if key == "sis" else "the paper's") + f" {_num(paper, digits)}{unit}" \
+            if np.isfinite(paper) else "no number of the paper's"
+        out[f"{key}_size_moved"] = (f"{MOVED[toward(t)]} ({_num(t['from'], digits)}{unit} → "
+                                    f"{_num(t['to'], digits)}{unit}, {against})")
+    commit = rows.attrs.get("commit")
+    out["study_code"] = f"code {str(commit)[:12]}" if commit else "the code of this execution"
+    if v["engine_ratio_min"] == MISSING:
+        out["engine_text"] = "With no SIS at any point, the two engines cannot be compared."
+        return out
+    ratio = (v["engine_ratio_min"] if v["engine_ratio_min"] == v["engine_ratio_max"] else
+             f"{v['engine_ratio_min']}–{v['engine_ratio_max']}")
+    grad = v["sis_grad_setting"] != MISSING
+    out["engine_text"] = f"The gradient engine's mean SIS is {ratio} times pruned's across the points" + (
+        f"; with the setting “{v['sis_grad_setting']}” it goes from {v['sis_grad_width_from']}% to "
+        f"{v['sis_grad_width_to']}% along the width curve." if grad else ".")
     return out
 
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from overinterp.paper.formatting import MISSING
 from overinterp.paper import numbers as paper
 from overinterp.paper import verdicts as V
 
@@ -191,7 +190,7 @@ def result_text(verdict: V.Verdict, claim: str) -> str:
 
     def one(r):
         if r["estimate"] is None:
-            return MISSING
+            return "no estimate"
         ends = "" if r["low"] is None or r["high"] is None else f" [{f.format(r['low'])}, {f.format(r['high'])}]"
         return f.format(r["estimate"]) + ends
     return "; ".join(f"{r['model']} {one(r)}" for r in records(verdict, claim))

@@ -11,6 +11,7 @@ profile, :mod:`overinterp.paper.numbers`), not a result, so each is one line of 
 from __future__ import annotations
 
 from overinterp.config.profiles import PROFILES
+from overinterp.paper.formatting import count
 from overinterp.paper.numbers import ARCH_NAMES, IMAGENET_FIG4, MADRY_TRAINING, PAPER_S5
 
 __all__ = ["CODE_DEVIATIONS", "profile_deviations", "imagenet_deviations", "robust_deviations"]
@@ -114,7 +115,7 @@ def imagenet_deviations(cfg, model: str, spec: dict, source: str) -> list[str]:
                    f">= {paper['min_confidence']:g}), so SIS can also be found at thresholds below the paper's "
                    f"{paper['tau']:g}")
     if cfg.images < paper["images"]:
-        out.append(f"at most {cfg.images} images (the paper's Figure 4: {paper['images']})")
+        out.append(f"at most {count(cfg.images, 'image')} (the paper's Figure 4: {paper['images']})")
     return out
 
 
