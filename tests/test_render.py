@@ -17,9 +17,7 @@ TITLES = ["Overinterpretation reveals image classification model pathologies",
           "What made you do this? Understanding black-box decisions with sufficient input subsets",
           "Pathologies of neural models make interpretations difficult",
           "Shared Interest: human annotations vs. AI saliency",
-          "Bayes-TrEx: a Bayesian sampling approach to model transparency by example",
-          "A benchmark for interpretability methods in deep neural networks",
-          "A consistent and efficient evaluation strategy for attribution methods"]
+          "Bayes-TrEx: a Bayesian sampling approach to model transparency by example"]
 
 
 @pytest.fixture(scope="module")

@@ -303,8 +303,9 @@ def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | Non
     found = [] if missing else editions(edition_folder or root / "editions")
     if missing:
         have = [str(nb.relative_to(root).with_suffix("")) for nb in chapters(root) if nb not in missing]
-        (stage / "_toc.yml").write_text(yaml.safe_dump(
-            {"format": "jb-book", "root": have[0], "chapters": [{"file": f} for f in have[1:]]}, sort_keys=False))
+        toc = ({"format": "jb-book", "root": have[0], "chapters": [{"file": f} for f in have[1:]]} if have[1:]
+               else {"format": "jb-article", "root": have[0]})           # a book's chapters may not be empty
+        (stage / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
         print(f"[book] rendering {len(have)} of {len(have) + len(missing)} chapters (no earlier whole build "
               f"in {stage}): links into the others stay unresolved", flush=True)
     elif found:  # the chapters' parts are labelled as this build's, each edition becomes another part
