@@ -248,6 +248,7 @@ def localise(folder: Path, prefix: str, title: str = "") -> int:
     global in Sphinx) nor the edition to this build's; a link or glue reference to a chapter the edition does
     not hold goes to this build's chapter (``/book/<stem>``). Returns the number of labels renamed."""
     import nbformat
+    from overinterp.config.chapters import chapter_number
     books = {f: nbformat.read(f, as_version=4) for f in sorted(folder.glob("*.ipynb"))}
     present = {f.stem for f in books}
     labels = {m.group("a") or m.group("b") for nb in books.values() for c in nb.cells if c.cell_type == "markdown"
@@ -263,7 +264,6 @@ def localise(folder: Path, prefix: str, title: str = "") -> int:
     for f, nb in books.items():
         heading = next((c for c in nb.cells if c.cell_type == "markdown" and c.source.startswith("# ")), None)
         if heading is not None and title:   # "Standard edition · 2. Sufficient input subsets" in the sidebar
-            from overinterp.config.chapters import chapter_number
             n = chapter_number(f.stem)
             heading.source = f"# {title} · {f'{n}. ' if n else ''}{heading.source[2:]}"
         for c in nb.cells:
