@@ -205,12 +205,12 @@ def subset_stats(model, images, labels, keep, x, pred) -> dict:
 
 
 def fidelity(device, a) -> dict:
-    from overinterp.zoo import data as D
+    from overinterp.zoo import data
     from overinterp.zoo.data import Selection
     from overinterp.config.profiles import get_profile
     from overinterp.experiments.runs import model_key, trained_model
     model = trained_model("fashion-mnist", a.arch, a.profile, device=device, progress=False)
-    split = D.load("fashion-mnist", "test")
+    split = data.load("fashion-mnist", "test")
     # the first images of the profile's seeded test sample: the first images of the "why" chapter's sample
     sel = Selection("fashion-mnist", "test", get_profile(a.profile).test_size).narrow(range(a.images))
     images, labels = (t.to(device) for t in sel.load())

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from overinterp import store as S
+from overinterp import store as store_module
 from overinterp.pages import build
 from overinterp.pages.instructors import SCHEMA
 from overinterp.zoo.train import device_name, resolve_device
@@ -141,7 +141,7 @@ def environ(values: dict):
 
 def execute(parameters: dict, stage: Path, store: Path, log: Path, only: list[str] | None = None) -> dict:
     """:func:`overinterp.pages.build.execute` against the store ``store``, logging to ``log``."""
-    with environ({"OVERINTERP_ARTIFACTS": store.resolve(), S.LOG_ENV: log.resolve()}):
+    with environ({"OVERINTERP_ARTIFACTS": store.resolve(), store_module.LOG_ENV: log.resolve()}):
         return build.execute(parameters, stage, only=only)
 
 
@@ -165,12 +165,12 @@ def pack_and_run(parameters: dict, work: Path, store: Path) -> dict:
     """Pack ``store``, unpack it into an empty store and execute :data:`PACK_CHAPTER` alone there."""
     file = work / f"overinterp-{parameters['profile']}.tar.gz"
     t0 = time.perf_counter()
-    manifest = S.pack(file, S.Store(store), profile=parameters["profile"])
+    manifest = store_module.pack(file, store_module.Store(store), profile=parameters["profile"])
     packed = time.perf_counter() - t0
     target = work / "unpacked"
     shutil.rmtree(target, ignore_errors=True)
     t0 = time.perf_counter()
-    S.unpack(file, S.Store(target))
+    store_module.unpack(file, store_module.Store(target))
     unpacked = time.perf_counter() - t0
     log = work / "unpacked-log.jsonl"
     log.unlink(missing_ok=True)

@@ -21,7 +21,7 @@ import torch
 from overinterp.config.profiles import get_profile
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.store import Store
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 from overinterp.zoo.train import device_name
 
 OUT = Path(__file__).resolve().parent / "results"
@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     a.add_argument("--out", default=None)
     args = a.parse_args(argv)
     p = get_profile(args.profile)
-    test = D.load(args.dataset, "test")
+    test = data.load(args.dataset, "test")
     rows, store = [], Store()
     for arch in p.archs:
         for seed in args.seeds if args.seeds is not None else range(p.replicates):

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from overinterp.experiments.runs import trained_model
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 from overinterp.zoo.train import predict, resolve_device
 import sys
 sys.path.insert(0, str(Path(__file__).parent))
@@ -30,7 +30,7 @@ def measure(arch: str, n: int, epochs: int, seed: int, device, tau: float = 0.99
     model = trained_model("fashion-mnist", arch, "quick", seed=seed, device=device, progress=False,
                           train_size=n, epochs=epochs)
     seconds = time.perf_counter() - t0
-    test = D.load("fashion-mnist", "test")
+    test = data.load("fashion-mnist", "test")
     p = predict(model, test.images, device=device)
     conf, pred = p.max(1)
     h = model.info["history"]

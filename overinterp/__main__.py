@@ -1,20 +1,11 @@
-"""Command line: ``python -m overinterp COMMAND``; ``python -m overinterp --help`` lists the commands
-(:func:`commands`), ``python -m overinterp COMMAND --help`` describes one.
+"""Command line: ``python -m overinterp COMMAND``; ``--help`` lists the commands (:func:`commands`).
 
-Every command builds its images and artifact keys with the library functions the
-chapters call (:mod:`overinterp.experiments.runs`), so what it computes -- here or on
-another machine, in shards -- is what a chapter then loads from the artifact store.
-The flags are derived from the config dataclasses the chapters use: ``--dataset``,
-``--profile``, ``--device`` and ``--seed`` from :class:`overinterp.config.chapters.RunConfig`
-(every chapter's first papermill parameters, with the same defaults), the engine's flags
-from :class:`overinterp.engine.backselect.BackSelectConfig`. A bad parameter, missing data
-a mismatched or damaged artifact (one failing its checksum: ``--repair`` moves it aside and
-recomputes it) ends with one line naming it and exit code 2. ``store pack|unpack|verify``
-handles the artifact store as a whole (:func:`overinterp.store.pack`).
-
-The top-level help imports neither torch nor the library (:func:`top_parser`): the commands import what
-they need when they run. A message that names a chapter by number gives the sidebar's
-(:func:`overinterp.config.chapters.chapter_label`), not the notebook file's.
+Every command builds its images and artifact keys with the library functions the chapters call
+(:mod:`overinterp.experiments.runs`), so what it computes, here or on another machine in shards, is what a
+chapter then loads from the artifact store. Its flags come from the chapters' config dataclasses
+(:class:`overinterp.config.chapters.RunConfig`, :class:`overinterp.engine.backselect.BackSelectConfig`). A bad
+parameter, missing data or a damaged artifact ends with one line naming it and exit code 2. The top-level
+help imports neither torch nor the library (:func:`top_parser`); chapters are named by the sidebar's number.
 """
 from __future__ import annotations
 
@@ -23,11 +14,10 @@ import json
 import os
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import asdict, fields, replace
 
-from overinterp.config.chapters import (RunConfig, add_arguments, chapter_label, chapter_number, from_arguments,
-                                        toc_chapters)
+from overinterp.config.chapters import (RunConfig, add_arguments, chapter_label, chapter_number, chapter_stem,
+                                        from_arguments, toc_chapters)
 
 PROG = "python -m overinterp"
 DESCRIPTION = ("The command line of the overinterp book, a reproduction of Carter et al., NeurIPS 2021: it trains "
@@ -66,17 +56,6 @@ def _parser(required: bool) -> tuple[argparse.ArgumentParser, argparse._SubParse
     sub = parser.add_subparsers(dest="command", required=required, metavar="COMMAND",
                                 help=f"one of the commands above ('{PROG} COMMAND --help' describes it)")
     return parser, sub
-
-
-def choices(name: str, valid):
-    """argparse type: the value must be one of ``valid``, else an error listing them."""
-    valid = [str(v) for v in valid]
-
-    def check(value: str) -> str:
-        if value not in valid:
-            raise argparse.ArgumentTypeError(f"unknown {name} {value!r}; valid choices: {', '.join(valid)}")
-        return value
-    return check
 
 
 def positive(name: str):
@@ -123,12 +102,12 @@ def _run(args, local_rank: int | None = None):
 
 
 def cmd_train(args) -> int:
-    from overinterp.experiments import runs as A
-    from overinterp.zoo import data as D
+    from overinterp.experiments import runs
+    from overinterp.zoo import data
     from overinterp.zoo.train import accuracy
     run = _run(args)
-    model = A.trained_model(run.dataset, args.arch, run.profile.name, run.seed, device=run.device)
-    info, test = model.info, D.load(run.dataset, "test")     # the whole test set: training no longer scores it
+    model = runs.trained_model(run.dataset, args.arch, run.profile.name, run.seed, device=run.device)
+    info, test = model.info, data.load(run.dataset, "test")     # the whole test set: training no longer scores it
     acc = accuracy(model, test.images, test.labels, device=run.device)
     print(json.dumps({"dataset": run.dataset, "arch": args.arch, "profile": run.profile.name, "seed": run.seed,
                       "test_acc": acc, "train_seconds": info["seconds"], "device": info["device"],
@@ -139,16 +118,16 @@ def cmd_train(args) -> int:
 def cmd_backselect(args) -> int:
     from overinterp.engine.backselect import BackSelectConfig
     from overinterp.engine.runner import n_shards
-    from overinterp.experiments import runs as A
+    from overinterp.experiments import runs
     run = _run(args)
-    sel = A.selection(run, args.set, args.n)
+    sel = runs.selection(run, args.set, args.n)
     overrides = {f.name: getattr(args, f.name) for f in fields(BackSelectConfig) if getattr(args, f.name) is not None}
     config = replace(run.profile.engine(sel.set), **overrides)
     total = n_shards(len(sel.load()[1]), run.profile.shard_size)
     sl = args.shards or slice(0, None)
     shards = range(sl.start, total if sl.stop is None else sl.stop)
     t0 = time.perf_counter()
-    res = A.backselect_set(run, args.arch, sel, config=config, shards=shards, chunk_size=args.chunk_size)
+    res = runs.backselect_set(run, args.arch, sel, config=config, shards=shards, chunk_size=args.chunk_size)
     print(json.dumps({**sel.key(), "arch": args.arch, "profile": run.profile.name, "model_seed": run.seed,
                       **config.key(), "shards": f"{shards.start}:{shards.stop} of {total}",
                       "seconds": round(time.perf_counter() - t0, 1), "complete": res is not None,
@@ -223,8 +202,7 @@ def only_chapters(names) -> list[str] | None:
         return None
     valid, out = toc_chapters(), []
     for name in names:
-        stem = os.path.basename(name)
-        stem = stem[:-len(".ipynb")] if stem.endswith(".ipynb") else stem
+        stem = chapter_stem(name)
         if stem not in valid:
             raise ValueError(f"--only: unknown chapter {name!r}; valid chapters (notebook stems, in the order of "
                              f"_toc.yml): {', '.join(valid)}")
@@ -244,22 +222,11 @@ def cmd_book(args) -> int:
     # the chapters' kernels are other processes; the book repairs damaged artifacts unless --no-repair
     kernels = {"OVERINTERP_ARTIFACTS": str(Store().root.resolve()),
                "OVERINTERP_REPAIR": "0" if args.repair is False else "1"}
-    with _environ(kernels):
+    from unittest import mock
+    with mock.patch.dict(os.environ, kernels):
         book.build(parameters, out=args.out, only=only, edition=args.edition, jobs=args.jobs)
     print(f"[book] total {time.perf_counter() - t0:.0f} s", flush=True)
     return 0
-
-
-@contextmanager
-def _environ(values: dict):
-    """``os.environ`` updated with ``values`` within the block."""
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
 
 
 def cmd_chapters(args) -> int:
@@ -281,6 +248,10 @@ def cmd_store(args) -> int:
     from overinterp.config.profiles import default_profile, get_profile
     from overinterp.store import Store
     store = Store()
+    if args.action != "unpack" and not store.root.is_dir():   # an empty folder is not a healthy store or a pack
+        raise FileNotFoundError(f"no artifact store at {store.root}: "
+                                f"{'not a folder' if store.root.exists() else 'no such folder'} "
+                                "(--artifacts or $OVERINTERP_ARTIFACTS names the store)")
     if args.action == "pack":
         profile = get_profile(args.profile or default_profile()).name       # ValueError names a bad one
         t0 = time.perf_counter()
@@ -297,10 +268,6 @@ def cmd_store(args) -> int:
             print(f"{PROG} store unpack: warning: {w}", file=sys.stderr)
         print(json.dumps(summary, indent=2))
     else:
-        if not store.root.is_dir():     # Store.files() of a missing folder is empty: not a healthy store
-            raise FileNotFoundError(f"no artifact store at {store.root}: "
-                                    f"{'not a folder' if store.root.exists() else 'no such folder'} "
-                                    "(--artifacts or $OVERINTERP_ARTIFACTS names the store)")
         n = sum(1 for f in store.files() if f.suffix != ".sha256")
         bad = store.verify_all()
         if bad and not store.repair:    # every damaged file, one line each, then the count
@@ -355,14 +322,14 @@ def build_parser() -> argparse.ArgumentParser:
     t = _command(sub, "train", cmd_train,
                  "Train ARCH on DATASET with the PROFILE recipe and seed; the model is saved in the artifact store "
                  "keyed by its config and reused when present.")
-    t.add_argument("--arch", type=choices("arch", ARCHS), default="cnn", help=f"one of {', '.join(ARCHS)}")
+    t.add_argument("--arch", choices=ARCHS, default="cnn")
 
     b = _command(sub, "backselect", cmd_backselect,
                  "Backward selection (paper 3.3; S5 for --method gradient) of a trained model on the images a "
                  "chapter uses (the profile's seeded sample of --set). Shards are saved to the artifact store as "
                  "they finish; re-running skips finished shards, and --shards splits the work across processes. "
                  "With the profile's engine and sample size the result is the one the book loads.")
-    b.add_argument("--arch", type=choices("arch", ARCHS), default="resnet20", help=f"one of {', '.join(ARCHS)}")
+    b.add_argument("--arch", choices=ARCHS, default="resnet20")
     b.add_argument("--set", default="test", help="train, test or an OOD set of the dataset (default test)")
     b.add_argument("--n", type=positive("--n"), default=None,
                    help="images sampled from the set (default: the profile's test_size, or retrain_images for train)")

@@ -537,9 +537,9 @@ class Constant(nn.Module):
 
 
 def test_sis_collection_gives_one_empty_sis_when_the_masked_input_suffices(monkeypatch):
-    import overinterp.engine.sis as S
+    from overinterp.engine import sis as sis_module
     x = torch.randn(2, 1, 3, 3, dtype=F64, generator=torch.Generator().manual_seed(14))
-    monkeypatch.setattr(S, "backselect", lambda *a, **k: pytest.fail("backselect ran for an empty SIS"))
+    monkeypatch.setattr(sis_module, "backselect", lambda *a, **k: pytest.fail("backselect ran for an empty SIS"))
     coll = sis_collection(Constant().eval(), x, 0.99)
     assert [tuple(c.shape) for c in coll] == [(1, 3, 3), (1, 3, 3)] and not any(c.any() for c in coll)
 

@@ -4,7 +4,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-from overinterp.pages import instructors as I
+from overinterp.pages import instructors
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("bench_chapters", ROOT / "benchmarks" / "bench_chapters.py")
@@ -57,27 +57,27 @@ def test_the_json_holds_each_chapter_and_the_page_reads_it(tmp_path):
             "chapter_seconds_after_unpack": 4.0}
     params = {"dataset": "fashion-mnist", "profile": "quick", "device": "cpu", "seed": 0}
     out = bench.result(params, "CPU (Toy, 2 threads)", rows, pack, None, "python benchmarks/bench_chapters.py")
-    assert out["schema"] == I.SCHEMA and out["full_build_seconds"] == sum(SECONDS.values())
+    assert out["schema"] == instructors.SCHEMA and out["full_build_seconds"] == sum(SECONDS.values())
     assert "upper bound" in out["notes"][0] and out["profile"] == "quick"
     (tmp_path / "c.json").write_text(json.dumps(out))
-    read = I.load(tmp_path, "c.json")
+    read = instructors.load(tmp_path, "c.json")
     assert read == json.loads(json.dumps(out))
-    words = I.values(read)
+    words = instructors.values(read)
     assert (words["times_device"], words["times_profile"]) == ("CPU (Toy, 2 threads)", "quick")
     assert (words["pack_size"], words["pack_files"], words["pack_chapter"], words["pack_chapter_seconds"]) == (
         "3.0 MiB", 12, 3, "4 s")
     assert words["validate_chapter"] == "not measured"
     checked = {**out, "validate": {"chapter": "04_pixel_subsets", "seconds_from_empty": 150.0, "upper_bound": 145.0}}
-    assert [I.values(checked)[k] for k in ("validate_chapter", "validate_seconds", "validate_bound")] == [
+    assert [instructors.values(checked)[k] for k in ("validate_chapter", "validate_seconds", "validate_bound")] == [
         3, "2.5 min", "2.4 min"]
 
 
 def test_the_page_says_not_measured_without_the_file_and_refuses_another_schema(tmp_path):
-    assert I.load(tmp_path, "chapters-quick-cpu.json") is None
-    assert "not measured" in I.table(None) and set(I.values(None).values()) == {"not measured"}
+    assert instructors.load(tmp_path, "chapters-quick-cpu.json") is None
+    assert "not measured" in instructors.table(None) and set(instructors.values(None).values()) == {"not measured"}
     (tmp_path / "old.json").write_text(json.dumps({"schema": 0}))
     try:
-        I.load(tmp_path, "old.json")
+        instructors.load(tmp_path, "old.json")
     except ValueError as e:
         assert "old.json has schema 0" in str(e)
     else:
@@ -86,14 +86,14 @@ def test_the_page_says_not_measured_without_the_file_and_refuses_another_schema(
 
 def test_every_chapter_says_what_it_teaches_and_names_only_parameters_it_has():
     from overinterp.config.chapters import CHAPTERS
-    assert list(I.TEACHING) == list(CHAPTERS)
+    assert list(instructors.TEACHING) == list(CHAPTERS)
     for stem in CHAPTERS:
-        assert I.TEACHING[stem][0]
-        assert [n for n, _ in I.worth_changing(stem)] == list(I.TEACHING[stem][1])   # KeyError on an unknown one
-    assert "- {doc}`04_pixel_subsets`: `frac`, fraction of pixels kept" in I.parameter_list()
+        assert instructors.TEACHING[stem][0]
+        assert [n for n, _ in instructors.worth_changing(stem)] == list(instructors.TEACHING[stem][1])   # KeyError on an unknown one
+    assert "- {doc}`04_pixel_subsets`: `frac`, fraction of pixels kept" in instructors.parameter_list()
 
 
 def test_without_the_file_the_table_comes_after_a_note_naming_it(tmp_path):
-    text = I.times_table(None, ROOT / "benchmarks" / "results", "chapters-quick-cpu.json")
+    text = instructors.times_table(None, ROOT / "benchmarks" / "results", "chapters-quick-cpu.json")
     assert text.startswith(":::{note}\nNo run-time file `chapters-quick-cpu.json` in `benchmarks/results`")
-    assert text.endswith(I.table(None)) and "{doc}`17_instructors`" in text
+    assert text.endswith(instructors.table(None)) and "{doc}`17_instructors`" in text

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from overinterp.config.context import make_run
-from overinterp.experiments import blank as BL
-from overinterp.experiments import masked as MK
+from overinterp.experiments import blank as experiments_blank
+from overinterp.experiments import masked
 from overinterp.experiments.factors import black_value
-from overinterp.pages import blank as PB
-from overinterp.zoo import data as D
+from overinterp.pages import blank as pages_blank
+from overinterp.zoo import data
 
 
 class Uniform(torch.nn.Module):
@@ -40,21 +40,21 @@ def run():
 
 
 def test_fills_are_the_mean_pixel_a_ladder_of_greys_from_black_and_the_training_mean_image(run):
-    f = BL.fills(run.dataset)
-    assert list(f)[0] == BL.PAPER_FILL and float(f[BL.PAPER_FILL].abs().max()) == 0.0
-    assert len(f) == 2 + len(BL.LEVELS) and BL.LEVELS[0] == 0.0 and BL.LEVELS[-1] == 1.0
+    f = experiments_blank.fills(run.dataset)
+    assert list(f)[0] == experiments_blank.PAPER_FILL and float(f[experiments_blank.PAPER_FILL].abs().max()) == 0.0
+    assert len(f) == 2 + len(experiments_blank.LEVELS) and experiments_blank.LEVELS[0] == 0.0 and experiments_blank.LEVELS[-1] == 1.0
     assert torch.allclose(f["grey 0.0"], torch.full_like(f["grey 0.0"], black_value(run.dataset)))
     assert float(f["grey 1.0"].min()) > float(f["grey 0.5"].max()) > float(f["grey 0.0"].max())
-    train = D.load(run.dataset, "train").images
+    train = data.load(run.dataset, "train").images
     assert f["training-mean image"].shape == train.shape[1:]
     assert torch.allclose(f["training-mean image"], train.mean(0))
 
 
 def test_a_confident_blank_fails_the_bound_and_a_uniform_one_passes(run, always):
-    check = BL.blank_check(run, models={"resnet20": [always(3)], "vgg16": [Uniform()]})
-    assert check.bound == pytest.approx(BL.UNINFORMATIVE_MULTIPLE / 10)
+    check = experiments_blank.blank_check(run, models={"resnet20": [always(3)], "vgg16": [Uniform()]})
+    assert check.bound == pytest.approx(experiments_blank.UNINFORMATIVE_MULTIPLE / 10)
     confident = check.rows[check.rows["model"] == "ResNet20"]
-    assert set(confident["class"]) == {D.CLASSES[run.dataset][3]} and not confident["passes"].any()
+    assert set(confident["class"]) == {data.CLASSES[run.dataset][3]} and not confident["passes"].any()
     # probability from log-softmax: 1 - 9 e^-20, not a saturated float32 1.0; its log-odds 20 - log 9
     assert confident["probability"].iloc[0] == pytest.approx(1 / (1 + 9 * math.exp(-20)), rel=1e-12)
     assert confident["log-odds"].iloc[0] == pytest.approx(20 - math.log(9))
@@ -64,44 +64,44 @@ def test_a_confident_blank_fails_the_bound_and_a_uniform_one_passes(run, always)
     uniform = check.rows[check.rows["model"] == "VGG16"]
     assert uniform["probability"].to_numpy() == pytest.approx(0.1) and uniform["passes"].all()
     assert check.passes() == {"ResNet20": False, "VGG16": True} and check.accepted() == []
-    assert check.classes_of()["ResNet20"] == [D.CLASSES[run.dataset][3]]
+    assert check.classes_of()["ResNet20"] == [data.CLASSES[run.dataset][3]]
 
 
 def test_the_fill_search_accepts_the_fills_every_model_passes(run):
     """A model whose blank is class 0 below the mean grey and class 1 above it fails every fill; beside a
     uniform model the accepted fills are none, and on its own too."""
-    check = BL.blank_check(run, models={"cnn": [Brightness()], "vgg16": [Uniform()]})
+    check = experiments_blank.blank_check(run, models={"cnn": [Brightness()], "vgg16": [Uniform()]})
     cls = check.rows[check.rows["model"] == "small CNN"].set_index("fill")["class"]
-    names = D.CLASSES[run.dataset]
+    names = data.CLASSES[run.dataset]
     assert cls["grey 0.0"] == names[0] and cls["grey 1.0"] == names[1]
     assert check.accepted() == []
-    only_uniform = BL.blank_check(run, models={"vgg16": [Uniform(), Uniform()]})
-    assert only_uniform.accepted() == list(BL.fills(run.dataset))
-    v = PB.blank_values(only_uniform)
-    assert v["blank_n_pass"] == "2" and v["blank_n_models"] == "2" and v["blank_accepted"].startswith(BL.PAPER_FILL)
-    assert PB.blank_values(check)["blank_accepted"] == "none"
+    only_uniform = experiments_blank.blank_check(run, models={"vgg16": [Uniform(), Uniform()]})
+    assert only_uniform.accepted() == list(experiments_blank.fills(run.dataset))
+    v = pages_blank.blank_values(only_uniform)
+    assert v["blank_n_pass"] == "2" and v["blank_n_models"] == "2" and v["blank_accepted"].startswith(experiments_blank.PAPER_FILL)
+    assert pages_blank.blank_values(check)["blank_accepted"] == "none"
 
 
 def test_every_verdict_on_masked_inputs_carries_the_blank_check_and_its_engine(run):
-    from overinterp.experiments import claims as EC
-    vs = EC.verdicts(run, only=["accurate", "ensemble_accuracy"], progress=False, controls=True)
+    from overinterp.experiments import claims
+    vs = claims.verdicts(run, only=["accurate", "ensemble_accuracy"], progress=False, controls=True)
     acc = vs["accurate"]
     assert acc.engine == run.profile.backselect.describe() and set(acc.blank_passes) == {"small CNN", "ResNet20"}
     assert "**Blank check.**" in acc._repr_markdown_() and "**Engine.**" in acc._repr_markdown_()
     assert vs["ensemble_accuracy"].blank_passes is None and vs["ensemble_accuracy"].engine == ""
-    rows = EC.table(vs)
+    rows = claims.table(vs)
     plain = [r for r in rows if r["claim"] == "accurate" and "condition" not in r]
     assert [r["blank passes"] for r in plain] == [acc.blank_passes[r["model"]] for r in plain]
     controlled = [r for r in rows if r.get("condition")]
-    assert {r["condition"] for r in controlled} == {EC.BLANK_ASIDE, EC.MASKED_TRAINED}
+    assert {r["condition"] for r in controlled} == {claims.BLANK_ASIDE, claims.MASKED_TRAINED}
     assert all(r["model"].endswith(" · " + r["condition"]) for r in controlled)
 
 
 def test_the_claims_with_the_blank_class_set_aside_count_only_the_other_images(run):
-    check = BL.blank_check(run, which={BL.PAPER_FILL: BL.fills(run.dataset)[BL.PAPER_FILL]})
-    r = BL.restricted(run, check)
-    _, Y = BL.A.selection(run, "test").load()
-    names = D.CLASSES[run.dataset]
+    check = experiments_blank.blank_check(run, which={experiments_blank.PAPER_FILL: experiments_blank.fills(run.dataset)[experiments_blank.PAPER_FILL]})
+    r = experiments_blank.restricted(run, check)
+    _, Y = experiments_blank.A.selection(run, "test").load()
+    names = data.CLASSES[run.dataset]
     for model, row in r.called.iterrows():
         kept = ~torch.isin(Y, torch.tensor([names.index(c) for c in row["blank's classes"].split(", ")]))
         assert row["images kept"] == int(kept.sum()) and row["images"] == len(Y)
@@ -111,18 +111,18 @@ def test_the_claims_with_the_blank_class_set_aside_count_only_the_other_images(r
 
 
 def test_counterfactual_training_doubles_each_batch_with_a_masked_copy_at_the_same_labels():
-    perturb = MK.masked_copy((0.5, 0.9), seed=0)
+    perturb = masked.masked_copy((0.5, 0.9), seed=0)
     x, y = torch.randn(64, 1, 28, 28) + 5, torch.arange(64) % 10
     x2, y2 = perturb(None, x, y)
     assert x2.shape[0] == 128 and torch.equal(x2[:64], x) and torch.equal(y2, torch.cat([y, y]))
     removed = float((x2[64:] == 0).float().mean())
     assert min(abs(removed - 0.5), abs(removed - 0.9)) < 0.03        # one share of the pixels per batch
-    again = MK.masked_copy((0.5, 0.9), seed=0)(None, x, y)[0]
+    again = masked.masked_copy((0.5, 0.9), seed=0)(None, x, y)[0]
     assert torch.equal(again, x2)                                     # seeded: the same masks
 
 
 def test_masked_claims_fine_tune_the_configured_replicates_and_decide_section_4_1(run):
-    m = MK.masked_claims(run, progress=False)
+    m = masked.masked_claims(run, progress=False)
     c = run.profile.masked
     assert len(m.models) == (c.replicates or run.profile.replicates) * len(c.archs)
     assert (m.models["accepted"] == (m.models["blank uninformative"] &
@@ -130,8 +130,8 @@ def test_masked_claims_fine_tune_the_configured_replicates_and_decide_section_4_
     assert set(m.accurate.numbers.index) == {"small CNN"}
     assert {"own BS subsets (%)", "random subsets (%)"} <= set(m.models.columns)
     # the fine-tuned model is another artifact than its zoo model, and a second call loads it
-    zoo = BL.A.trained_model(run.dataset, "cnn", "tiny", seed=run.seed, device="cpu", progress=False)
-    tuned = MK.masked_model(run, "cnn", run.seed, progress=False)
+    zoo = experiments_blank.A.trained_model(run.dataset, "cnn", "tiny", seed=run.seed, device="cpu", progress=False)
+    tuned = masked.masked_model(run, "cnn", run.seed, progress=False)
     assert not all(torch.equal(a, b) for a, b in zip(zoo.state_dict().values(), tuned.state_dict().values()))
     assert np.isfinite(m.models["clean accuracy (%)"]).all()
     # the batch norms keep the zoo model's statistics: masked copies never enter them

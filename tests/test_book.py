@@ -50,11 +50,11 @@ def built(tmp_path_factory):
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="needs a headless chromium")
 def test_the_rendered_pages_have_no_defect_a_reader_would_meet(built):
     """Issue 21's acceptance: no raw repr, no NaN in a table, nothing wider than the content column and no
-    figure text under 8 px at page width, on every page of the tiny book (overinterp.pages.audit)."""
-    from overinterp.pages import audit as A
+    figure text under 8 px at page width, on every page of the tiny book (tools/page_audit.py)."""
+    from tools import page_audit as audit
     out, _ = built
-    assert len(A.pages(out / "html")) >= len(chapters())
-    defects = A.audit(out / "html")
+    assert len(audit.pages(out / "html")) >= len(chapters())
+    defects = audit.audit(out / "html")
     assert not defects, "\n".join(map(str, defects))
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from overinterp.experiments import runs as A
-from overinterp.zoo import train as T
+from overinterp.experiments import runs
+from overinterp.zoo import train
 from overinterp.__main__ import build_parser, main, parse_shards
 from overinterp.engine.backselect import BackSelectConfig
 from overinterp.config.context import Run
@@ -108,12 +108,12 @@ def test_engine_flags_are_the_fields_of_backselectconfig_and_default_to_the_prof
 
 
 def test_errors_while_running_end_with_one_line_and_exit_code_2(capsys, monkeypatch, tmp_path):
-    from overinterp.zoo import data as D
+    from overinterp.zoo import data
     monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(tmp_path))
 
     def missing(*a, **k):
-        raise D.DataUnavailable("CIFAR-10 is not available (no network).\nPut the files in data/cifar-10-batches-py")
-    monkeypatch.setattr(D, "load", missing)
+        raise data.DataUnavailable("CIFAR-10 is not available (no network).\nPut the files in data/cifar-10-batches-py")
+    monkeypatch.setattr(data, "load", missing)
     assert main(["train", "--dataset", "cifar10", "--profile", "tiny", "--artifacts", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == ("python -m overinterp train: error: CIFAR-10 is not available (no network). "
@@ -155,10 +155,10 @@ def test_a_sharded_command_line_run_is_the_artifact_a_chapter_loads(sharded, mon
     a, b = json.loads(first.stdout), json.loads(second.stdout)
     assert (a["complete"], b["complete"]) == (False, True) and a["shards"] == "0:1 of 2" and b["reused_by_the_book"]
     monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(store))
-    monkeypatch.setattr(T, "fit", lambda *a, **k: pytest.fail("the chapter retrained the CLI's model"))
+    monkeypatch.setattr(train, "fit", lambda *a, **k: pytest.fail("the chapter retrained the CLI's model"))
     monkeypatch.setattr(BackSelectConfig, "run", lambda *a, **k: pytest.fail("the chapter recomputed the run"))
     run = Run("fashion-mnist", get_profile("tiny"), torch.device("cpu"), 0)
-    res = A.backselect_set(run, "cnn", A.selection(run, "test"), progress=False)
+    res = runs.backselect_set(run, "cnn", runs.selection(run, "test"), progress=False)
     assert len(res) == 64 and res.method == get_profile("tiny").backselect.method
     result = next((store / "backselect").iterdir()) / "result.pt"
     payload = safe_load(result)["payload"]
@@ -185,8 +185,8 @@ def test_prepare_lists_the_plan_and_runs_a_range_of_it(tmp_path, monkeypatch):
     (logged,) = [json.loads(l) for l in (tmp_path / "units.jsonl").read_text().splitlines()]   # one line a unit
     assert logged["unit"] == f"{tiny.archs[0]} seed 0" and logged["kind"] == "model" and logged["seconds"] > 0
     monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(tmp_path))
-    monkeypatch.setattr(T, "fit", lambda *a, **k: pytest.fail("prepare did not store the model"))
-    A.trained_model("fashion-mnist", tiny.archs[0], "tiny", seed=0, device="cpu", progress=False)
+    monkeypatch.setattr(train, "fit", lambda *a, **k: pytest.fail("prepare did not store the model"))
+    runs.trained_model("fashion-mnist", tiny.archs[0], "tiny", seed=0, device="cpu", progress=False)
     outside = cli("prepare", "--shards", f"{len(lines)}:", store=tmp_path)
     assert outside.returncode == 2 and "outside the plan" in outside.stderr
 
@@ -247,28 +247,28 @@ def test_the_books_plan_adds_the_input_dropout_models_and_later_chapters_retrain
     last the retraining controls and the dilated retraining, through the chapters' own functions with
     the chapters' default parameters, after every retrained model they reuse."""
     from overinterp.config.chapters import Critiques
-    from overinterp.experiments import critiques as CR
-    from overinterp.experiments import factors as F
-    from overinterp.experiments import masked as MK
-    from overinterp.experiments import mitigation as M
+    from overinterp.experiments import critiques
+    from overinterp.experiments import factors
+    from overinterp.experiments import masked
+    from overinterp.experiments import mitigation
     from overinterp.experiments.prepare import book_plan, plan
     run = Run("fashion-mnist", get_profile("tiny"), torch.device("cpu"), 3)
     units, base = book_plan(run), plan(run)
     extra = [u for u in units if u.name not in {b.name for b in base}]
     n_masked = len(run.profile.masked.archs) * run.profile.replicates
-    assert len(units) == len(base) + M.dropout_count(run) + n_masked + 2 and M.dropout_count(run) > 0
+    assert len(units) == len(base) + mitigation.dropout_count(run) + n_masked + 2 and mitigation.dropout_count(run) > 0
     kinds = [u.kind for u in units]
     assert kinds == sorted(kinds, key=["model", "backselect", "retrained", "chapter"].index)   # as prepare_parallel runs them
     assert kinds.count("chapter") == 2 and kinds[-1] == "chapter"
     seen = []
-    monkeypatch.setattr(M, "dropout_model", lambda run, seed, progress=True: seen.append(seed))
-    monkeypatch.setattr(MK, "masked_model", lambda run, arch, seed, progress=True: seen.append((arch, seed)))
-    monkeypatch.setattr(F, "retrain_controls", lambda r: seen.append(("controls", r.seed)))
-    monkeypatch.setattr(CR, "dilated_retraining", lambda r, kernel, frac: seen.append(("dilated", kernel, frac)))
+    monkeypatch.setattr(mitigation, "dropout_model", lambda run, seed, progress=True: seen.append(seed))
+    monkeypatch.setattr(masked, "masked_model", lambda run, arch, seed, progress=True: seen.append((arch, seed)))
+    monkeypatch.setattr(factors, "retrain_controls", lambda r: seen.append(("controls", r.seed)))
+    monkeypatch.setattr(critiques, "dilated_retraining", lambda r, kernel, frac: seen.append(("dilated", kernel, frac)))
     for u in extra:
         u.run()
     c = Critiques()
-    assert seen == ([3 + r for r in range(M.dropout_count(run))] + [("cnn", 3 + r) for r in range(n_masked)] +
+    assert seen == ([3 + r for r in range(mitigation.dropout_count(run))] + [("cnn", 3 + r) for r in range(n_masked)] +
                     [("controls", 3), ("dilated", c.kernels[0], c.frac)])
 
 
@@ -282,18 +282,18 @@ def test_worker_reads_torchrun_and_slurm_array_variables():
 def test_the_retraining_images_get_the_profiles_train_engine(monkeypatch):
     from dataclasses import replace
     seen = {}
-    monkeypatch.setattr(A, "run_backselect", lambda model, images, **kw: seen.setdefault(kw["data_config"]["set"],
+    monkeypatch.setattr(runs, "run_backselect", lambda model, images, **kw: seen.setdefault(kw["data_config"]["set"],
                                                                                         kw["config"]))
-    monkeypatch.setattr(A, "trained_model", lambda *a, **k: None)
+    monkeypatch.setattr(runs, "trained_model", lambda *a, **k: None)
     train_engine = BackSelectConfig("pruned", block=4, m=3)
     profile = replace(get_profile("tiny"), backselect_train=train_engine)
     run = Run("fashion-mnist", profile, torch.device("cpu"), 0)
     for name in ("train", "test", "fashion-mnist-c"):
-        A.backselect_set(run, "cnn", A.selection(run, name))
+        runs.backselect_set(run, "cnn", runs.selection(run, name))
     assert seen == {"train": train_engine, "test": profile.backselect, "fashion-mnist-c": profile.backselect}
 
 
-# ----------------------------------------------------------------------------- issue 41, item 3: the first minutes
+# ----------------------------------------------------------------------------- a newcomer's first minutes
 
 def test_the_top_level_help_lists_every_command_in_plain_text_without_importing_torch():
     """``python -m overinterp --help`` (and no command at all) answers at once: neither torch nor the library

@@ -109,7 +109,7 @@ def test_a_retraining_recipe_other_than_the_papers_is_listed_as_a_deviation():
     assert not [d for d in profile_deviations(paper_recipe, "retraining") if "learn at rate" in d]
 
 
-# ----------------------------------------------------------------------------- issue 41, item 3: a bad parameter
+# ----------------------------------------------------------------------------- a bad parameter reads as one line
 
 @pytest.mark.parametrize("chapter, bad", [("03_sis", {"tau": 1}), ("03_sis", {"tau": 0.0}), ("03_sis", {"tau": 2}),
                                           ("09_robust", {"tau": 1.0}), ("12_imagenet", {"tau": 1}),

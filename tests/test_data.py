@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 import torch
 
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 
-REAL_FMNIST = D.DEBIAN_FASHION_MNIST
+REAL_FMNIST = data.DEBIAN_FASHION_MNIST
 
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    D._load_uint8.cache_clear()
+    data._load_uint8.cache_clear()
     yield
-    D._load_uint8.cache_clear()
+    data._load_uint8.cache_clear()
 
 
 def write_idx_gz(path: Path, array: np.ndarray) -> None:
@@ -55,13 +55,13 @@ def write_cifar10(root: Path, n_per_batch: int = 4) -> dict:
                  b"labels": [int(v) for v in rng.integers(0, 10, n_per_batch)]}
         (folder / name).write_bytes(pickle.dumps(entry))
         batches[name] = entry
-    meta = {b"label_names": [c.encode() for c in D.CLASSES["cifar10"]], b"num_vis": 3072}
+    meta = {b"label_names": [c.encode() for c in data.CLASSES["cifar10"]], b"num_vis": 3072}
     (folder / "batches.meta").write_bytes(pickle.dumps(meta))
     return batches
 
 
 def expected_normalised(uint8_nchw: np.ndarray, dataset: str) -> torch.Tensor:
-    mean, std = (torch.tensor(v).view(-1, 1, 1) for v in D.STATS[dataset])
+    mean, std = (torch.tensor(v).view(-1, 1, 1) for v in data.STATS[dataset])
     return (torch.from_numpy(uint8_nchw).float() / 255 - mean) / std
 
 
@@ -69,26 +69,26 @@ def expected_normalised(uint8_nchw: np.ndarray, dataset: str) -> torch.Tensor:
 
 def test_unknown_dataset_and_split():
     with pytest.raises(ValueError, match="dataset.*fashion-mnist.*cifar10-c"):
-        D.load("imagenet")
+        data.load("imagenet")
     with pytest.raises(ValueError, match="split.*'train', 'test'"):
-        D.load("cifar10", "val")
+        data.load("cifar10", "val")
     with pytest.raises(ValueError, match="split.*'test'"):
-        D.load("cifar10.1", "train")
+        data.load("cifar10.1", "train")
     with pytest.raises(ValueError, match="dataset"):
-        D.ood_sets("cifar10.1")
+        data.ood_sets("cifar10.1")
 
 
 def test_ood_sets_and_constants():
-    assert D.ood_sets("cifar10") == ["cifar10.1", "cifar10-c"]
-    assert D.ood_sets("fashion-mnist") == ["fashion-mnist-c"]
-    assert set(D.DATASETS) == {"fashion-mnist", "cifar10", "fashion-mnist-c", "cifar10.1", "cifar10-c"}
+    assert data.ood_sets("cifar10") == ["cifar10.1", "cifar10-c"]
+    assert data.ood_sets("fashion-mnist") == ["fashion-mnist-c"]
+    assert set(data.DATASETS) == {"fashion-mnist", "cifar10", "fashion-mnist-c", "cifar10.1", "cifar10-c"}
 
 
 def test_data_root_env(monkeypatch, tmp_path):
     monkeypatch.setenv("OVERINTERP_DATA", str(tmp_path))
-    assert D.data_root() == tmp_path
+    assert data.data_root() == tmp_path
     monkeypatch.delenv("OVERINTERP_DATA")
-    assert D.data_root() == Path("data")
+    assert data.data_root() == Path("data")
 
 
 # ---------------------------------------------------------------- Fashion-MNIST
@@ -97,7 +97,7 @@ def test_fashion_mnist_idx_through_env_root(monkeypatch, tmp_path):
     arrays = write_fashion_mnist(tmp_path)
     monkeypatch.setenv("OVERINTERP_DATA", str(tmp_path))
     for split, prefix in (("train", "train"), ("test", "t10k")):
-        s = D.load("fashion-mnist", split, download=False)
+        s = data.load("fashion-mnist", split, download=False)
         images, labels = arrays[prefix]
         assert (s.name, s.split, len(s)) == ("fashion-mnist", split, len(labels))
         assert s.images.shape == (len(labels), 1, 28, 28) and s.images.dtype == torch.float32
@@ -111,32 +111,32 @@ def test_fashion_mnist_idx_through_env_root(monkeypatch, tmp_path):
 
 def test_cache_cannot_be_corrupted(tmp_path):
     write_fashion_mnist(tmp_path)
-    a = D.load("fashion-mnist", root=tmp_path, download=False)
+    a = data.load("fashion-mnist", root=tmp_path, download=False)
     original = a.images.clone()
     a.images.zero_()
     a.labels.fill_(3)
-    b = D.load("fashion-mnist", root=tmp_path, download=False)
-    assert D._load_uint8.cache_info().hits == 1
+    b = data.load("fashion-mnist", root=tmp_path, download=False)
+    assert data._load_uint8.cache_info().hits == 1
     assert torch.equal(b.images, original) and b.labels.tolist() != [3] * len(b)
 
 
 def test_mask_value_zero_is_mean_pixel(tmp_path):
     write_cifar10(tmp_path)
-    s = D.load("cifar10", "test", root=tmp_path, download=False)
+    s = data.load("cifar10", "test", root=tmp_path, download=False)
     grey = s.denormalise(torch.zeros(3, 2, 2))
-    torch.testing.assert_close(grey[:, 0, 0], torch.tensor(D.STATS["cifar10"][0]))
+    torch.testing.assert_close(grey[:, 0, 0], torch.tensor(data.STATS["cifar10"][0]))
 
 
 @pytest.mark.skipif(not REAL_FMNIST.is_dir(), reason=f"{REAL_FMNIST} not installed")
 def test_real_fashion_mnist(tmp_path):
-    train = D.load("fashion-mnist", "train", root=tmp_path, download=False)
-    test = D.load("fashion-mnist", "test", root=tmp_path, download=False)
+    train = data.load("fashion-mnist", "train", root=tmp_path, download=False)
+    test = data.load("fashion-mnist", "test", root=tmp_path, download=False)
     assert (len(train), len(test)) == (60000, 10000)
     assert torch.bincount(train.labels).tolist() == [6000] * 10
     assert torch.bincount(test.labels).tolist() == [1000] * 10
     pixels = train.denormalise(train.images)
-    assert abs(pixels.mean().item() - D.STATS["fashion-mnist"][0][0]) < 5e-4
-    assert abs(pixels.std().item() - D.STATS["fashion-mnist"][1][0]) < 5e-4
+    assert abs(pixels.mean().item() - data.STATS["fashion-mnist"][0][0]) < 5e-4
+    assert abs(pixels.std().item() - data.STATS["fashion-mnist"][1][0]) < 5e-4
     assert abs(train.images.mean().item()) < 2e-3  # normalised: mean pixel -> 0
 
 
@@ -144,27 +144,27 @@ def test_real_fashion_mnist(tmp_path):
 
 def test_cifar10_pickles(tmp_path):
     batches = write_cifar10(tmp_path)
-    train = D.load("cifar10", "train", root=tmp_path, download=False)
-    test = D.load("cifar10", "test", root=tmp_path, download=False)
+    train = data.load("cifar10", "train", root=tmp_path, download=False)
+    test = data.load("cifar10", "test", root=tmp_path, download=False)
     assert train.images.shape == (20, 3, 32, 32) and len(test) == 4
     want = np.concatenate([batches[f"data_batch_{i}"][b"data"] for i in range(1, 6)]).reshape(-1, 3, 32, 32)
     torch.testing.assert_close(train.images, expected_normalised(want, "cifar10"))
     assert test.labels.tolist() == batches["test_batch"][b"labels"]
-    assert train.classes == D.CLASSES["cifar10"] and train.mean == (0.4914, 0.4822, 0.4465)
+    assert train.classes == data.CLASSES["cifar10"] and train.mean == (0.4914, 0.4822, 0.4465)
 
 
 def test_cifar10_preplaced_archive_is_extracted(tmp_path):
     batches = write_cifar10(tmp_path / "src")
     with tarfile.open(tmp_path / "cifar-10-python.tar.gz", "w:gz") as tar:
         tar.add(tmp_path / "src" / "cifar-10-batches-py", arcname="cifar-10-batches-py")
-    s = D.load("cifar10", "test", root=tmp_path, download=False)
+    s = data.load("cifar10", "test", root=tmp_path, download=False)
     assert s.labels.tolist() == batches["test_batch"][b"labels"]
     assert (tmp_path / "cifar-10-batches-py" / "batches.meta").is_file()
 
 
 def test_cifar10_offline_error_names_path(tmp_path):
-    with pytest.raises(D.DataUnavailable) as err:
-        D.load("cifar10", root=tmp_path, download=False)
+    with pytest.raises(data.DataUnavailable) as err:
+        data.load("cifar10", root=tmp_path, download=False)
     msg = str(err.value)
     assert "cifar-10-python.tar.gz" in msg and str(tmp_path / "cifar-10-batches-py") in msg
 
@@ -172,8 +172,8 @@ def test_cifar10_offline_error_names_path(tmp_path):
 def test_download_failure_becomes_data_unavailable():
     def fetch():
         raise URLError("no network")
-    with pytest.raises(D.DataUnavailable, match=r"(?s)download failed.*no network.*put it here") as err:
-        D._ensure("X", lambda: False, fetch, True, "put it here")
+    with pytest.raises(data.DataUnavailable, match=r"(?s)download failed.*no network.*put it here") as err:
+        data._ensure("X", lambda: False, fetch, True, "put it here")
     assert isinstance(err.value.__cause__, URLError)
 
 
@@ -185,15 +185,15 @@ def test_cifar101_npy_pair(tmp_path):
     np.save(folder / "cifar10.1_v6_data.npy", images)
     np.save(folder / "cifar10.1_v6_labels.npy", labels)
     # pre-placed files are used as they are: md5 is checked on download only
-    s = D.load("cifar10.1", root=tmp_path, download=True)
+    s = data.load("cifar10.1", root=tmp_path, download=True)
     assert s.images.shape == (6, 3, 32, 32) and s.labels.tolist() == labels.tolist()
     torch.testing.assert_close(s.images, expected_normalised(images.transpose(0, 3, 1, 2), "cifar10"))
-    assert s.mean == D.STATS["cifar10"][0]
+    assert s.mean == data.STATS["cifar10"][0]
 
 
 def test_cifar101_offline_error(tmp_path):
-    with pytest.raises(D.DataUnavailable, match="cifar10.1_v6_data.npy") as err:
-        D.load("cifar10.1", root=tmp_path, download=False)
+    with pytest.raises(data.DataUnavailable, match="cifar10.1_v6_data.npy") as err:
+        data.load("cifar10.1", root=tmp_path, download=False)
     assert str(tmp_path / "cifar10.1") in str(err.value)
 
 
@@ -212,7 +212,7 @@ def write_cifar10c(root: Path, n_test: int = 10) -> dict:
 
 def test_cifar10c_sample(tmp_path):
     arrays = write_cifar10c(tmp_path)
-    s = D.load("cifar10-c", root=tmp_path, download=False, sample_size=30)
+    s = data.load("cifar10-c", root=tmp_path, download=False, sample_size=30)
     assert s.images.shape == (30, 3, 32, 32) and len(set(zip(s.info["corruption"], s.info["source_index"].tolist(),
                                                                  s.info["severity"].tolist()))) == 30
     for k in range(30):
@@ -221,16 +221,16 @@ def test_cifar10c_sample(tmp_path):
         torch.testing.assert_close(s.images[k], expected_normalised(raw.transpose(2, 0, 1)[None], "cifar10")[0])
         assert s.labels[k].item() == arrays["labels"][j]
     assert set(s.info["corruption"]) == {"fog", "gaussian_noise"}
-    D._load_uint8.cache_clear()
-    again = D.load("cifar10-c", root=tmp_path, download=False, sample_size=30)
+    data._load_uint8.cache_clear()
+    again = data.load("cifar10-c", root=tmp_path, download=False, sample_size=30)
     assert torch.equal(again.images, s.images)  # fixed seed
     with pytest.raises(ValueError, match="sample_size"):
-        D.load("cifar10-c", root=tmp_path, download=False, sample_size=101)
+        data.load("cifar10-c", root=tmp_path, download=False, sample_size=101)
 
 
 def test_cifar10c_offline_error(tmp_path):
-    with pytest.raises(D.DataUnavailable, match="CIFAR-10-C.tar") as err:
-        D.load("cifar10-c", root=tmp_path, download=False)
+    with pytest.raises(data.DataUnavailable, match="CIFAR-10-C.tar") as err:
+        data.load("cifar10-c", root=tmp_path, download=False)
     assert str(tmp_path / "CIFAR-10-C") in str(err.value)
 
 
@@ -241,8 +241,8 @@ def test_corrupt_images_deterministic():
     images = rng.integers(0, 256, (3, 28, 28), dtype=np.uint8)
     labels = np.array([7, 1, 4])
     state = np.random.get_state()
-    a = D.corrupt_images(images, labels, sample_size=len(D.FMNIST_C_CORRUPTIONS) * 2, seed=5)
-    b = D.corrupt_images(images, labels, sample_size=len(D.FMNIST_C_CORRUPTIONS) * 2, seed=5)
+    a = data.corrupt_images(images, labels, sample_size=len(data.FMNIST_C_CORRUPTIONS) * 2, seed=5)
+    b = data.corrupt_images(images, labels, sample_size=len(data.FMNIST_C_CORRUPTIONS) * 2, seed=5)
     assert np.array_equal(np.random.get_state()[1], state[1])  # global RNG left as it was
     for key in a:
         assert np.array_equal(a[key], b[key]), key
@@ -254,40 +254,40 @@ def test_corrupt_images_deterministic():
 
 def test_fashion_mnist_c_built_once(tmp_path):
     write_fashion_mnist(tmp_path, n_test=20)
-    s = D.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25)
+    s = data.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25)
     assert (s.name, s.split) == ("fashion-mnist-c", "test")
     assert s.images.shape == (25, 1, 28, 28) and s.labels.dtype == torch.int64
-    assert s.mean == D.STATS["fashion-mnist"][0]  # normalised like its training set
+    assert s.mean == data.STATS["fashion-mnist"][0]  # normalised like its training set
     assert s.labels.tolist() == (s.info["source_index"] % 10).tolist()  # labels in write_fashion_mnist are i % 10
-    assert set(s.info["corruption"]) <= set(D.FMNIST_C_CORRUPTIONS)
+    assert set(s.info["corruption"]) <= set(data.FMNIST_C_CORRUPTIONS)
     files = list((tmp_path / "fashion-mnist-c").glob("*.npz"))
     assert len(files) == 1 and not list((tmp_path / "fashion-mnist-c").glob(".*"))
-    D._load_uint8.cache_clear()
+    data._load_uint8.cache_clear()
     mtime = files[0].stat().st_mtime_ns
-    assert torch.equal(D.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25).images, s.images)
+    assert torch.equal(data.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25).images, s.images)
     assert files[0].stat().st_mtime_ns == mtime  # read back, not rebuilt
     files[0].unlink()
-    D._load_uint8.cache_clear()
-    assert torch.equal(D.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25).images, s.images)
+    data._load_uint8.cache_clear()
+    assert torch.equal(data.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25).images, s.images)
 
 
 def test_fashion_mnist_c_without_the_corruption_library(tmp_path, monkeypatch):
     """Where imagecorruptions-imaug is not installed (the GPU machine), a sample built elsewhere is read;
     with none, one line names the file and the package."""
     write_fashion_mnist(tmp_path, n_test=20)
-    built = D.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25)
+    built = data.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25)
     import importlib.metadata as md
 
     def missing(name):
         raise md.PackageNotFoundError(name)
     monkeypatch.setattr(md, "version", missing)
-    D._load_uint8.cache_clear()
-    assert torch.equal(D.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25).images, built.images)
+    data._load_uint8.cache_clear()
+    assert torch.equal(data.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25).images, built.images)
     for f in (tmp_path / "fashion-mnist-c").glob("*.npz"):
         f.unlink()
-    D._load_uint8.cache_clear()
+    data._load_uint8.cache_clear()
     with pytest.raises(RuntimeError, match="imagecorruptions-imaug is not installed") as e:
-        D.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25)
+        data.load("fashion-mnist-c", root=tmp_path, download=False, sample_size=25)
     assert "\n" not in str(e.value)
 
 
@@ -305,5 +305,5 @@ def test_a_cifar_batch_that_would_run_code_is_refused(tmp_path):
     folder = tmp_path / "cifar-10-batches-py"
     (folder / "test_batch").write_bytes(pickle.dumps({b"data": _RunsCode(str(marker)), b"labels": [0]}))
     with pytest.raises(Exception, match="not allowed"):
-        D.load("cifar10", "test", root=tmp_path, download=False)
+        data.load("cifar10", "test", root=tmp_path, download=False)
     assert not marker.exists()

@@ -1,7 +1,7 @@
-"""The chapters' exercises (issue 22): every chapter of Part I and chapters 9, 11 and 15 end with an
+"""The chapters' exercises: every chapter of Part I and chapters 9, 11 and 15 end with an
 Exercises section of 2-3 sphinx-exercise exercises, each with a folded solution; a command changes
 only parameters the chapter has; a number in a solution is glued, from a key its notebook glues; a
-solution says what the reader should see and why (issue 28), not only where to look."""
+solution says what the reader should see and why, not only where to look."""
 import html as html_lib
 import json
 import re
@@ -16,7 +16,7 @@ import yaml
 from overinterp.config.chapters import CHAPTERS
 from overinterp.experiments.factors import MEASURES
 from overinterp.experiments.runs import CONFIDENT
-from overinterp.pages import exercises as EX
+from overinterp.pages import exercises as exercises_module
 from overinterp.pages.build import ROOT
 
 PART_ONE = [c["file"].split("/")[-1] for c in yaml.safe_load((ROOT / "_toc.yml").read_text())["parts"][0]["chapters"]]
@@ -45,10 +45,10 @@ def glued_by(stem) -> set:
         src = "".join(c["source"])
         if c["cell_type"] == "markdown":
             keys |= {k for d, k in GLUE.findall(src) if not d}
-        elif "EX.sweep_values(" in src:
-            keys |= set(EX.sweep_values(SWEEPS))
-        elif "EX.threshold_values(" in src:
-            keys |= set(EX.threshold_values(MEANS))
+        elif "exercises.sweep_values(" in src:
+            keys |= set(exercises_module.sweep_values(SWEEPS))
+        elif "exercises.threshold_values(" in src:
+            keys |= set(exercises_module.threshold_values(MEANS))
     return keys
 
 
@@ -126,7 +126,7 @@ def SOLUTIONS_OF(stem):
 
 
 def test_sweep_values_read_each_measure_along_the_settings():
-    v = EX.sweep_values(SWEEPS)
+    v = exercises_module.sweep_values(SWEEPS)
     assert v["ex_mask_C1"] == "10.0 (mean pixel), 11.0 (black)"
     assert v["ex_epochs_confident"] == "20.0 (1 epoch), 40.0 (2 epochs)" and v["ex_width_C2"] == "0.0 (4 filters), 1.0 (8 filters)"
     assert v["ex_method_C1"] == "10.0 (gradient k=8), 11.0 (exact)"      # the sample every method ran on
@@ -135,7 +135,7 @@ def test_sweep_values_read_each_measure_along_the_settings():
 
 
 def test_threshold_values_follow_one_model_and_the_ensemble_of_all_along_tau():
-    v = EX.threshold_values(MEANS)
+    v = exercises_module.threshold_values(MEANS)
     assert v == {"ex_tau_model": "ResNet20 #0", "ex_tau_model_sizes": "1.0 (τ = 0.5), 2.0 (τ = 0.9)",
                  "ex_tau_ensemble": "ensemble of all 4", "ex_tau_ensemble_sizes": "3.0 (τ = 0.5), 4.0 (τ = 0.9)"}
 

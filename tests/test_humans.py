@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 import torch
 
-from overinterp.zoo import data as D
+from overinterp.zoo import data as datasets
 from overinterp.experiments.humans import TABLE2, accuracy_table, build_benchmark, paper_humans, select_images, summary
 from overinterp.pages.quiz import quiz_html
 from overinterp.engine.sis import subset_size
@@ -32,7 +32,7 @@ def bench(run):
 
 @pytest.fixture(scope="module")
 def fmnist_test(run):
-    return D.load(run.dataset, "test")
+    return datasets.load(run.dataset, "test")
 
 
 def _toy_bench(labels, confidence, short, threshold=0.99):
@@ -145,7 +145,7 @@ def test_tiny_fills_below_threshold_and_the_chapter_glues_how_many(bench):
     assert (bench.confidence < bench.threshold).sum() == bench.below_threshold
     values = summary(bench)
     assert values["humans_below"] == bench.below_threshold and values["humans_short_n"] == len(bench.short)
-    classes = D.CLASSES[bench.dataset]
+    classes = datasets.CLASSES[bench.dataset]
     found = {c: int((bench.labels == c).sum()) for c in range(len(classes))}
     assert values["humans_n_classes"] == len(classes)
     assert values["humans_class_counts"] == ", ".join(f"{name} {found[c]}" for c, name in enumerate(classes))

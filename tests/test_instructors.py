@@ -1,4 +1,4 @@
-"""The instructors' page (issue 28 item 5): every exercise of the book indexed with what it computes and
+"""The instructors' page: every exercise of the book indexed with what it computes and
 the run time that bounds it, the page's numbers read from the committed files they name (the whole
 book's time beside the profile's aim, the weak spots), every key it pastes glued, its chapter numbers
 the sidebar's; and the page executes. The run-time file itself: tests/test_bench_chapters.py."""
@@ -9,8 +9,8 @@ import papermill as pm
 import pytest
 
 from overinterp.config.chapters import ROOT
-from overinterp.pages import exercises as EX
-from overinterp.pages import instructors as I
+from overinterp.pages import exercises
+from overinterp.pages import instructors
 from overinterp.pages.chapter import chapter_number
 from overinterp.paper.formatting import MISSING
 
@@ -31,7 +31,7 @@ def section(text: str, heading: str) -> str:
     return text[start:nxt if nxt > 0 else None]
 
 
-BENCH = {"schema": I.SCHEMA, "profile": "quick", "device": "CPU (Toy, 2 threads)", "date": "2026-01-01",
+BENCH = {"schema": instructors.SCHEMA, "profile": "quick", "device": "CPU (Toy, 2 threads)", "date": "2026-01-01",
          "full_build_seconds": 600.0,
          "chapters": {"03_sis": {"with_store": 15.0, "full_build": 150.0, "alone_from_empty_upper_bound": 990.0},
                       "05_retraining": {"with_store": 18.0, "full_build": 316.0, "alone_from_empty_upper_bound": 1500.0},
@@ -40,10 +40,10 @@ BENCH = {"schema": I.SCHEMA, "profile": "quick", "device": "CPU (Toy, 2 threads)
 
 # -------------------------------------------------------------------------------------------- exercises
 def test_every_exercise_of_the_book_has_a_kind_of_work_and_every_kind_a_meaning():
-    labels = [e.label for stem in I.TEACHING for e in EX.exercises(stem)]
+    labels = [e.label for stem in instructors.TEACHING for e in exercises.exercises(stem)]
     assert len(labels) == len(set(labels)) and labels, "exercise labels repeat"
-    assert set(labels) == set(I.EXERCISE_RUNS), set(labels) ^ set(I.EXERCISE_RUNS)
-    assert set(I.EXERCISE_RUNS.values()) <= set(I.RUNS)
+    assert set(labels) == set(instructors.EXERCISE_RUNS), set(labels) ^ set(instructors.EXERCISE_RUNS)
+    assert set(instructors.EXERCISE_RUNS.values()) <= set(instructors.RUNS)
 
 
 def test_an_exercise_is_read_with_its_title_and_what_it_changes(tmp_path):
@@ -54,14 +54,14 @@ def test_an_exercise_is_read_with_its_title_and_what_it_changes(tmp_path):
     nb = {"cells": [{"cell_type": "code", "source": ["x = 1"]}, {"cell_type": "markdown", "source": [text]}]}
     (tmp_path / "99_x.ipynb").write_text(json.dumps(nb))
     (tmp_path / "98_y.ipynb").write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": ["# no exercises"]}]}))
-    assert EX.exercises("99_x", tmp_path) == [EX.Exercise("99_x", "ex-99-a", "A title", "-p tau 0.9"),
-                                              EX.Exercise("99_x", "ex-99-b", "Another", "F.mask_sweep(…)")]
-    assert EX.exercises("98_y", tmp_path) == []
+    assert exercises.exercises("99_x", tmp_path) == [exercises.Exercise("99_x", "ex-99-a", "A title", "-p tau 0.9"),
+                                              exercises.Exercise("99_x", "ex-99-b", "Another", "F.mask_sweep(…)")]
+    assert exercises.exercises("98_y", tmp_path) == []
 
 
 def test_the_index_bounds_each_exercise_by_the_time_its_kind_of_work_reads():
-    rows = {re.search(r"<(ex-[\w-]+)>", line).group(1): line for line in I.exercise_table(BENCH).splitlines()[2:]}
-    assert len(rows) == len(I.EXERCISE_RUNS)
+    rows = {re.search(r"<(ex-[\w-]+)>", line).group(1): line for line in instructors.exercise_table(BENCH).splitlines()[2:]}
+    assert len(rows) == len(instructors.EXERCISE_RUNS)
     assert rows["ex-03-tau"].endswith("| ≈ 15 s |")               # nothing new: alone from the pack
     assert rows["ex-05-frac"].endswith("| ≈ 5.3 min |")           # the chapter's own work in a complete build
     assert rows["ex-02-seed"].endswith("| ≤ 14.1 min |")          # new replicates: the bound from an empty store
@@ -69,7 +69,7 @@ def test_the_index_bounds_each_exercise_by_the_time_its_kind_of_work_reads():
     assert rows["ex-04-frac"].endswith("| not measured |")        # a chapter the file does not hold
     assert rows["ex-03-tau"].startswith("| {doc}`chapter 2 <03_sis>` | {ref}`A lower threshold <ex-03-tau>` | `-p tau 0.9` |")
     assert all(line.endswith("| not measured |") or "not in the measured file" in line
-               for line in I.exercise_table(None).splitlines()[2:])
+               for line in instructors.exercise_table(None).splitlines()[2:])
 
 
 # ------------------------------------------------------------------------------ values from the files
@@ -77,53 +77,53 @@ def test_the_whole_book_s_time_is_read_against_the_profile_s_aim(tmp_path):
     doc = {"device": "CPU (Toy)", "date": "2026-01-02", "profile": "quick", "execute_seconds": 2874.1,
            "render_seconds": 9.9, "total_minutes": 48.1, "within_45_minutes": False,
            "previous": {"device": "CPU (Other)", "total_minutes": 39.7}}
-    (tmp_path / I.BOOK).write_text(json.dumps(doc))
-    v = I.book_values(tmp_path)
+    (tmp_path / instructors.BOOK).write_text(json.dumps(doc))
+    v = instructors.book_values(tmp_path)
     assert (v["book_execute"], v["book_render"], v["book_total"], v["book_against_target"]) == (
         "47.9 min", "10 s", "48.1 min", "over")
     assert (v["book_previous_total"], v["book_previous_device"]) == ("39.7 min", "CPU (Other)")
-    (tmp_path / I.BOOK).write_text(json.dumps({**doc, "within_45_minutes": True, "previous": None}))
-    assert I.book_values(tmp_path)["book_against_target"] == "within"
-    assert set(I.book_values(tmp_path / "none").values()) == {"not measured"}
+    (tmp_path / instructors.BOOK).write_text(json.dumps({**doc, "within_45_minutes": True, "previous": None}))
+    assert instructors.book_values(tmp_path)["book_against_target"] == "within"
+    assert set(instructors.book_values(tmp_path / "none").values()) == {"not measured"}
 
 
 def test_the_committed_book_time_and_the_page_agree_with_the_file():
-    doc = json.loads((RESULTS / I.BOOK).read_text())
-    v = I.book_values(RESULTS)
+    doc = json.loads((RESULTS / instructors.BOOK).read_text())
+    v = instructors.book_values(RESULTS)
     assert v["book_total"] == f"{doc['total_minutes']:.1f} min"
     assert v["book_against_target"] == ("within" if doc["within_45_minutes"] else "over")
 
 
 def test_the_weak_spots_numbers_are_the_committed_files():
-    v = I.weak_spot_values(RESULTS)
-    models = json.loads((RESULTS / I.STANDARD_MODELS).read_text())["models"]
+    v = instructors.weak_spot_values(RESULTS)
+    models = json.loads((RESULTS / instructors.STANDARD_MODELS).read_text())["models"]
     acc = [m["test_acc"] for m in models if m["stored"]]
     assert v["std_acc_range"] == f"{min(acc):.1f}–{max(acc):.1f}" and v["std_models"] == len(acc)
-    verdicts = json.loads((RESULTS / I.VERDICTS).read_text())
+    verdicts = json.loads((RESULTS / instructors.VERDICTS).read_text())
     s0, s1 = (str(s) for s in verdicts["seeds"][:2])
     assert v["v_rows"] == len(verdicts["rows"])
     assert v["v_changed"] == sum(r["seeds"][s0]["outcome"] != r["seeds"][s1]["outcome"] for r in verdicts["rows"])
-    study = json.loads((RESULTS / I.SCALE).read_text())
+    study = json.loads((RESULTS / instructors.SCALE).read_text())
     size = [r for r in study["rows"] if r["curve"] == "size" and r["measure"] == "test accuracy (%)"]
     last = max(size, key=lambda r: r["training images"])
     assert v["s_acc_values"] == ", ".join(f"{x:.1f}" for x in last["values"]) and v["s_images"] == last["images per replicate"]
     assert float(v["s_ratio_min"]) <= float(v["s_ratio_max"])
-    manifest = json.loads((ROOT / I.STANDARD_EDITION / "manifest.json").read_text())
-    assert v["std_chapters"] == I._numbers_span([chapter_number(c) for c in manifest["chapters"]])
+    manifest = json.loads((ROOT / instructors.STANDARD_EDITION / "manifest.json").read_text())
+    assert v["std_chapters"] == instructors._numbers_span([chapter_number(c) for c in manifest["chapters"]])
 
 
 def test_without_the_files_every_weak_spot_value_is_a_dash(tmp_path):
-    assert set(I.weak_spot_values(tmp_path, root=tmp_path).values()) == {MISSING}
+    assert set(instructors.weak_spot_values(tmp_path, root=tmp_path).values()) == {MISSING}
 
 
 def test_numbers_run_as_ranges():
-    assert I._numbers_span([9, 1, 2, 3, 4, 7]) == "1–4, 7, 9" and I._numbers_span([5]) == "5"
+    assert instructors._numbers_span([9, 1, 2, 3, 4, 7]) == "1–4, 7, 9" and instructors._numbers_span([5]) == "5"
 
 
 # ------------------------------------------------------------------------------------------- the page
 def test_every_key_the_page_pastes_is_glued():
     text = markdown("17_instructors")
-    ours = {**I.values(None), **I.times_values(None), **I.book_values(RESULTS), **I.weak_spot_values(RESULTS),
+    ours = {**instructors.values(None), **instructors.times_values(None), **instructors.book_values(RESULTS), **instructors.weak_spot_values(RESULTS),
             "replicates": 3}
     for doc, key in GLUE.findall(text):
         if doc:
@@ -132,7 +132,7 @@ def test_every_key_the_page_pastes_is_glued():
             assert key in ours, f"the page pastes {key}, which it does not glue"
 
 
-@pytest.mark.parametrize("stem", ["17_instructors"] + [s for s in I.TEACHING if EX.exercises(s)])
+@pytest.mark.parametrize("stem", ["17_instructors"] + [s for s in instructors.TEACHING if exercises.exercises(s)])
 def test_a_chapter_reference_names_the_sidebar_s_number(stem):
     refs = CHAPTER_REF.findall(markdown(stem))
     assert refs or stem != "17_instructors"
@@ -158,4 +158,4 @@ def test_the_page_executes_alone_with_its_glue(tmp_path):
     assert {k for d, k in GLUE.findall(markdown("17_instructors")) if not d} <= glued
     shown = "".join("".join(o.get("data", {}).get("text/markdown", "")) for c in cells if c["cell_type"] == "code"
                     for o in c.get("outputs", []))
-    assert shown.count("{ref}`") == len(I.EXERCISE_RUNS)
+    assert shown.count("{ref}`") == len(instructors.EXERCISE_RUNS)

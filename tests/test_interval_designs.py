@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from overinterp.paper import verdicts as V
+from overinterp.paper import verdicts
 from overinterp.paper.intervals import Interval, replicate_interval
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -175,12 +175,12 @@ def test_clipping_keeps_nan_ends_and_leaves_an_interval_inside_the_range_alone()
 def test_sis_sizes_and_confidence_drops_stay_inside_their_range():
     rng = np.random.default_rng(6)
     tiny = {"m": [np.r_[np.zeros(35), rng.uniform(0, 0.02, 5)] * s for s in (0.2, 1.0, 3.0)]}
-    v = V.sis_size(tiny, 0.99)
+    v = verdicts.sis_size(tiny, 0.99)
     assert v.numbers.loc["m", "95% low"] >= 0 and v.holds is True
     free = replicate_interval({"size": tiny["m"]}, paired_images=False)
     assert free.low < 0                                                # what the bound prevents
     drops = {"m": [np.clip(rng.normal(m, 0.01, 50), -1, 1) for m in (0.9, 0.97, 0.995)]}
-    assert V.confidence_kept(drops).numbers.loc["m", "95% high"] <= 1
+    assert verdicts.confidence_kept(drops).numbers.loc["m", "95% high"] <= 1
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -192,38 +192,38 @@ def test_sis_size_with_ids_counts_distinct_images_and_widens_for_the_shared_imag
     ids = [np.arange(0, 40), np.arange(5, 45), np.arange(10, 50)]       # the first confident images of each
     sizes = [np.clip(sizes_of[i] + rng.normal(0.001 * r, 0.002, 40), 0, 1) for r, i in enumerate(ids)]
     sizes[2][[0, 1]] = np.nan                                           # no SIS: neither a size nor an image
-    by_id = V.sis_size({"m": sizes}, 0.99, ids={"m": ids})
+    by_id = verdicts.sis_size({"m": sizes}, 0.99, ids={"m": ids})
     row = by_id.numbers.loc["m"]
     assert row["images"] == 50 and row["SIS sizes"] == 118 and row["replicates"] == 3
     assert "m (3 replicates, 50 images)" == by_id.scope()
-    own = V.sis_size({"m": sizes}, 0.99)                                # the replicates' images taken as their own
+    own = verdicts.sis_size({"m": sizes}, 0.99)                                # the replicates' images taken as their own
     assert own.numbers.loc["m", "images"] == 118 and "SIS sizes" not in own.numbers
     assert row["mean SIS size (%)"] == pytest.approx(own.numbers.loc["m", "mean SIS size (%)"])
     assert row["95% high"] - row["95% low"] > 2 * (own.numbers.loc["m", "95% high"] - own.numbers.loc["m", "95% low"])
     # an image counted once however many replicates measure it, and min_images reads distinct images
-    assert V.sis_size({"m": sizes}, 0.99, ids={"m": ids}, min_images=51).word == V.UNTESTABLE
-    assert V.sis_size({"m": sizes}, 0.99, min_images=51).word != V.UNTESTABLE
-    one = V.sis_size({"m": sizes[0]}, 0.99, ids={"m": ids[0]})         # a flat array: one replicate
+    assert verdicts.sis_size({"m": sizes}, 0.99, ids={"m": ids}, min_images=51).word == verdicts.UNTESTABLE
+    assert verdicts.sis_size({"m": sizes}, 0.99, min_images=51).word != verdicts.UNTESTABLE
+    one = verdicts.sis_size({"m": sizes[0]}, 0.99, ids={"m": ids[0]})         # a flat array: one replicate
     assert one.numbers.loc["m", "images"] == 40 and one.numbers.loc["m", "replicates"] == 1
     with pytest.raises(ValueError, match="must parallel its sizes"):
-        V.sis_size({"m": sizes}, 0.99, ids={"m": ids[:2]})
+        verdicts.sis_size({"m": sizes}, 0.99, ids={"m": ids[:2]})
 
 
 def test_the_sis_claims_ids_parallel_its_sizes_and_name_images_of_the_shared_test_selection():
     from overinterp.config.context import make_run
-    from overinterp.experiments import runs as A
+    from overinterp.experiments import runs
     run, tau = make_run(profile="tiny", device="cpu"), 0.3
-    sizes, ids = A.sis_sizes_by_replicate(run, tau), A.sis_ids_by_replicate(run, tau)
+    sizes, ids = runs.sis_sizes_by_replicate(run, tau), runs.sis_ids_by_replicate(run, tau)
     assert list(ids) == list(sizes)
-    sel = A.selection(run, "test")
+    sel = runs.selection(run, "test")
     for a in run.profile.archs:
-        name = A.ARCH_NAMES.get(a, a)
+        name = runs.ARCH_NAMES.get(a, a)
         assert [len(i) for i in ids[name]] == [len(s) for s in sizes[name]]
         for r, i in enumerate(ids[name]):
             assert len(np.unique(i)) == len(i) and 0 <= i.min() and i.max() < len(sel.load()[1])
             # the backward selection of the whole test selection, at those positions, gives the very sizes
-            full = A.backselect_set(run, a, sel, seed=run.seed + r, progress=False)
-            assert A.sis_fractions(A.find_sis(full[i], tau)) == sizes[name][r].tolist()
+            full = runs.backselect_set(run, a, sel, seed=run.seed + r, progress=False)
+            assert runs.sis_fractions(runs.find_sis(full[i], tau)) == sizes[name][r].tolist()
         assert len(np.intersect1d(*ids[name][:2])) > 0                 # the replicates share images
 
 

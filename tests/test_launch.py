@@ -1,4 +1,4 @@
-"""Launch buttons (issue 28, item 6): Binder on every chapter, Colab on the GPU chapters, each chapter able
+"""Launch buttons: Binder on every chapter, Colab on the GPU chapters, each chapter able
 to install the project where it is launched (its hidden install cell, written by ``python -m overinterp
 chapters --write``), and no launch button at all without a repository URL. The rendered links are checked
 on a three-page book of small notebooks, built by the book's own ``render`` in a few seconds."""
@@ -16,7 +16,8 @@ import nbformat
 import pytest
 import yaml
 
-from overinterp.config.chapters import CHAPTERS, GPU_CHAPTERS, INSTALL_TAG, install_cell
+from overinterp.config.chapters import CHAPTERS, GPU_CHAPTERS
+from overinterp.pages.launch import INSTALL_TAG, install_cell
 from overinterp.pages.build import ROOT, chapters, render, repository, repository_config, write_parameters
 from overinterp.pages.launch import installs_from
 

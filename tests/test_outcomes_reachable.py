@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from overinterp.paper import further_verdicts as FV
-from overinterp.paper import verdicts as V
+from overinterp.paper import further_verdicts, verdicts
 from overinterp.paper.claims import CLAIMS
 from overinterp.paper.intervals import replicate_interval
+from overinterp.paper.verdicts import FAILS, HOLDS, UNTESTABLE
 from overinterp.paper.numbers import SIS_MEAN_SIZE_BELOW
 
 R, N, RESAMPLES, TAU = 3, 400, 200, 0.99
@@ -55,18 +55,19 @@ def _increase_row(groups: dict, statistic, paired: bool, **extra) -> dict:
 
 def _sis(holds, rng):
     # SIS sizes as fractions of the pixels: 0.4 or 4 times the bound of 5%
-    return V.sis_size({MODEL: _sizes(rng, (0.4 if holds else 4.0) * SIS_MEAN_SIZE_BELOW)}, TAU, resamples=RESAMPLES)
+    sizes = _sizes(rng, (0.4 if holds else 4.0) * SIS_MEAN_SIZE_BELOW)
+    return verdicts.sis_size({MODEL: sizes}, TAU, resamples=RESAMPLES)
 
 
 def _accurate(holds, rng):
-    drop = V.TOLERANCE_POINTS / 5 if holds else 6 * V.TOLERANCE_POINTS
+    drop = verdicts.TOLERANCE_POINTS / 5 if holds else 6 * verdicts.TOLERANCE_POINTS
     full, bs = _correct(rng, 0.9, 0.9 - drop / 100)
-    return V.subsets_accurate({MODEL: full}, {MODEL: bs}, resamples=RESAMPLES)
+    return verdicts.subsets_accurate({MODEL: full}, {MODEL: bs}, resamples=RESAMPLES)
 
 
 def _kept(holds, rng):
-    mean = -0.02 if holds else 4 * V.TOLERANCE_CONFIDENCE
-    return V.confidence_kept({MODEL: [np.clip(rng.normal(mean, 0.05, N), -1, 1) for _ in range(R)]},
+    mean = -0.02 if holds else 4 * verdicts.TOLERANCE_CONFIDENCE
+    return verdicts.confidence_kept({MODEL: [np.clip(rng.normal(mean, 0.05, N), -1, 1) for _ in range(R)]},
                              resamples=RESAMPLES)
 
 
@@ -74,29 +75,30 @@ def _transfer(holds, rng):
     other = 0.15 if holds else 0.85          # share of the lift (0.9 - 0.1) recovered: 0.06 or 0.94
     own, random, *others = _correct(rng, 0.9, 0.1, other, other, other)
     per_source = [[o[r] for o in others] for r in range(R)]
-    return V.no_transfer({MODEL: own}, {MODEL: per_source}, {MODEL: random}, resamples=RESAMPLES)
+    return verdicts.no_transfer({MODEL: own}, {MODEL: per_source}, {MODEL: random}, resamples=RESAMPLES)
 
 
 def _beats(holds, rng):
     bs, random = _correct(rng, 0.75 if holds else 0.30, 0.32)
-    return V.retrain_beats_random({MODEL: bs}, {MODEL: random}, resamples=RESAMPLES)
+    return verdicts.retrain_beats_random({MODEL: bs}, {MODEL: random}, resamples=RESAMPLES)
 
 
 def _near(holds, rng):
     full, bs = _correct(rng, 0.80, 0.79 if holds else 0.40)
-    return V.retrain_near_full({MODEL: bs}, {MODEL: full}, CHANCE, resamples=RESAMPLES)
+    return verdicts.retrain_near_full({MODEL: bs}, {MODEL: full}, CHANCE, resamples=RESAMPLES)
 
 
 def _road(holds, rng):
     bs, random = _correct(rng, 0.75 if holds else 0.30, 0.32)
-    return FV.imputed_verdict(bs, random, MODEL, resamples=RESAMPLES)
+    return further_verdicts.imputed_verdict(bs, random, MODEL, resamples=RESAMPLES)
 
 
 # ----------------------------------------------------------------------------- Part I: the critiques (07b)
 
 def _dilated(holds, rng):
     dilated, undilated = _correct(rng, 0.82 if holds else 0.30, 0.80)
-    return FV.dilation_keeps_prediction({MODEL: undilated}, {MODEL: dilated}, 3, "BS subsets", resamples=RESAMPLES)
+    return further_verdicts.dilation_keeps_prediction({MODEL: undilated}, {MODEL: dilated}, 3, "BS subsets",
+                                                      resamples=RESAMPLES)
 
 
 def _dilated_sis(holds, rng):
@@ -104,14 +106,14 @@ def _dilated_sis(holds, rng):
     # holds: dilation loses at most the replicate's point of jitter
     dilated = [_correct(rng, 1.0 if holds else 0.30, n=n, reps=1)[0][0] for n in (N, N - 40, N - 70)]
     undilated = [np.ones(len(d)) for d in dilated]
-    return FV.dilation_keeps_prediction({MODEL: undilated}, {MODEL: dilated}, 3, "SIS", paired_images=False,
-                                        resamples=RESAMPLES)
+    return further_verdicts.dilation_keeps_prediction({MODEL: undilated}, {MODEL: dilated}, 3, "SIS",
+                                                      paired_images=False, resamples=RESAMPLES)
 
 
 def _dilated_retraining(rng, bs_rate: float):
     # the full-image control 85%, random subsets 32%: 53 points of headroom for the BS models to beat random by
     full, random, bs = _correct(rng, 0.85, 0.32, bs_rate)
-    return FV.dilated_retraining_verdicts({MODEL: bs}, {MODEL: random}, {MODEL: full}, CHANCE, 3)
+    return further_verdicts.dilated_retraining_verdicts({MODEL: bs}, {MODEL: random}, {MODEL: full}, CHANCE, 3)
 
 
 def _dilated_beats(holds, rng):
@@ -123,33 +125,35 @@ def _dilated_near(holds, rng):
 
 
 def _boundary(holds, rng):
-    ratio = 2 * FV.BOUNDARY_RATIO if holds else 1.0
+    ratio = 2 * further_verdicts.BOUNDARY_RATIO if holds else 1.0
     area = [rng.uniform(0.1, 0.2, N) for _ in range(R)]
     attribution = [np.clip(a * ratio * rng.uniform(0.8, 1.2, N), 0, 1) for a in area]
-    return FV.saliency_on_boundary({MODEL: attribution}, {MODEL: area}, resamples=RESAMPLES)
+    return further_verdicts.saliency_on_boundary({MODEL: attribution}, {MODEL: area}, resamples=RESAMPLES)
 
 
 def _blank(holds, rng):
     classes = 10
-    top = (1.2 if holds else 4.5 * FV.BLANK_PRIOR_MULTIPLE) / classes
-    return FV.blank_uninformative({f"{MODEL}, mean pixel": list(top + rng.uniform(-0.01, 0.01, R))}, classes)
+    top = (1.2 if holds else 4.5 * further_verdicts.BLANK_PRIOR_MULTIPLE) / classes
+    confidence = {f"{MODEL}, mean pixel": list(top + rng.uniform(-0.01, 0.01, R))}
+    return further_verdicts.blank_uninformative(confidence, classes)
 
 
 def _mask_shape(holds, rng):
     # fails: a shape that adds nothing to what the blank already gives (a null effect, below the minimal one)
     same, blank = _correct(rng, 0.40 if holds else 0.15, 0.15)
-    return FV.mask_shape_leaks({MODEL: same}, {MODEL: blank}, "uniform noise", resamples=RESAMPLES)
+    return further_verdicts.mask_shape_leaks({MODEL: same}, {MODEL: blank}, "uniform noise", resamples=RESAMPLES)
 
 
 def _calibration(holds, rng):
     masked = rng.uniform(0.15, 0.17, R) if holds else rng.uniform(0.010, 0.015, R)
     full = rng.uniform(0.03, 0.04, R) if holds else rng.uniform(0.050, 0.055, R)
-    return FV.masked_miscalibrated({f"{MODEL}, own BS subsets": masked}, {f"{MODEL}, own BS subsets": full}, N)
+    row = f"{MODEL}, own BS subsets"
+    return further_verdicts.masked_miscalibrated({row: masked}, {row: full}, N)
 
 
 def _insertion(holds, rng):
     bs, saliency = _correct(rng, 0.70 if holds else 0.30, 0.32)
-    return FV.search_beats_saliency({MODEL: bs}, {MODEL: saliency}, 0.05, resamples=RESAMPLES)
+    return further_verdicts.search_beats_saliency({MODEL: bs}, {MODEL: saliency}, 0.05, resamples=RESAMPLES)
 
 
 # ----------------------------------------------------------------------------- Part II: 4.1.1, 4.4-4.6
@@ -165,12 +169,13 @@ def _sis_accuracy(holds, rng):
             row = _increase_row({"c": c, "i": i}, lambda m: 100 * (m["c"] / m["i"] - 1), False,
                                 model=MODEL, set=s, tau=tau, **{"correct images": 320 * R, "incorrect images": 80 * R})
             rows.append(row)
-    return V.sis_predicts_accuracy(pd.DataFrame(rows).rename(columns={"estimate": "increase (%)"}))
+    return verdicts.sis_predicts_accuracy(pd.DataFrame(rows).rename(columns={"estimate": "increase (%)"}))
 
 
 def _robust(holds, rng):
     # SIS sizes in % of the pixels
-    return FV.robust_sis_sparse({f"{MODEL} (robust)": _sizes(rng, (40 if holds else 400) * SIS_MEAN_SIZE_BELOW)}, TAU)
+    sizes = _sizes(rng, (40 if holds else 400) * SIS_MEAN_SIZE_BELOW)
+    return further_verdicts.robust_sis_sparse({f"{MODEL} (robust)": sizes}, TAU)
 
 
 def _ensemble_accuracy(holds, rng):
@@ -181,7 +186,7 @@ def _ensemble_accuracy(holds, rng):
     row = _increase_row({"ens": [ens], "mem": members}, lambda m: 100 * (m["ens"] - m["mem"]), True,
                         images=400, members=3)
     gains = pd.DataFrame({"5x " + MODEL: row}).T.rename(columns={"estimate": "gain (points)"})
-    return FV.ensembles_increase_accuracy(gains)
+    return further_verdicts.ensembles_increase_accuracy(gains)
 
 
 def _paired_sizes(rng, treated: int, control: int, factor: float, n: int = N) -> dict:
@@ -194,7 +199,7 @@ def _paired_sizes(rng, treated: int, control: int, factor: float, n: int = N) ->
 def _ensemble_sis(holds, rng):
     g = _paired_sizes(rng, 1, 3, 1.5 if holds else 0.6)
     row = _increase_row(g, lambda m: m["t"] - m["c"], True, images=N)
-    return FV.ensembles_increase_sis(pd.DataFrame({("5x " + MODEL, TAU): row}).T
+    return further_verdicts.ensembles_increase_sis(pd.DataFrame({("5x " + MODEL, TAU): row}).T
                                      .rename(columns={"estimate": "increase (points)"}))
 
 
@@ -204,14 +209,15 @@ def _dropout(holds, rng):
         g = _paired_sizes(rng, R, R, 1.4 if holds else 0.7)
         rows[(f"{MODEL} input dropout vs standard, {how}", TAU)] = _increase_row(g, lambda m: m["t"] - m["c"], True,
                                                                                  images=N)
-    return FV.dropout_increases_sis(pd.DataFrame(rows).T.rename(columns={"estimate": "increase (points)"}))
+    increase = pd.DataFrame(rows).T.rename(columns={"estimate": "increase (points)"})
+    return further_verdicts.dropout_increases_sis(increase)
 
 
 def _borders(holds, rng):
     area = 0.3                                     # margin: at least (1 + 0.3) / 2 = 65% of the SIS pixels
     mean = 0.85 if holds else area                 # fails: SIS spread as the area is
     shares = rng.beta(20 * mean, 20 * (1 - mean), N)
-    return FV.borders_verdict(list(shares), area, TAU, resamples=RESAMPLES)
+    return further_verdicts.borders_verdict(list(shares), area, TAU, resamples=RESAMPLES)
 
 
 # ----------------------------------------------------------------------------- Part III: related methods
@@ -223,7 +229,7 @@ def _background(holds, rng):
         ec = np.clip(random + (-0.2 if holds else 0.2) + rng.normal(0, 0.1, N), 0, 1)
         rows.append(pd.DataFrame({"model": MODEL, "replicate": r, "explanation coverage": ec,
                                   "random pixels (|G| / HW)": random}))
-    return FV.sis_on_background(pd.concat(rows, ignore_index=True), TAU, resamples=RESAMPLES)
+    return further_verdicts.sis_on_background(pd.concat(rows, ignore_index=True), TAU, resamples=RESAMPLES)
 
 
 def _fine_tuning(rng, measure: str, delta: float) -> pd.DataFrame:
@@ -238,17 +244,17 @@ def _fine_tuning(rng, measure: str, delta: float) -> pd.DataFrame:
 
 
 def _reduction_size(holds, rng):
-    return FV.size_verdict(_fine_tuning(rng, "reduced size", 2.0 if holds else -2.0), min_images=10)
+    return further_verdicts.size_verdict(_fine_tuning(rng, "reduced size", 2.0 if holds else -2.0), min_images=10)
 
 
 def _reduction_sis(holds, rng):
-    return FV.sis_verdict(_fine_tuning(rng, "SIS size", 2.0 if holds else -2.0), min_images=10)
+    return further_verdicts.sis_verdict(_fine_tuning(rng, "SIS size", 2.0 if holds else -2.0), min_images=10)
 
 
 def _sparse_pixels(holds, rng):
     generated = rng.gamma(4.0, (0.4 if holds else 4.0) * SIS_MEAN_SIZE_BELOW / 4.0, N)
     real = rng.gamma(4.0, 0.4 * SIS_MEAN_SIZE_BELOW / 4.0, N)
-    return FV.sparse_pixels(generated, real, TAU)
+    return further_verdicts.sparse_pixels(generated, real, TAU)
 
 
 #: claim id -> builder(holds, rng): the claim's verdict on measurements inside its margin (holds=True) or
@@ -273,28 +279,28 @@ def test_both_outcomes_are_reachable(claim):
     assert claim in CASES, f"no case for claim {claim!r}: add a builder to CASES"
     inside = CASES[claim](True, _rng(claim, True))
     outside = CASES[claim](False, _rng(claim, False))
-    assert inside.outcome == V.HOLDS, inside.numbers.to_string()
-    assert outside.outcome == V.FAILS, outside.numbers.to_string()
+    assert inside.outcome == HOLDS, inside.numbers.to_string()
+    assert outside.outcome == FAILS, outside.numbers.to_string()
 
 
 def test_dilated_beats_needs_headroom_above_random():
     rng = np.random.default_rng(0)
     holding = _dilated_beats(True, rng).numbers
-    assert (holding["headroom (points)"] >= V.FAR_MORE_POINTS).all()
+    assert (holding["headroom (points)"] >= verdicts.FAR_MORE_POINTS).all()
     # a full-image control only 5 points above the random subsets leaves the BS models nothing to beat them by
     full, random, bs = _correct(rng, 0.35, 0.30, 0.33)
-    beats, _ = FV.dilated_retraining_verdicts({MODEL: bs}, {MODEL: random}, {MODEL: full}, CHANCE, 3)
-    assert beats.numbers.loc[MODEL, "headroom (points)"] < V.FAR_MORE_POINTS
-    assert beats.outcome == V.UNTESTABLE
+    beats, _ = further_verdicts.dilated_retraining_verdicts({MODEL: bs}, {MODEL: random}, {MODEL: full}, CHANCE, 3)
+    assert beats.numbers.loc[MODEL, "headroom (points)"] < verdicts.FAR_MORE_POINTS
+    assert beats.outcome == UNTESTABLE
 
 
 def test_near_cannot_be_tested_against_a_control_near_chance():
     full, bs = _correct(np.random.default_rng(0), (CHANCE + 5) / 100, (CHANCE + 4) / 100)
-    v = V.retrain_near_full({MODEL: bs}, {MODEL: full}, CHANCE, resamples=RESAMPLES)
-    assert v.outcome == V.UNTESTABLE
+    v = verdicts.retrain_near_full({MODEL: bs}, {MODEL: full}, CHANCE, resamples=RESAMPLES)
+    assert v.outcome == UNTESTABLE
     # the same drop against a control far above chance is decided
     full, bs = _correct(np.random.default_rng(0), 0.80, 0.79)
-    assert V.retrain_near_full({MODEL: bs}, {MODEL: full}, CHANCE, resamples=RESAMPLES).outcome == V.HOLDS
+    assert verdicts.retrain_near_full({MODEL: bs}, {MODEL: full}, CHANCE, resamples=RESAMPLES).outcome == HOLDS
 
 
 def test_a_null_effect_decides_the_equivalence_margins_as_not_holding():
@@ -302,10 +308,11 @@ def test_a_null_effect_decides_the_equivalence_margins_as_not_holding():
     have a minimal effect: a measure at zero effect, well resolved, does not hold (it is not left open)."""
     rng = np.random.default_rng(7)
     same, blank = _correct(rng, 0.30, 0.30)
-    assert FV.mask_shape_leaks({MODEL: same}, {MODEL: blank}, "uniform noise", resamples=RESAMPLES).word == V.FAILS
+    shape = further_verdicts.mask_shape_leaks({MODEL: same}, {MODEL: blank}, "uniform noise", resamples=RESAMPLES)
+    assert shape.word == FAILS
     area = [rng.uniform(0.1, 0.2, N) for _ in range(R)]
     attribution = [a * rng.uniform(0.95, 1.05, N) for a in area]
-    assert FV.saliency_on_boundary({MODEL: attribution}, {MODEL: area}, resamples=RESAMPLES).word == V.FAILS
+    assert further_verdicts.saliency_on_boundary({MODEL: attribution}, {MODEL: area}, resamples=RESAMPLES).word == FAILS
     row = {"model": MODEL, "set": "test", "tau": 0.9, "correct images": 400, "incorrect images": 100,
            "increase (%)": 0.0, "low": -3.0, "high": 3.0}
-    assert V.sis_predicts_accuracy(pd.DataFrame([row]), taus=(0.9,)).word == V.FAILS
+    assert verdicts.sis_predicts_accuracy(pd.DataFrame([row]), taus=(0.9,)).word == FAILS

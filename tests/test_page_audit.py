@@ -1,4 +1,4 @@
-"""The page audit of issues 21 and 28 (:mod:`overinterp.pages.audit`): each check fails on a small
+"""The page audit (``tools/page_audit.py``): each check fails on a small
 hand-written page with the defect and passes on the same page without it, in headless Chromium at
 the reader's 1400 px window; a figure's smallest text is measured from the font record its PNG
 carries. The last tests check what the chapters' cells show (captions, counts, thresholds, the run box,
@@ -16,7 +16,7 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from overinterp.pages import audit as A  # noqa: E402
+from tools import page_audit as audit  # noqa: E402
 from overinterp.pages import chapter  # noqa: E402
 from overinterp.paper.formatting import MISSING  # noqa: E402
 
@@ -35,7 +35,7 @@ def page(folder: Path, body: str, name: str = "p.html") -> Path:
 
 
 def kinds(folder: Path) -> list[str]:
-    return [d.kind for d in A.audit(folder)]
+    return [d.kind for d in audit.audit(folder)]
 
 
 def ticks_figure(points: float, dpi: float = 100, inches=(4, 3)):
@@ -49,7 +49,7 @@ def ticks_figure(points: float, dpi: float = 100, inches=(4, 3)):
 def figure_page(folder: Path, fig, style: str = "") -> Path:
     """A page showing ``fig`` as the book does: its PNG (with font record) under ``_images/``."""
     (folder / "_images").mkdir(parents=True, exist_ok=True)
-    (folder / "_images" / "f.png").write_bytes(A.figure_png(fig))
+    (folder / "_images" / "f.png").write_bytes(audit.figure_png(fig))
     plt.close(fig)
     return page(folder, f'<figure><img src="_images/f.png" style="{style}"><figcaption>ticks</figcaption></figure>')
 
@@ -58,22 +58,22 @@ def figure_page(folder: Path, fig, style: str = "") -> Path:
 
 def test_text_sizes_count_only_the_text_a_figure_draws():
     fig = ticks_figure(4)
-    assert min(A.text_sizes(fig)) == 4 and max(A.text_sizes(fig)) == 12
+    assert min(audit.text_sizes(fig)) == 4 and max(audit.text_sizes(fig)) == 12
     fig.axes[0].axis("off")                          # tick labels still exist but are not drawn
     fig.axes[0].set_xlabel("hidden with its axis", fontsize=3)
     fig.text(0.5, 0.5, "", fontsize=2)               # an empty string draws nothing
-    assert set(A.text_sizes(fig)) == {12}
+    assert set(audit.text_sizes(fig)) == {12}
     legend = fig.axes[0].legend(["line"], fontsize=6)
-    assert min(A.text_sizes(fig)) == 6
+    assert min(audit.text_sizes(fig)) == 6
     legend.set_visible(False)
-    assert min(A.text_sizes(fig)) == 12
+    assert min(audit.text_sizes(fig)) == 12
     plt.close(fig)
 
 
 def test_figure_png_carries_its_smallest_font_and_dpi(tmp_path):
     fig = ticks_figure(5, dpi=150)
-    (tmp_path / "f.png").write_bytes(A.figure_png(fig))
-    record, width = A.font_record(tmp_path / "f.png")
+    (tmp_path / "f.png").write_bytes(audit.figure_png(fig))
+    record, width = audit.font_record(tmp_path / "f.png")
     assert record == {"min_pt": 5.0, "dpi": 150.0}
     assert 0.8 * 4 * 150 < width <= 4 * 150 + 2      # tight bounding box, at the figure's dpi
     plt.close(fig)
@@ -85,7 +85,7 @@ def test_chapter_figure_glues_the_png_with_its_font_record(monkeypatch, tmp_path
     fig = ticks_figure(7)
     chapter.figure("fig_x", fig.axes[0])             # an Axes gives its figure
     (tmp_path / "x.png").write_bytes(glued["fig_x"].data)
-    assert A.font_record(tmp_path / "x.png")[0] == {"min_pt": 7.0, "dpi": 100.0}
+    assert audit.font_record(tmp_path / "x.png")[0] == {"min_pt": 7.0, "dpi": 100.0}
     assert not plt.fignum_exists(fig.number)         # closed, so the notebook shows it only where glued
 
 
@@ -95,7 +95,7 @@ def test_chapter_figure_glues_the_png_with_its_font_record(monkeypatch, tmp_path
 def test_raw_reprs_in_page_text_fail_and_shown_code_does_not(tmp_path):
     page(tmp_path / "bad", "<p>&lt;IPython.core.display.Markdown object&gt;</p><p>Text(0.5, 1.0, 'x')</p>"
                            "<div><p>&lt;pandas.io.formats.style.Styler at 0x7f12&gt; Verdict(word='holds')</p></div>")
-    defects = A.audit(tmp_path / "bad")
+    defects = audit.audit(tmp_path / "bad")
     assert [d.kind for d in defects] == ["repr"] * 4
     assert {d.detail.split(" in ")[0] for d in defects} == {"'<IPython.core.display.Markdown object>'",
                                                             "'Text('", "'Styler at'", "'Verdict('"}
@@ -109,7 +109,7 @@ def test_nan_or_none_in_a_table_cell_fails(tmp_path):
                            "<tr><td>ResNet20</td><td>nan</td><td>NaN – 0.91</td></tr><tr><td>VGG</td><td>None</td>"
                            "<td>None of the runs</td></tr></table>")
     head = "model acc ci"
-    assert [d.detail for d in A.audit(tmp_path / "bad")] == [
+    assert [d.detail for d in audit.audit(tmp_path / "bad")] == [
         f"“nan” in column “acc”, row “ResNet20” of table “{head}”",
         f"“NaN – 0.91” in column “ci”, row “ResNet20” of table “{head}”",
         f"“None” in column “acc”, row “VGG” of table “{head}”"]
@@ -123,7 +123,7 @@ def test_blocks_wider_than_the_column_fail(tmp_path):
     page(tmp_path / "bad", f'<table style="width:3000px"><tr><td>wide</td></tr></table>'
                            f'<div class="cell_input"><pre style="overflow:auto">{wide_code}</pre></div>'
                            f'<div class="cell_output"><div style="width:1200px">an image</div></div>')
-    defects = A.audit(tmp_path / "bad")
+    defects = audit.audit(tmp_path / "bad")
     assert [d.kind for d in defects] == ["overflow"] * 3
     assert defects[0].detail.startswith(f"table 3000 px wide in a {COLUMN} px column")
     page(tmp_path / "good", '<table style="width:100%"><tr><td>fits</td></tr></table><pre>x = 1</pre>'
@@ -133,14 +133,14 @@ def test_blocks_wider_than_the_column_fail(tmp_path):
 
 @needs_chromium
 def test_overflow_is_measured_at_the_readers_1400_px_window(tmp_path):
-    seen = A.probe(page(tmp_path, "<p>x</p>"))
-    assert seen["window"] == A.WINDOW[0] and seen["column"] == COLUMN
+    seen = audit.probe(page(tmp_path, "<p>x</p>"))
+    assert seen["window"] == audit.WINDOW[0] and seen["column"] == COLUMN
 
 
 @needs_chromium
 def test_a_figure_with_4_pt_tick_labels_fails_and_10_pt_passes(tmp_path):
     figure_page(tmp_path / "bad", ticks_figure(4))   # 4 pt at 100 dpi, drawn at its own width: 5.6 px
-    (defect,) = A.audit(tmp_path / "bad")
+    (defect,) = audit.audit(tmp_path / "bad")
     assert defect.kind == "font" and defect.detail.startswith("5.6 px < 8 px: 4 pt at 100 dpi")
     figure_page(tmp_path / "good", ticks_figure(10))  # 13.9 px
     assert kinds(tmp_path / "good") == []
@@ -150,7 +150,7 @@ def test_a_figure_with_4_pt_tick_labels_fails_and_10_pt_passes(tmp_path):
 def test_figure_fonts_are_measured_at_the_width_the_page_draws_them(tmp_path):
     """10-pt text at 100 dpi is 13.9 px in the PNG; the page draws that PNG (about 360 px wide) 90 px wide."""
     figure_page(tmp_path / "shrunk", ticks_figure(10), style="width:90px")
-    (defect,) = A.audit(tmp_path / "shrunk")
+    (defect,) = audit.audit(tmp_path / "shrunk")
     assert defect.kind == "font" and defect.detail.startswith("3.5 px")
     # a wide figure at 200 dpi squeezed into the column: 10 pt -> 27.8 px in the PNG, x (800 / ~2000)
     figure_page(tmp_path / "wide", ticks_figure(10, dpi=200, inches=(10, 3)), style="max-width:100%")
@@ -173,21 +173,21 @@ def test_only_the_books_own_pages_are_audited(tmp_path):
     for name in ("genindex.html", "search.html", "_static/x.html", "book/01_a.html"):
         page(tmp_path / Path(name).parent, "<p>x</p>", Path(name).name)
     (tmp_path / "index.html").write_text('<meta http-equiv="Refresh" content="0; url=book/01_a.html" />')
-    assert [p.relative_to(tmp_path).as_posix() for p in A.pages(tmp_path)] == ["book/01_a.html"]
+    assert [p.relative_to(tmp_path).as_posix() for p in audit.pages(tmp_path)] == ["book/01_a.html"]
 
 
 @needs_chromium
 def test_command_line_prints_defects_and_exits_1_only_when_there_are_any(tmp_path):
     page(tmp_path / "bad", "<table><tr><td>nan</td></tr></table>")
     page(tmp_path / "good", "<p>fine</p>")
-    run = [sys.executable, "-m", "overinterp.pages.audit"]
+    run = [sys.executable, "-m", "tools.page_audit"]
     bad = subprocess.run(run + [str(tmp_path / "bad")], capture_output=True, text=True)
     good = subprocess.run(run + [str(tmp_path / "good")], capture_output=True, text=True)
     assert (bad.returncode, bad.stdout.strip()) == (1, "p.html: nan: “nan” in column “”, row “nan” of table “nan”")
     assert (good.returncode, good.stdout.strip()) == (0, "no defects")
 
 
-# --- issue 28: pages that read generated --------------------------------------------------------
+# --- pages that read generated ----------------------------------------------------------------
 
 def titled(folder: Path, title: str, body: str = "", name: str = "p.html", number: str = "") -> Path:
     """A page with an ``h1`` as Jupyter Book writes it: its number in a span, a "#" link after it."""
@@ -199,7 +199,7 @@ def titled(folder: Path, title: str, body: str = "", name: str = "p.html", numbe
 def test_nan_anywhere_in_the_prose_fails_not_only_in_tables(tmp_path):
     page(tmp_path / "bad", "<div class='admonition'><p class='admonition-title'>The result</p><p>The mean SIS size is "
                            "nan% of the pixels (95% interval nan to +NaN).</p></div><div>Verdict</div><div>nan</div>")
-    defects = A.audit(tmp_path / "bad")
+    defects = audit.audit(tmp_path / "bad")
     assert [d.kind for d in defects] == ["nan"] * 4          # the last "nan" only because blocks end lines
     assert [d.detail.split(" in ")[0] for d in defects] == ["'nan'", "'nan'", "'+NaN'", "'nan'"]
     page(tmp_path / "good", "<p>The mean SIS size, in % of the pixels: no estimate (no interval). A nanometre; "
@@ -212,13 +212,13 @@ def test_an_outcome_word_without_its_verb_is_found_in_any_sentence():
            "Verdict: the claim inconclusive at this scale here",
            "the claim that subsets do not transfer inconclusive at this scale in this execution.",
            "The claim that generated images are classified from sparse pixels “inconclusive at this scale” on the samples.",
-           # issue 42: a verdict word glued where no "the claim" is named, or after a noun
+           # a verdict word glued where no "the claim" is named, or after a noun
            "so the claim that the kept pixels suffice inconclusive at this scale on the BS subsets.",
            "this execution measured the ring's excess at 1.22 to 1.85 points, and the verdict inconclusive at this scale.",
            "Springer's claim that the saliency concentrates on the mask's edge: “inconclusive at this scale” here.",
            "Springer's claim that the saliency concentrates on the mask's edge inconclusive at this scale here.",
            "Here the claim's verdict is holds.", "Both verdicts were cannot be tested."]
-    assert [len(A.missing_verbs(t)) for t in bad] == [1] * len(bad)
+    assert [len(audit.missing_verbs(t)) for t in bad] == [1] * len(bad)
     good = ["so the claim is inconclusive at this scale here.",
             "Verdict: the claim's outcome here is “inconclusive at this scale”",
             "**As accurate on their own 5% BS subsets (4.1)** inconclusive at this scale. Accuracy drop: 2.1.",
@@ -233,7 +233,7 @@ def test_an_outcome_word_without_its_verb_is_found_in_any_sentence():
             "SmoothGrad on the mask's edge: inconclusive at this scale. margin ≥ 0, inconclusive at this scale (about 3",
             "Does not hold if it lies wholly below; inconclusive if it straddles; otherwise inconclusive.",
             "The verdict is “holds”; a move to or from “inconclusive at this scale” is a change."]
-    assert [A.missing_verbs(t) for t in good] == [[]] * len(good)
+    assert [audit.missing_verbs(t) for t in good] == [[]] * len(good)
 
 
 def test_template_debris_is_found_by_kind_and_its_mended_sentence_passes():
@@ -261,10 +261,10 @@ def test_template_debris_is_found_by_kind_and_its_mended_sentence_passes():
     }
     for kind, pairs in cases.items():
         for bad, good in pairs:
-            assert {k for k, _ in A.debris(bad)} == {kind}, (kind, bad, A.debris(bad))
-            assert A.debris(good) == [], (kind, good, A.debris(good))
+            assert {k for k, _ in audit.debris(bad)} == {kind}, (kind, bad, audit.debris(bad))
+            assert audit.debris(good) == [], (kind, good, audit.debris(good))
     # a dash between clauses, the symbol named in quotes and a legend entry are no placeholder
-    assert A.debris("from the profile's setting — the backward-selection method — and “—”: none of them "
+    assert audit.debris("from the profile's setting — the backward-selection method — and “—”: none of them "
                     "(”—” for the others); — the edition did not compute the claim") == []
 
 
@@ -306,18 +306,18 @@ def test_prose_defects_of_an_editions_committed_pages_are_reported_apart_and_do_
     body = "<p>Springer's claim that the saliency concentrates on the edge inconclusive at this scale here.</p>"
     edition = tmp_path / "editions" / "fashion-mnist-standard" / "book"
     page(edition, body, "07b.html")
-    assert A.audit(tmp_path) == []
-    (defect,) = A.audit(tmp_path, committed=True)
+    assert audit.audit(tmp_path) == []
+    (defect,) = audit.audit(tmp_path, committed=True)
     assert (defect.page, defect.kind, defect.committed) == ("editions/fashion-mnist-standard/book/07b.html", "verb",
                                                             True)
     assert str(defect).endswith("(committed edition)")
-    run = subprocess.run([sys.executable, "-m", "overinterp.pages.audit", str(tmp_path)], capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "tools.page_audit", str(tmp_path)], capture_output=True,
                          text=True)
     assert run.returncode == 0 and "(committed edition)" in run.stdout
     page(edition, body + "<table><tr><td>nan</td></tr></table>", "07b.html")
-    assert [(d.kind, d.committed) for d in A.audit(tmp_path)] == [("nan", False)]
+    assert [(d.kind, d.committed) for d in audit.audit(tmp_path)] == [("nan", False)]
     page(tmp_path / "book", body, "07b.html")
-    assert [(d.page, d.kind) for d in A.audit(tmp_path)] == [("book/07b.html", "verb"),
+    assert [(d.page, d.kind) for d in audit.audit(tmp_path)] == [("book/07b.html", "verb"),
                                                              ("editions/fashion-mnist-standard/book/07b.html", "nan")]
 
 
@@ -327,7 +327,7 @@ def test_raw_floats_and_counts_with_decimals_fail_in_tables_and_prose(tmp_path):
                            "<tr><th>τ</th><th>paper</th><th>members</th></tr><tr><th>0.990000</th><td>64.400000</td>"
                            "<td>3.00</td></tr></table><table><tr><th></th><th>ResNet20</th></tr>"
                            "<tr><th>members</th><td>5.0</td></tr></table>")
-    details = [d.detail for d in A.audit(tmp_path / "bad") if d.kind == "float"]
+    details = [d.detail for d in audit.audit(tmp_path / "bad") if d.kind == "float"]
     assert len(details) == 6 and details[0].startswith("raw float '0.990000'")
     assert details[-2:] == ["a count with decimals, “3.00” in column “members”, row “0.990000” of table “Table 4.1. X.”",
                             "a count with decimals, “5.0” in column “ResNet20”, row “members” of table “ResNet20”"]
@@ -347,7 +347,7 @@ def test_a_cells_column_is_named_through_column_and_row_spans(tmp_path):
                            "<tr><th>model</th><th>τ</th><th>mean</th><th>low</th><th>members</th></tr></thead>"
                            '<tbody><tr><th rowspan="2">ResNet20</th><th>0.5</th><td>71.2</td><td>60.1</td><td>3</td></tr>'
                            "<tr><th>0.6</th><td>73.47</td><td>61.0</td><td>3.00</td></tr></tbody></table>")
-    (defect,) = A.audit(tmp_path / "bad")
+    (defect,) = audit.audit(tmp_path / "bad")
     assert defect.detail == "a count with decimals, “3.00” in column “members”, row “0.6” of table “increase”"
     page(tmp_path / "good", '<table><thead><tr><th></th><th colspan="2">control models</th></tr>'
                             "<tr><th>τ</th><th>mean</th><th>members</th></tr></thead>"
@@ -367,31 +367,31 @@ def test_a_range_whose_ends_read_the_same_fails(tmp_path):
 @needs_chromium
 def test_table_numbers_that_restart_lack_their_chapter_or_repeat_across_pages_fail(tmp_path):
     book = tmp_path / "bad" / "book"
-    page(book, "<table><caption>Table 4.1. A.</caption></table><table><caption>Table 4.2. B.</caption></table>"
+    page(book, "<table><caption>Table 4.1. audit.</caption></table><table><caption>Table 4.2. B.</caption></table>"
                "<table><caption>Table 4.1. C.</caption></table>", "04.html")
     page(book, "<p><strong>Table 1.</strong> Exact backward selection.</p><table></table>"
                "<p>Table 2 puts a full run at 3 s.</p>", "13.html")
     page(book, "<table><caption>Table 4.2. Again.</caption></table>", "05.html")
-    defects = sorted(A.audit(tmp_path / "bad"), key=lambda d: d.page)
+    defects = sorted(audit.audit(tmp_path / "bad"), key=lambda d: d.page)
     assert [(d.page, d.kind) for d in defects] == [("book/04.html", "table"), ("book/05.html", "table"),
                                                     ("book/13.html", "table")]
     assert "numbering restarts" in defects[0].detail and "also a table of book/04.html" in defects[1].detail
     assert "has no chapter number" in defects[2].detail
     good = tmp_path / "good"
-    page(good / "book", "<table><caption>Table 4.1. A.</caption></table><p><strong>Table 4.2.</strong> B.</p>",
+    page(good / "book", "<table><caption>Table 4.1. audit.</caption></table><p><strong>Table 4.2.</strong> B.</p>",
          "04.html")
-    page(good / "book", "<table><caption>Table 5.1. A.</caption></table>", "05.html")
-    page(good / "editions" / "tiny" / "book", "<table><caption>Table 4.1. A.</caption></table>", "04.html")
+    page(good / "book", "<table><caption>Table 5.1. audit.</caption></table>", "05.html")
+    page(good / "editions" / "tiny" / "book", "<table><caption>Table 4.1. audit.</caption></table>", "04.html")
     assert kinds(good) == []
 
 
 def test_table_numbers_go_up_within_the_chapter_the_page_is_numbered():
-    assert A.table_numbers(["Table 13.1. A.", "Table 13.2. B.", "Figure 1. C.", "Table 13.3. D."], "13") == []
-    assert A.table_numbers(["Table 4.1. A.", "Table 4.3. B."]) == []              # a gap is no restart
-    assert A.table_numbers(["Table 6.1. A."], "5") == ["“Table 6.1.” on the page of chapter 5: “Table 6.1. A.”"]
-    assert A.table_numbers(["Table 5.2. A.", "Table 5.2. B."], "5") == [
+    assert audit.table_numbers(["Table 13.1. audit.", "Table 13.2. B.", "Figure 1. C.", "Table 13.3. D."], "13") == []
+    assert audit.table_numbers(["Table 4.1. audit.", "Table 4.3. B."]) == []              # a gap is no restart
+    assert audit.table_numbers(["Table 6.1. audit."], "5") == ["“Table 6.1.” on the page of chapter 5: “Table 6.1. audit.”"]
+    assert audit.table_numbers(["Table 5.2. audit.", "Table 5.2. B."], "5") == [
         "“Table 5.2.” after “Table 5.2.”: the numbering restarts: “Table 5.2. B.”"]
-    assert len(A.table_numbers(["Table 1. A.", "Table 13.1. B.", "Table 12.2. C."])) == 2
+    assert len(audit.table_numbers(["Table 1. audit.", "Table 13.1. B.", "Table 12.2. C."])) == 2
 
 
 @needs_chromium
@@ -399,7 +399,7 @@ def test_a_title_that_asserts_the_papers_claims_fails_and_a_topic_or_question_pa
     for i, title in enumerate(["Sparse subsets are real statistical patterns", "Humans struggle with sparse subsets",
                                "Ensembles mitigate overinterpretation"]):
         titled(tmp_path / "bad", title, name=f"{i}.html", number=str(i + 4))
-    defects = A.audit(tmp_path / "bad")
+    defects = audit.audit(tmp_path / "bad")
     assert [d.kind for d in defects] == ["title"] * 3
     assert defects[0].detail.startswith("“Sparse subsets are real statistical patterns” asserts an outcome ('are real')")
     for i, title in enumerate(["Retraining on 5% subsets", "Can people classify 5% subsets?",
@@ -413,7 +413,7 @@ def test_a_link_reading_chapter_n_must_reach_the_page_numbered_n(tmp_path):
     titled(tmp_path, "Why it holds or fails here", name="06_why.html", number="5")
     titled(tmp_path, "The model zoo", '<p>See <a href="06_why.html#x">chapter 6</a> and <a href="06_why.html">'
                                       'chapter 5</a>.</p>', name="02_model_zoo.html", number="1")
-    (defect,) = A.audit(tmp_path)
+    (defect,) = audit.audit(tmp_path)
     assert (defect.page, defect.kind) == ("02_model_zoo.html", "xref")
     assert defect.detail == "“chapter 6” links to 06_why.html, whose title is numbered “5”"
     # an edition's unnumbered copies name the book's numbers: not a defect there
@@ -421,12 +421,12 @@ def test_a_link_reading_chapter_n_must_reach_the_page_numbered_n(tmp_path):
     titled(edition, "Why it holds or fails here", name="06_why.html", number="")
     titled(edition, "The model zoo", '<p>See <a href="06_why.html">chapter 5</a>.</p>', name="02_model_zoo.html",
            number="")
-    assert [d.page for d in A.audit(tmp_path)] == ["02_model_zoo.html"]
+    assert [d.page for d in audit.audit(tmp_path)] == ["02_model_zoo.html"]
 
 
 @needs_chromium
 def test_a_title_is_read_without_its_number_and_link(tmp_path):
-    seen = A.probe(titled(tmp_path, "Retraining on 5% subsets", "<p>x</p>", number="4"))
+    seen = audit.probe(titled(tmp_path, "Retraining on 5% subsets", "<p>x</p>", number="4"))
     assert seen["title"] == {"number": "4", "text": "Retraining on 5% subsets"}
 
 
@@ -450,14 +450,14 @@ def test_text_pt_keeps_text_at_least_the_asked_pixels_on_the_page():
 def test_captioned_tables_are_numbered_per_chapter_and_show_no_nan():
     import numpy as np
     import pandas as pd
-    from overinterp.pages import chapter as C
-    from overinterp.paper import verdicts as V
-    C._TABLES.update(chapter=4, count=0)
-    first = C.captioned(pd.DataFrame({"x": [1.234, np.nan], "w": ["a", None]}), "Two rows.").to_html()
+    from overinterp.pages import chapter as chapter_page
+    from overinterp.paper import verdicts
+    chapter_page._TABLES.update(chapter=4, count=0)
+    first = chapter_page.captioned(pd.DataFrame({"x": [1.234, np.nan], "w": ["a", None]}), "Two rows.").to_html()
     assert "<caption>Table 4.1. Two rows.</caption>" in first and ">1.23<" in first
     assert "nan" not in first.lower().replace("na_rep", "") and first.count(">—<") == 2
-    v = V.subsets_accurate(full={"m": [np.ones(20)]}, bs={"m": [np.ones(20)]})
-    second = C.verdict_table(v).to_html()
+    v = verdicts.subsets_accurate(full={"m": [np.ones(20)]}, bs={"m": [np.ones(20)]})
+    second = chapter_page.verdict_table(v).to_html()
     assert "<caption>Table 4.2. The numbers behind the verdict (holds): per row, drop (points)" in second
     assert 'id="T_t4-2"' in second                                     # a fixed id: the same page on every build
 
@@ -468,16 +468,16 @@ def test_captioned_tables_show_thresholds_counts_and_mixed_columns_as_a_reader_r
     import re
     import numpy as np
     import pandas as pd
-    from overinterp.pages import chapter as C
-    C._TABLES.update(chapter=10, count=0)
+    from overinterp.pages import chapter as chapter_page
+    chapter_page._TABLES.update(chapter=10, count=0)
     df = pd.DataFrame({"gain": [1.234, np.nan], "members": [3.0, 5.0], "tau": [0.99, 0.5], "paper": [MISSING, 64.4],
                        "plateaued": [True, False]},
                       index=pd.MultiIndex.from_tuples([("ResNet20", 0.99), ("VGG", 0.5)], names=["model", "τ"]))
-    cells = re.findall(r">([^<>]+)</t[hd]>", C.captioned(df, "X.", 1).to_html())
+    cells = re.findall(r">([^<>]+)</t[hd]>", chapter_page.captioned(df, "X.", 1).to_html())
     assert cells[cells.index("ResNet20"):] == ["ResNet20", "0.99", "1.2", "3", "0.99", MISSING, "yes",
                                                "VGG", "0.5", MISSING, "5", "0.5", "64.4", "no"]
-    assert not [c for c in cells if A.RAW_FLOAT.search(c)]
-    assert C._value(12.3456, 2) == "12.35" and C._value(7, 2) == "7" and C._value(float("nan"), 2) == MISSING
+    assert not [c for c in cells if audit.RAW_FLOAT.search(c)]
+    assert chapter_page._value(12.3456, 2) == "12.35" and chapter_page._value(7, 2) == "7" and chapter_page._value(float("nan"), 2) == MISSING
 
 
 def test_chapter_numbers_are_the_sidebars_counted_on_across_numbered_parts(tmp_path):
@@ -507,20 +507,20 @@ def test_only_the_introduction_describes_the_execution_in_full():
 def test_a_verdict_box_reads_with_each_of_the_four_outcomes():
     import numpy as np
     import pandas as pd
-    from overinterp.paper import verdicts as V
-    for word in V.OUTCOMES:
-        box = V.Verdict("c", "k", word, pd.DataFrame())._repr_markdown_()
+    from overinterp.paper import verdicts
+    for word in verdicts.OUTCOMES:
+        box = verdicts.Verdict("c", "k", word, pd.DataFrame())._repr_markdown_()
         title = box.splitlines()[0]
-        assert title == f":::{{admonition}} Verdict: the claim's outcome here is “{word}”" and not A.missing_verbs(title)
+        assert title == f":::{{admonition}} Verdict: the claim's outcome here is “{word}”" and not audit.missing_verbs(title)
         assert "**Scope.**" not in box                                          # no table, no scope
     borders = pd.DataFrame({"images with an SIS": [1], "mean share (%)": [np.nan], "95% low": [np.nan],
-                            "95% high": [np.nan], "margin": ["≥ 61"], "outcome": [V.UNTESTABLE]},
+                            "95% high": [np.nan], "margin": ["≥ 61"], "outcome": [verdicts.UNTESTABLE]},
                            index=["EfficientNet-Lite0"])
-    box = V.Verdict("c", "k", V.UNTESTABLE, borders)._repr_markdown_()
+    box = verdicts.Verdict("c", "k", verdicts.UNTESTABLE, borders)._repr_markdown_()
     assert "**Scope.** EfficientNet-Lite0 (1 image with an SIS)" in box
-    assert "– EfficientNet-Lite0: no estimate, margin ≥ 61, cannot be tested" in box and not A.NAN_TEXT.search(box)
+    assert "– EfficientNet-Lite0: no estimate, margin ≥ 61, cannot be tested" in box and not audit.NAN_TEXT.search(box)
     one = borders.assign(**{"mean share (%)": [55.25], "images with an SIS": [30]})
-    assert "EfficientNet-Lite0: 55.2 (no interval), margin" in V.Verdict("c", "k", V.UNTESTABLE, one)._repr_markdown_()
+    assert "EfficientNet-Lite0: 55.2 (no interval), margin" in verdicts.Verdict("c", "k", verdicts.UNTESTABLE, one)._repr_markdown_()
 
 
 def test_the_chapters_links_and_table_labels_give_the_numbers_of_the_sidebar():
@@ -545,8 +545,8 @@ def test_the_chapters_links_and_table_labels_give_the_numbers_of_the_sidebar():
 
 def test_the_audit_report_is_read_whatever_the_browser_serialises_around_it():
     report = '{"text": "a &lt; b", "window": 1280}'
-    assert A.audit_report(f'<body><p>x</p><pre id="overinterp-audit">{report}</pre></body>') == \
+    assert audit.audit_report(f'<body><p>x</p><pre id="overinterp-audit">{report}</pre></body>') == \
         {"text": "a < b", "window": 1280}
-    assert A.audit_report(f'<pre class="x" id="overinterp-audit" style="">{report}</pre>')["window"] == 1280
-    assert A.audit_report('<pre id="overinterp-audit">{"text": "cut</pre>') is None
-    assert A.audit_report('<pre id="other">{}</pre>') is None
+    assert audit.audit_report(f'<pre class="x" id="overinterp-audit" style="">{report}</pre>')["window"] == 1280
+    assert audit.audit_report('<pre id="overinterp-audit">{"text": "cut</pre>') is None
+    assert audit.audit_report('<pre id="other">{}</pre>') is None

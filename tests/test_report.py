@@ -1,9 +1,9 @@
-"""The verdicts' JSON as the introduction's edition table (overinterp.pages.report)."""
+"""The verdicts as text and JSON, and the report page's values, tables and figures (overinterp.pages.report*)."""
 import json
 
 import pytest
 
-from overinterp.pages import report
+from overinterp.pages import report, report_forest, report_seeds, report_tables, report_values
 from overinterp.paper.claims import CLAIMS
 from overinterp.paper.formatting import number
 
@@ -13,21 +13,20 @@ def _row(claim, model, estimate, low, high, outcome, to_decide=None, verdict="ho
             "outcome": outcome, "replicates": 5, "images": 40, "to decide": to_decide, "verdict": verdict}
 
 
-def test_the_edition_table_keeps_every_row_with_its_interval_sample_and_decision(tmp_path):
+def test_the_text_keeps_every_row_with_its_interval_sample_and_decision(tmp_path):
     rows = [_row("sis", "ResNet20", 3.2109, 2.5, 4.01, "holds", verdict="inconclusive at this scale"),
             _row("sis", "VGG16", 6.0, 4.2, 7.9, "inconclusive at this scale", 9, "inconclusive at this scale"),
-            _row("accurate", "ResNet20", None, None, None, None, verdict="cannot be tested")]
+            {**_row("accurate", "ResNet20", None, None, None, None, verdict="cannot be tested"), "images": 1}]
     path = tmp_path / "verdicts.json"
     report.write(path, {"schema": 1, "profile": "standard", "dataset": "fashion-mnist", "rows": rows})
-    t = report.table(report.load(path))
-    assert len(t) == 3 and list(t["model"]) == ["ResNet20", "VGG16", "ResNet20"]
+    lines = report.text(report.load(path)["rows"], "tiny").splitlines()
     d, c = CLAIMS["sis"].digits, CLAIMS["sis"]
-    ours = t["ours [95%] (replicates × images)"]
-    assert ours[0] == f"{number(3.2109, d)} [{number(2.5, d)}, {number(4.01, d)}] (5 × 40)"
-    assert t["claim"][0] == f"{c.short} ({c.section}; paper: {c.paper}): inconclusive at this scale"
-    assert t["claim"][1] == "" and t["claim"][2].endswith(": cannot be tested")   # a claim named once
-    assert t["outcome"][1] == "inconclusive at this scale (9 replicates to decide)"
-    assert ours[2] == "— (5 × 40)" and t["outcome"][2] == "—"
+    assert lines[0] == report.TINY_WARNING and len(lines) == 7                 # a claim named once
+    assert lines[2].endswith(f"{c.short} — inconclusive at this scale [paper: {c.paper}; chapter 2 (03_sis)]")
+    assert lines[3].endswith(f"ResNet20: mean SIS size (%) {number(3.2109, d)}, 95% interval [{number(2.5, d)}, "
+                             f"{number(4.01, d)}], margin below 5, holds (5 replicates, 40 images)")
+    assert lines[4].endswith("(5 replicates, 40 images); 9 replicates would decide it")
+    assert lines[6].endswith("ResNet20: drop (points) —, no 95% interval, margin below 5 (5 replicates, 1 image)")
 
 
 def test_merging_replaces_the_later_claims_rows_keeps_the_others_in_registry_order_and_records_the_command():
@@ -58,7 +57,7 @@ def test_a_missing_or_foreign_verdicts_file_fails_naming_it(tmp_path):
         report.load(tmp_path / "x.json")
 
 
-# ----------------------------------------------------------------------------- issue 28: bottom line, table, report
+# ----------------------------------------------------------------------------- bottom line, tables, report page
 
 import re
 
@@ -110,7 +109,7 @@ def test_every_verdict_is_one_table_grouped_by_part_with_a_dash_where_an_edition
     from overinterp.pages.chapter import chapter_number
     docs = {"standard edition": _doc("standard", {"sis": ("does not hold", ["does not hold", "does not hold"])}),
             "this execution (quick)": None}
-    frame = report.verdict_frame(docs)
+    frame = report_tables.verdict_frame(docs)
     assert list(frame.index) == list(range(len(CLAIMS))) and len(frame) == len(CLAIMS)
     assert list(dict.fromkeys(frame["group"]))[0].startswith("Part I") and frame["group"].iloc[-1].startswith("Part III")
     sis = frame.iloc[list(CLAIMS).index("sis")]
@@ -123,37 +122,39 @@ def test_every_verdict_is_one_table_grouped_by_part_with_a_dash_where_an_edition
     assert (frame["standard edition"] == MISSING).sum() == len(CLAIMS) - 1
     n = chapter_number("03_sis")
     assert sis["chapter"] == f'<a href="03_sis.html">chapter\u00a0{n}</a>'
-    html = report.verdict_table(docs).data
+    html = report_tables.verdict_table(docs).data
     assert html.count('class="group"') == frame["group"].nunique() and html.count("<tr>") == len(CLAIMS) + 1 + 4
     assert not re.search(r"\bnan\b|None|<caption", html)                # no number: the page that pastes it says
 
 
 def test_a_one_sided_interval_and_a_missing_estimate_are_written_as_such():
-    assert report._value({"estimate": -25.4, "low": -50.2, "high": None}, 1) == "-25.4 (lowest\u00a095%\u00a0end\u00a0-50.2)"
-    assert report._value({"estimate": None, "low": None, "high": None, "images": 64}, 1) == "— (64\u00a0images)"
+    value = report_tables._value
+    assert value({"estimate": -25.4, "low": -50.2, "high": None}, 1) == "-25.4 (lowest\u00a095%\u00a0end\u00a0-50.2)"
+    assert value({"estimate": None, "low": None, "high": None, "images": 64}, 1) == "— (64\u00a0images)"
 
 
 def test_the_forest_plot_draws_every_claim_with_an_estimate_against_its_margin_in_legible_text():
     import matplotlib
     matplotlib.use("Agg")
-    from overinterp.pages.audit import text_sizes
+    from overinterp.pages.plots import text_sizes
     docs = {"standard edition": _doc("standard", {"sis": ("does not hold", ["does not hold"] * 3)}),
             "this execution (tiny)": _doc("tiny", {"sis": ("does not hold", ["does not hold"]),
                                                    "beats": ("holds", ["holds"]),
                                                    "robust": ("cannot be tested", ["cannot be tested"])})}
     docs["this execution (tiny)"]["rows"][-1].update(estimate=None, low=None, high=None)   # robust: no estimate
-    fig = report.forest_figure(docs)
+    fig = report_forest.forest_figures(docs)["I"]
     axes = [ax for ax in fig.axes]
     assert len(axes) == 2                                                  # sis and beats; robust has no number
     assert axes[0].get_title(loc="left").startswith("4.1: mean SIS size")
     assert min(text_sizes(fig)) >= 8
-    assert report._margin([{"margin": "≥ 10"}]) == (10.0, float("inf")) and report._margin([{"margin": ""}]) is None
+    assert report_forest._margin([{"margin": "≥ 10"}]) == (10.0, float("inf"))
+    assert report_forest._margin([{"margin": ""}]) is None
 
 
 def test_the_results_are_decided_by_the_largest_scale_that_computed_each_claim():
     docs = {"standard edition": _doc("standard", {"sis": ("does not hold", ["does not hold"])}),
             "this execution (quick)": _doc("quick", {"sis": ("holds", ["holds"]), "road": ("holds", ["holds"])})}
-    t = report.results_table(docs)
+    t = report_tables.results_table(docs)
     sis = t.iloc[list(CLAIMS).index("sis")]
     assert (sis["result"], sis["decided by"], sis["this execution (quick)"]) == ("not reproduced", "standard edition",
                                                                                 "✔ holds")
@@ -171,12 +172,12 @@ def test_the_compute_budget_counts_every_run_and_those_not_kept(tmp_path):
             "earlier_run_same_machine": {"execute_seconds": 3600.0, "notes": "the run before: killed, resumed"}}
     (tmp_path / "c.json").write_text(json.dumps(std))
     (tmp_path / "b.json").write_text(json.dumps(book))
-    f = report.compute_frame(tmp_path / "c.json", tmp_path / "b.json", tmp_path / "none.json")
+    f = report_values.compute_frame(tmp_path / "c.json", tmp_path / "b.json", tmp_path / "none.json")
     assert list(f["kept"]) == ["yes", "yes", "yes", "yes", "yes", "no: stopped", "yes", "no: superseded"]
     assert list(f["run"])[3:5] == ["prepare at seed 5: model zoo (3 units)", "python -m overinterp verdicts --seed 5"]
     assert list(f["run"])[5] == "a first run was stopped" and list(f["run"])[7] == "the run before"
     assert list(f.index)[0] == "standard: machine A" and list(f.index)[1] == ""
-    v = report.compute_values(f)
+    v = report_values.compute_values(f)
     assert (v["standard_process_hours"], v["standard_wall_hours"], v["standard_discarded"]) == ("3.00", "0.80", 1)
     assert (v["quick_wall_hours"], v["quick_process_hours"], v["quick_discarded"]) == ("0.80", MISSING, 1)
 
@@ -188,12 +189,12 @@ def test_the_engines_are_read_from_the_fidelity_benchmark(tmp_path):
             {"method": "gradient", "k": 4, "sis": [{"tau": 0.99, "mean_size_ratio_vs_exact": 1.44}]},
             {"method": "gradient", "k": 16, "sis": [{"tau": 0.99, "mean_size_ratio_vs_exact": 1.97}]}]
     (tmp_path / "b.json").write_text(json.dumps({"fidelity": {"images": 8, "runs": runs}}))
-    v = report.engine_values({"std": BackSelectConfig("pruned", m=16), "q": BackSelectConfig("gradient", k=8)},
+    v = report_values.engine_values({"std": BackSelectConfig("pruned", m=16), "q": BackSelectConfig("gradient", k=8)},
                              path=tmp_path / "b.json")
     assert (v["std_engine"], v["std_ratio"], v["q_ratio"]) == ("pruned (m=16)", "1.06", MISSING)
     assert (v["gradient_ratios"], v["gradient_ks"], v["fidelity_images"], v["exact_seconds"]) == ("1.44–1.97", "4, 16",
                                                                                                   8, "80")
-    assert report.engine_values({}, path=tmp_path / "none.json")["gradient_ratios"] == MISSING
+    assert report_values.engine_values({}, path=tmp_path / "none.json")["gradient_ratios"] == MISSING
 
 
 def test_citation_cff_is_valid_citation_file_format_and_names_the_paper_it_reproduces():
@@ -202,7 +203,7 @@ def test_citation_cff_is_valid_citation_file_format_and_names_the_paper_it_repro
     import yaml
     schema = json.loads(importlib.resources.files("check_jsonschema.builtin_schemas.vendor")
                         .joinpath("citation-file-format.json").read_text())
-    cff = report.citation()
+    cff = report_values.citation()
     jsonschema.validate(cff, schema)
     assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
     paper = cff["references"][0]
@@ -211,7 +212,7 @@ def test_citation_cff_is_valid_citation_file_format_and_names_the_paper_it_repro
     assert any(r.get("repository-code") == "https://github.com/gifford-lab/overinterpretation" for r in cff["references"])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({k: v for k, v in cff.items() if k != "authors"}, schema)
-    v = report.citation_values(cff)
+    v = report_values.citation_values(cff)
     assert v["bibtex_book"].startswith("@software{overinterp,") and "{{the overinterp authors}}" in v["bibtex_book"]
     assert v["bibtex_paper"].startswith("@inproceedings{carter2021overinterpretation,")
     assert max(len(line) for line in (v["bibtex_book"] + "\n" + v["bibtex_paper"]).splitlines()) <= 76
@@ -231,35 +232,49 @@ def _markdown(stem: str) -> str:
     return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
 
 
-def _report_keys() -> set[str]:
-    """Every key the report page glues (its functions run on empty inputs, and the few glued by name)."""
+def _page_values(monkeypatch, standard: dict | None = None) -> dict:
+    """:func:`report.values` of a tiny execution without a store: no verdicts, the zoo's accuracies stubbed."""
+    from types import SimpleNamespace
     from overinterp.config.profiles import get_profile
-    from overinterp.engine.backselect import BackSelectConfig
-    p = get_profile("tiny")
-    keys = {**report.bottom_line(None, "std"), **report.bottom_line(None, "exec"), **report.agreement(None, None, "cmp"),
-            **report.gpu_values(), **report.scale_values(p, "fashion-mnist", "std"),
-            **report.scale_values(p, "fashion-mnist", "exec"), **report.accuracy_values(([], None), "std"),
-            **report.accuracy_values(([], None), "exec"), **report.control_values({}),
-            **report.engine_values({"std": BackSelectConfig(), "exec": BackSelectConfig()}),
-            **report.paper_values("fashion-mnist"), **report.data_values("fashion-mnist"),
-            **report.compute_values(report.compute_frame()), **report.seed_values(None, "std2"),
-            **report.citation_values(report.citation())}
-    return set(keys) | {"exec_verdict_seconds", "n_code_deviations", "tolerance", "verdict_table", "glance_table", "fig_forest",
-                        "run_dataset", "run_profile", "run_device"} | {f"fig_forest_{k}" for k in report.FOREST_PARTS}
+    monkeypatch.setattr(report, "zoo_accuracies", lambda run: ([], None))
+    run = SimpleNamespace(dataset="fashion-mnist", profile=get_profile("tiny"))
+    here = {"seed": 0, "rows": [], "seconds": {"sis": 1.5}, "verdicts": {}}
+    return report.values(run, SimpleNamespace(standard=report.STANDARD, results=report.RESULTS), standard, here)
 
 
-def test_every_glue_key_the_report_and_the_introduction_paste_is_one_the_report_or_the_introduction_glues():
+def _report_keys(monkeypatch) -> set[str]:
+    """Every key the report page glues (its functions run on empty inputs, and the few glued by name)."""
+    keys = {**_page_values(monkeypatch), **report_values.compute_values(report_values.compute_frame()),
+            **report_seeds.seed_values(None, "std2"), **report_values.citation_values(report_values.citation())}
+    return set(keys) | {"n_code_deviations", "tolerance", "verdict_table", "run_dataset", "run_profile",
+                        "run_device"} | {f"fig_forest_{k}" for k in report_forest.FOREST_PARTS}
+
+
+def test_the_page_values_hold_both_editions_bottom_lines_their_agreement_and_the_glance(monkeypatch):
+    from overinterp.config.profiles import get_profile
+    standard = report.edition_verdicts(report.STANDARD)
+    second = report.second_seed(report.STANDARD / f"verdicts-seed{standard['seed']}.json")
+    v = _page_values(monkeypatch, standard)
+    for part in (report.bottom_line(standard, "std", second), report.agreement(standard, None, "cmp"),
+                 report_values.scale_values(get_profile("standard"), "fashion-mnist", "std")):
+        assert part.items() <= v.items()
+    assert (v["exec_tested"], v["exec_verdict_seconds"], v["exec_acc"]) == (0, "2", MISSING)
+    glance = v["glance_table"].data
+    assert "overinterp-glance" in glance and f"standard, seed {second['seed']}" in glance
+
+
+def test_every_glue_key_the_report_and_the_introduction_paste_is_one_the_report_or_the_introduction_glues(monkeypatch):
     """The sentences are the notebooks'; the values are glued by pages.report: a renamed value would leave a
     hole in a sentence that no execution at the tiny profile shows (the introduction pastes the report's values
     across pages, resolved only when the whole book renders)."""
-    made = _report_keys()
+    made = _report_keys(monkeypatch)
     assert _glue_keys(_markdown("18_report")) - made == set()
     intro = _markdown("01_introduction")
     pasted = _glue_keys(intro, "18_report.ipynb")
     assert {"glance_table", "exec_acc", "cmp_differ"} <= pasted and pasted - made == set()
     from overinterp.config.profiles import get_profile
     from overinterp.engine.backselect import BackSelectConfig
-    tiny = get_profile("tiny")                        # what the introduction's own cell glues
+    tiny = get_profile("tiny")          # what the introduction's own cell glues, by the names it imports
     intro_made = {"std_headline": None, **report.bottom_line(None, "std"), **report.scale_values(tiny, "fashion-mnist", "std"),
                   **report.scale_values(tiny, "fashion-mnist", "exec"), **report.accuracy_values(([], None), "std"),
                   **report.engine_values({"std": BackSelectConfig(), "exec": BackSelectConfig()}),
@@ -308,7 +323,7 @@ def test_the_headline_reads_as_english_at_every_count_and_answers_from_both_seed
 def test_the_glance_shows_each_seed_and_this_execution_with_a_reason_where_the_seeds_disagree():
     from overinterp.paper.claims import of_the_paper
     paper = [c for c in CLAIMS if of_the_paper(c)]
-    frame = report.glance_frame(_edition(0, {paper[0]: "holds", paper[1]: "does not hold"}),
+    frame = report_tables.glance_frame(_edition(0, {paper[0]: "holds", paper[1]: "does not hold"}),
                                 _edition(5, {paper[0]: "inconclusive at this scale", paper[1]: "does not hold"}),
                                 _edition(0, {paper[0]: "holds"}), "this execution (tiny)")
     assert list(frame.columns) == ["claim", "paper (CIFAR-10)", "standard, seed 0", "standard, seed 5",
@@ -319,13 +334,13 @@ def test_the_glance_shows_each_seed_and_this_execution_with_a_reason_where_the_s
 
 
 def test_gpu_values_name_the_gpu_editions_and_the_measured_cost(tmp_path):
-    none = report.gpu_values(folder=tmp_path, cost=tmp_path / "absent.json")
+    none = report_values.gpu_values(folder=tmp_path, cost=tmp_path / "absent.json")
     assert none == {"gpu_editions": "none yet", "gpu_hours": MISSING, "gpu_device": MISSING}
     (tmp_path / "e").mkdir()
     (tmp_path / "e" / "manifest.json").write_text(json.dumps({"name": "fashion-mnist-gpu", "device": "NVIDIA H100"}))
     (tmp_path / "c.json").write_text(json.dumps({"info": {"device": "cuda", "gpu": "NVIDIA H100 80GB HBM3"},
                                                  "projection": {"total_s": {"models_s": 36000, "x_s": 12960}}}))
-    v = report.gpu_values(folder=tmp_path, cost=tmp_path / "c.json")
+    v = report_values.gpu_values(folder=tmp_path, cost=tmp_path / "c.json")
     assert v == {"gpu_editions": "fashion-mnist-gpu", "gpu_hours": "14", "gpu_device": "NVIDIA H100 80GB HBM3"}
 
 
@@ -334,24 +349,25 @@ def test_seed_values_count_changes_and_flips_between_the_two_seeds():
     that is not a flip; a row one seed lacks is not compared."""
     def rec(claim, model, outcome):
         return {"claim": claim, "model": model, "estimate": 1.0, "low": 0.5, "high": 1.5, "outcome": outcome}
-    rows = report.seed_rows({0: [rec("sis", "ResNet20", "does not hold"), rec("sis", "VGG16", "holds"),
+    rows = report_seeds.seed_rows({0: [rec("sis", "ResNet20", "does not hold"), rec("sis", "VGG16", "holds"),
                             rec("kept", "ResNet20", "holds"), rec("accurate", "ResNet20", "holds")],
                         5: [rec("sis", "ResNet20", "holds"), rec("sis", "VGG16", "inconclusive at this scale"),
                             rec("kept", "ResNet20", "holds")]})
-    v = report.seed_values({"seeds": [0, 5], "replicates": 5, "rows": rows}, "s")
+    v = report_seeds.seed_values({"seeds": [0, 5], "replicates": 5, "rows": rows}, "s")
     assert (v["s_seeds"], v["s_replicates"], v["s_rows"], v["s_changed"], v["s_flips"]) == ("0 and 5", "0–4 and 5–9", 3, 2, 1)
     assert v["s_flips_which"].endswith("ResNet20: “does not hold” then “holds”") and v["s_flips_which"].count(";") == 0
     assert "VGG16: “holds” then “inconclusive at this scale”" in v["s_changed_which"]
-    assert set(report.seed_values(None, "s").values()) == {"—"}
-    assert report.seed_values({"seeds": [0, 5], "replicates": 5, "rows": rows[2:3]}, "s")["s_flips_which"] == "none"
+    assert set(report_seeds.seed_values(None, "s").values()) == {"—"}
+    assert report_seeds.seed_values({"seeds": [0, 5], "replicates": 5, "rows": rows[2:3]}, "s")["s_flips_which"] \
+        == "none"
 
 
 def test_the_seed_table_marks_overlapping_replicates_and_dashes_a_check_not_committed(tmp_path):
-    rows = report.seed_rows({0: [{"claim": "sis", "model": "ResNet20", "outcome": "holds"}],
+    rows = report_seeds.seed_rows({0: [{"claim": "sis", "model": "ResNet20", "outcome": "holds"}],
                              1: [{"claim": "sis", "model": "ResNet20", "outcome": "does not hold"}]})
     (tmp_path / "q.json").write_text(json.dumps({"seeds": [0, 1], "replicates": 3, "rows": rows,
                                                  "device": "CPU", "date": "2026-11-25"}))
-    t = report.seed_table({"standard edition": tmp_path / report.SEEDS, "quick": tmp_path / "q.json"})
+    t = report_seeds.seed_table({"standard edition": tmp_path / report_seeds.SEEDS, "quick": tmp_path / "q.json"})
     assert list(t.columns) == ["standard edition", "quick"]                   # an edition per column
     assert t.loc["replicates", "quick"] == "0–2 and 1–3 (overlapping: not independent)"
     assert (t.loc["outcomes compared", "quick"], t.loc["flipped", "quick"]) == (1, 1)
@@ -364,20 +380,20 @@ def _words(text) -> list[str]:
 
 
 def test_the_seed_tables_fit_the_page_column_with_short_cells_and_every_change_listed(tmp_path):
-    """Table 19.5 held a 767-character cell that squeezed its headers letter by letter: the check is now a
-    column per edition of short facts, and the changed outcomes a table of their own, one row each."""
+    """A long cell squeezes its column's header letter by letter: the check is a column per edition of short
+    facts, and the changed outcomes a table of their own, one row each."""
     outcomes = ["holds", "does not hold", "inconclusive at this scale"]
     by_seed = {0: [], 5: []}
     for k, c in enumerate(list(CLAIMS)[:20]):                         # 20 changes, a list of > 1000 characters
         for s, o in ((0, outcomes[k % 3]), (5, outcomes[(k + 1) % 3])):
             by_seed[s].append({"claim": c, "model": f"ensemble 5× ResNet20 / 0.99 #{k}", "outcome": o})
-    rows = report.seed_rows(by_seed)
+    rows = report_seeds.seed_rows(by_seed)
     (tmp_path / "s.json").write_text(json.dumps({"seeds": [0, 5], "replicates": 5, "rows": rows,
                                                 "device": "CPU (AMD EPYC, 1 thread)", "date": "2026-11-27"}))
     files = {"standard edition": tmp_path / "s.json", "quick": report.RESULTS / "verdicts-quick-cpu.json",
              "gpu": tmp_path / "none.json"}
-    t, changes = report.seed_table(files), report.seed_changes(files)
-    assert len(report.seed_values(report.seed_doc(tmp_path / "s.json"), "s")["s_changed_which"]) > 1000
+    t, changes = report_seeds.seed_table(files), report_seeds.seed_changes(files)
+    assert len(report_seeds.seed_values(report_seeds.seed_doc(tmp_path / "s.json"), "s")["s_changed_which"]) > 1000
     for frame in (t, changes):
         assert max(len(str(v)) for v in frame.to_numpy().ravel()) <= 200
     # the facts fit beside each other on one line at a 720 px column (about 100 characters at the tables' size)
@@ -396,13 +412,14 @@ def test_the_seed_tables_fit_the_page_column_with_short_cells_and_every_change_l
     assert first["2nd seed"] == "does\u00a0not\u00a0hold (flip)"
     assert list(changes[changes["edition"] == "gpu"].iloc[0]) == ["gpu"] + ["—"] * 4
     (tmp_path / "same.json").write_text(json.dumps({"seeds": [0, 1], "replicates": 1,
-                                                   "rows": report.seed_rows({0: by_seed[0], 1: by_seed[0]})}))
-    assert report.seed_changes({"e": tmp_path / "same.json"})["claim"].tolist() == ["no outcome changed"]
+                                                   "rows": report_seeds.seed_rows({0: by_seed[0], 1: by_seed[0]})}))
+    assert report_seeds.seed_changes({"e": tmp_path / "same.json"})["claim"].tolist() == ["no outcome changed"]
 
 
 def test_the_committed_seed_checks_fit_the_page_column():
-    files = {"standard edition": report.STANDARD / report.SEEDS, "quick": report.RESULTS / "verdicts-quick-cpu.json"}
-    t, changes = report.seed_table(files), report.seed_changes(files)
+    files = {"standard edition": report.STANDARD / report_seeds.SEEDS,
+             "quick": report.RESULTS / "verdicts-quick-cpu.json"}
+    t, changes = report_seeds.seed_table(files), report_seeds.seed_changes(files)
     widths = [max(len(str(v)) for v in t.index)] + [max(len(c), *(len(str(v)) for v in t[c])) for c in t]
     assert sum(widths) <= 100 and max(len(str(v)) for v in changes.to_numpy().ravel()) <= 200
     assert len(changes) == sum(t.loc["changed", e] for e in files)
@@ -417,17 +434,17 @@ def _forest_doc(rows):
 
 def _panels(fig) -> dict:
     """{claim: axes} of a forest figure, by the panels' titles."""
-    titles = {report._forest_title(c): c for c in CLAIMS}
+    titles = {report_forest._forest_title(c): c for c in CLAIMS}
     return {titles[ax.get_title(loc="left")]: ax for ax in fig.axes if ax.get_title(loc="left") in titles}
 
 
 def test_the_forest_is_one_figure_per_part_with_each_axis_inside_its_measures_bounds():
     """An interval past its measure's range (a mean size below 0%, a relative increase below -100%, a
-    probability above 1) or far wider than the others no longer stretches its panel: the axis stops at the
+    probability above 1) or far wider than the others does not stretch its panel: the axis stops at the
     bound, or near the estimates, and an arrow marks the interval running on."""
     import matplotlib
     matplotlib.use("Agg")
-    from overinterp.pages.audit import text_sizes
+    from overinterp.pages.plots import text_sizes
     standard = _forest_doc([("sis", "ResNet20", 50.0, -20.0, 140.0, "≤ 5"), ("sis", "VGG16", 8.0, 6.0, 10.0, "≤ 5"),
                             ("transfer", "ResNet20", 0.2, 0.15, 0.25, "≤ 0.5"),
                             ("transfer", "ResNet18", 0.25, 0.2, 0.3, "≤ 0.5"),
@@ -436,17 +453,17 @@ def test_the_forest_is_one_figure_per_part_with_each_axis_inside_its_measures_bo
     here = _forest_doc([("sis_accuracy", "ResNet20 / fashion-mnist-c", 171.3, -3886.2, None, "≥ 10"),
                         ("sis_accuracy", "ResNet20 / test", -25.4, -50.2, None, "≥ 10"),
                         ("ensemble_accuracy", "ensemble 3× ResNet18", 0.8, 0.47, 1.1, "≥ 0")])
-    figs = report.forest_figures({"standard edition": standard, "this execution (quick)": here})
-    assert list(figs) == list(report.FOREST_PARTS) == ["I", "I_critiques", "II", "III"]
+    figs = report_forest.forest_figures({"standard edition": standard, "this execution (quick)": here})
+    assert list(figs) == list(report_forest.FOREST_PARTS) == ["I", "I_critiques", "II", "III"]
     drawn = {k: set(_panels(f)) for k, f in figs.items()}
     assert drawn == {"I": {"sis", "transfer"}, "I_critiques": {"blank"}, "II": {"sis_accuracy", "ensemble_accuracy"},
                      "III": set()}                                       # Part III: a figure that says it has none
-    assert report._bounds("sis") == (0, 100) and report._bounds("sis_accuracy") == (-100, float("inf"))
-    assert report._bounds("blank") == (0, 1) and report._bounds("ensemble_accuracy") == (-100, 100)
+    assert report_forest._bounds("sis") == (0, 100) and report_forest._bounds("sis_accuracy") == (-100, float("inf"))
+    assert report_forest._bounds("blank") == (0, 1) and report_forest._bounds("ensemble_accuracy") == (-100, 100)
     for k, fig in figs.items():
         assert fig.get_size_inches()[1] * fig.dpi <= 1400
         for c, ax in _panels(fig).items():
-            lo, hi = report._bounds(c)
+            lo, hi = report_forest._bounds(c)
             left, right = ax.get_xlim()
             assert lo <= left < right <= hi, (c, left, right)
         if drawn[k]:                                 # every figure here has an interval past its axis
@@ -462,22 +479,22 @@ def test_the_forest_is_one_figure_per_part_with_each_axis_inside_its_measures_bo
     # what the docstring names is drawn: the one-sided interval dotted, the margin shaded with its edge dashed
     assert sum(ln.get_linestyle() == ":" for ln in acc.get_lines()) == 2
     assert [ln.get_xdata()[0] for ln in acc.get_lines() if ln.get_linestyle() == "--"] == [10]
-    assert len(acc.patches) == 1 and "dashed" in report.forest_figures.__doc__ and "arrow" in report.forest_figures.__doc__
+    assert len(acc.patches) == 1
+    assert "dashed" in report_forest.forest_figures.__doc__ and "arrow" in report_forest.forest_figures.__doc__
     legend = [t.get_text() for t in figs["I"].legends[0].get_texts()]
     assert legend[0] == "standard edition" and "this execution (quick)" not in legend   # only the editions drawn
-    assert len(report.forest_figure({"standard edition": standard, "here": here}).axes) == 5   # one figure of all
 
 
 def test_the_committed_standard_editions_forest_fits_the_page_per_part():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    figs = report.forest_figures({"standard edition": report.edition_verdicts(report.STANDARD)})
+    figs = report_forest.forest_figures({"standard edition": report.edition_verdicts(report.STANDARD)})
     try:
         for fig in figs.values():
             assert fig.get_size_inches()[1] * fig.dpi <= 1400
             for c, ax in _panels(fig).items():
-                lo, hi = report._bounds(c)
+                lo, hi = report_forest._bounds(c)
                 assert lo <= ax.get_xlim()[0] < ax.get_xlim()[1] <= hi
     finally:
         for fig in figs.values():

@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-from overinterp.experiments import shared_interest as XSI
-from overinterp.methods import shared_interest as SI
-from overinterp.paper import further_verdicts as FV
+from overinterp.experiments import shared_interest as experiments_shared_interest
+from overinterp.methods import shared_interest as methods_shared_interest
+from overinterp.paper import further_verdicts
 
 
 def _mask(rows):
@@ -27,50 +27,50 @@ E = _mask(["..##",
 
 
 def test_scores_of_overlapping_masks_by_their_formulas():
-    assert SI.iou(G, E).item() == pytest.approx(4 / 10)                   # |G ∩ E| / |G ∪ E|
-    assert SI.ground_truth_coverage(G, E).item() == pytest.approx(4 / 8)  # / |G|
-    assert SI.explanation_coverage(G, E).item() == pytest.approx(4 / 6)   # / |E|
+    assert methods_shared_interest.iou(G, E).item() == pytest.approx(4 / 10)                   # |G ∩ E| / |G ∪ E|
+    assert methods_shared_interest.ground_truth_coverage(G, E).item() == pytest.approx(4 / 8)  # / |G|
+    assert methods_shared_interest.explanation_coverage(G, E).item() == pytest.approx(4 / 6)   # / |E|
 
 
 def test_identical_masks_score_one_and_disjoint_masks_zero():
-    assert [f(G, G).item() for f in (SI.iou, SI.ground_truth_coverage, SI.explanation_coverage)] == [1, 1, 1]
+    assert [f(G, G).item() for f in (methods_shared_interest.iou, methods_shared_interest.ground_truth_coverage, methods_shared_interest.explanation_coverage)] == [1, 1, 1]
     other = _mask(["....", "....", "##..", "##.."])
-    assert [f(G, other).item() for f in (SI.iou, SI.ground_truth_coverage, SI.explanation_coverage)] == [0, 0, 0]
+    assert [f(G, other).item() for f in (methods_shared_interest.iou, methods_shared_interest.ground_truth_coverage, methods_shared_interest.explanation_coverage)] == [0, 0, 0]
 
 
 def test_empty_regions_follow_the_stated_convention_and_never_give_nan():
     empty = torch.zeros_like(G)
-    only_g = SI.coverage(G, empty)          # no explanation: nothing of G is covered
-    only_e = SI.coverage(empty, E)          # no object: nothing of E is on it
-    both = SI.coverage(empty, empty)        # equal regions
-    assert only_g[list(SI.METRICS)].to_numpy().tolist() == [[0, 0, 0]]
-    assert only_e[list(SI.METRICS)].to_numpy().tolist() == [[0, 0, 0]]
-    assert both[list(SI.METRICS)].to_numpy().tolist() == [[1, 1, 1]]
+    only_g = methods_shared_interest.coverage(G, empty)          # no explanation: nothing of G is covered
+    only_e = methods_shared_interest.coverage(empty, E)          # no object: nothing of E is on it
+    both = methods_shared_interest.coverage(empty, empty)        # equal regions
+    assert only_g[list(methods_shared_interest.METRICS)].to_numpy().tolist() == [[0, 0, 0]]
+    assert only_e[list(methods_shared_interest.METRICS)].to_numpy().tolist() == [[0, 0, 0]]
+    assert both[list(methods_shared_interest.METRICS)].to_numpy().tolist() == [[1, 1, 1]]
     assert (both["|G|"].item(), only_e["|E|"].item()) == (0, 6)
 
 
 def test_scores_are_per_image_of_a_batch_and_shapes_must_match():
     batch_g, batch_e = torch.cat([G, G]), torch.cat([E, G])
-    assert SI.iou(batch_g, batch_e).tolist() == pytest.approx([0.4, 1.0])
+    assert methods_shared_interest.iou(batch_g, batch_e).tolist() == pytest.approx([0.4, 1.0])
     with pytest.raises(ValueError, match="shape"):
-        SI.iou(G, torch.zeros(1, 3, 3, dtype=torch.bool))
+        methods_shared_interest.iou(G, torch.zeros(1, 3, 3, dtype=torch.bool))
 
 
 def test_binarize_keeps_pixels_above_mean_plus_one_std_of_the_normalised_map():
     # values 0..9 on a 1x10 map, times 2 plus 5 (normalisation undoes the scale and shift):
     # normalised k/9, mean 0.5, population std 0.3191 -> threshold 0.819: k >= 7.37 -> 8 and 9
     s = (torch.arange(10.0) * 2 + 5).view(1, 1, 10)
-    assert SI.binarize(s).flatten().nonzero().flatten().tolist() == [8, 9]
-    assert SI.binarize(s, n_std=0).flatten().nonzero().flatten().tolist() == [5, 6, 7, 8, 9]   # >= 0.5
+    assert methods_shared_interest.binarize(s).flatten().nonzero().flatten().tolist() == [8, 9]
+    assert methods_shared_interest.binarize(s, n_std=0).flatten().nonzero().flatten().tolist() == [5, 6, 7, 8, 9]   # >= 0.5
 
 
 def test_binarize_percentile_option_and_a_constant_map_is_empty():
     s = torch.arange(10.0).view(1, 1, 10)
     # the 0.8 quantile of k/9 (linear interpolation) is 7.2/9: pixels 8 and 9
-    assert SI.binarize(s, "percentile", percentile=0.8).flatten().nonzero().flatten().tolist() == [8, 9]
-    assert not SI.binarize(torch.full((1, 3, 3), 4.0)).any()
+    assert methods_shared_interest.binarize(s, "percentile", percentile=0.8).flatten().nonzero().flatten().tolist() == [8, 9]
+    assert not methods_shared_interest.binarize(torch.full((1, 3, 3), 4.0)).any()
     with pytest.raises(ValueError, match="how"):
-        SI.binarize(s, "otsu")
+        methods_shared_interest.binarize(s, "otsu")
 
 
 def test_silhouette_fills_dark_holes_inside_the_garment_but_not_the_open_background():
@@ -86,12 +86,12 @@ def test_silhouette_fills_dark_holes_inside_the_garment_but_not_the_open_backgro
                   ".###..",
                   ".#....",
                   ".##..."])
-    assert torch.equal(SI.silhouette(img, level=0.05), want)
-    assert SI.silhouette(img, level=0.01)[0, 3, 4]     # at a lower level the faint pixel is garment
+    assert torch.equal(methods_shared_interest.silhouette(img, level=0.05), want)
+    assert methods_shared_interest.silhouette(img, level=0.01)[0, 3, 4]     # at a lower level the faint pixel is garment
 
 
 def test_box_region_marks_the_pixels_of_each_box_end_excluded_and_clipped():
-    boxes = SI.box_region([[1, 0, 3, 2], [2, 2, 9, 9]], (4, 4))
+    boxes = methods_shared_interest.box_region([[1, 0, 3, 2], [2, 2, 9, 9]], (4, 4))
     assert torch.equal(boxes[0:1], _mask([".##.", ".##.", "....", "...."]))
     assert torch.equal(boxes[1:2], _mask(["....", "....", "..##", "..##"]))
 
@@ -100,30 +100,30 @@ def test_cases_are_correctness_times_the_corners_of_the_two_coverages():
     correct = [True, True, True, True, False, False, False, False]
     gtc = [0.9, 0.2, 0.7, 0.1, 0.5, 0.49, 0.8, 0.0]
     ec = [0.8, 0.9, 0.1, 0.3, 0.5, 0.6, 0.2, 0.0]
-    assert SI.cases(correct, gtc, ec).tolist() == [
+    assert methods_shared_interest.cases(correct, gtc, ec).tolist() == [
         "Human aligned", "Sufficient subset", "Sufficient context", "Context dependent",
         "Confuser", "Insufficient subset", "Context confusion", "Distractor"]
-    assert SI.cases([True], [0.6], [0.6], high=0.7).tolist() == ["Context dependent"]
-    assert len({c.name for c in SI.CASES}) == 8
+    assert methods_shared_interest.cases([True], [0.6], [0.6], high=0.7).tolist() == ["Context dependent"]
+    assert len({c.name for c in methods_shared_interest.CASES}) == 8
 
 
 def _table():
     rows = []
     for rep, (ious, ecs) in enumerate([([0.9, 0.1, 0.05], [0.9, 0.2, 0.0]), ([0.8, 0.7, 0.3], [0.9, 0.8, 0.1])]):
         for i, (v, e) in enumerate(zip(ious, ecs)):
-            rows.append({"model": "m", "method": "x", "replicate": rep, "image": i, SI.IOU: v, SI.GTC: v, SI.EC: e,
+            rows.append({"model": "m", "method": "x", "replicate": rep, "image": i, methods_shared_interest.IOU: v, methods_shared_interest.GTC: v, methods_shared_interest.EC: e,
                          "correct": True})
     t = pd.DataFrame(rows)
-    return t.assign(case=SI.cases(t["correct"], t[SI.GTC], t[SI.EC]))
+    return t.assign(case=methods_shared_interest.cases(t["correct"], t[methods_shared_interest.GTC], t[methods_shared_interest.EC]))
 
 
 def test_case_counts_are_per_replicate_with_mean_and_std_and_every_case_present():
-    counts = XSI.case_counts(_table())
+    counts = experiments_shared_interest.case_counts(_table())
     assert counts[("Human aligned", "mean")].item() == 1.5          # 1 and 2 images
     assert counts[("Human aligned", "std")].item() == pytest.approx(np.std([1, 2], ddof=1))
     assert counts[("Context dependent", "mean")].item() == 1.5      # 2 and 1
     assert counts[("Distractor", "mean")].item() == 0
-    assert [c for c, s in counts.columns[::2]] == [c.name for c in SI.CASES]
+    assert [c for c, s in counts.columns[::2]] == [c.name for c in methods_shared_interest.CASES]
 
 
 def test_ranked_orders_a_case_by_its_score():
@@ -135,7 +135,7 @@ def test_ranked_orders_a_case_by_its_score():
 
 
 def ranked_images(t, case):
-    return [(int(r.image), r[SI.IOU]) for _, r in XSI.ranked(t, case, 5).iterrows()]
+    return [(int(r.image), r[methods_shared_interest.IOU]) for _, r in experiments_shared_interest.ranked(t, case, 5).iterrows()]
 
 
 def test_saliency_map_of_a_linear_model_is_its_weights_and_integrated_gradients_is_weight_times_input():
@@ -144,21 +144,21 @@ def test_saliency_map_of_a_linear_model_is_its_weights_and_integrated_gradients_
     x = torch.randn(3, 1, 2, 2)
     target = torch.tensor([0, 1, 1])
     w = lin[1].weight.detach()
-    sal = SI.saliency_map(lin, x, "saliency", target)
+    sal = methods_shared_interest.saliency_map(lin, x, "saliency", target)
     assert torch.allclose(sal, w[target].abs().view(3, 2, 2))
-    ig = SI.saliency_map(lin, x, "integrated_gradients", target, n_steps=4)
+    ig = methods_shared_interest.saliency_map(lin, x, "integrated_gradients", target, n_steps=4)
     assert torch.allclose(ig, (w[target] * x.flatten(1)).abs().view(3, 2, 2), atol=1e-5)
     with pytest.raises(ValueError, match="method"):
-        SI.saliency_map(lin, x, "lime", target)
+        methods_shared_interest.saliency_map(lin, x, "lime", target)
 
 
 def test_verdict_holds_only_when_sis_lie_on_the_garment_less_than_random_pixels():
     def table(ec, g_pixels):
         n = len(ec)
         return pd.DataFrame({"model": "m", "replicate": [i % 2 for i in range(n)], "method": "SIS", "has": True,
-                             "correct": True, "|E|": 5, "|G|": g_pixels, SI.EC: ec})
+                             "correct": True, "|E|": 5, "|G|": g_pixels, methods_shared_interest.EC: ec})
     def verdict(t):
-        return FV.sis_on_background(XSI.background_coverage(t, "SIS", pixels=784), 0.99)
+        return further_verdicts.sis_on_background(experiments_shared_interest.background_coverage(t, "SIS", pixels=784), 0.99)
     # replicate = image index % 2: both replicates see 0.2 and 0.3 (they agree); random pixels: 0.5
     below = verdict(table([0.2, 0.2, 0.3, 0.3] * 5, 392))
     above = verdict(table([0.8, 0.8, 0.9, 0.9] * 5, 392))
@@ -174,36 +174,36 @@ def test_background_coverage_keeps_the_correct_images_with_a_non_empty_sis_of_th
     t = pd.DataFrame({"model": "m", "replicate": [0, 0, 1, 1, 1, 1], "method": ["SIS"] * 4 + ["BS", "SIS"],
                       "has": [True, False, True, True, True, True], "correct": [True, True, False, True, True, True],
                       "|E|": [5, 5, 5, 0, 5, 5], "|G|": [392, 392, 392, 392, 392, 196],
-                      SI.EC: [0.2, 0.3, 0.4, 0.5, 0.6, 0.5]})
-    c = XSI.background_coverage(t, "SIS", pixels=784)
+                      methods_shared_interest.EC: [0.2, 0.3, 0.4, 0.5, 0.6, 0.5]})
+    c = experiments_shared_interest.background_coverage(t, "SIS", pixels=784)
     assert c.to_dict("list") == {"model": ["m", "m"], "replicate": [0, 1], "explanation coverage": [0.2, 0.5],
                                  "random pixels (|G| / HW)": [0.5, 0.25]}
-    assert XSI.background_coverage(t.assign(**{"|E|": 0}), "SIS").empty
+    assert experiments_shared_interest.background_coverage(t.assign(**{"|E|": 0}), "SIS").empty
 
 
 def test_the_silhouette_needs_fashion_mnist_and_says_why():
-    XSI.check_dataset("fashion-mnist")
+    experiments_shared_interest.check_dataset("fashion-mnist")
     with pytest.raises(ValueError, match="parameter dataset='cifar10': the silhouette ground truth needs fashion-mnist"):
-        XSI.check_dataset("cifar10")
+        experiments_shared_interest.check_dataset("cifar10")
 
 
 def test_method_names_carry_tau_and_the_subset_size():
     from overinterp.config.profiles import SharedInterestConfig
-    assert XSI.sis_name(0.99) == "SIS (τ = 0.99)" and XSI.bs_name(SharedInterestConfig(frac=0.05)) == "BS 5% subset"
+    assert experiments_shared_interest.sis_name(0.99) == "SIS (τ = 0.99)" and experiments_shared_interest.bs_name(SharedInterestConfig(frac=0.05)) == "BS 5% subset"
 
 
 def test_score_stats_average_each_replicate_then_give_mean_and_std_over_replicates():
     t = pd.DataFrame({"method": "m", "model": "a", "replicate": [0, 0, 1, 1], "has": [True, True, True, False],
-                      SI.IOU: [0.2, 0.4, 0.5, 0.9], SI.GTC: 0.5, SI.EC: 0.5, "|E|": [10, 30, 40, 0]})
-    per_rep, stats = XSI.score_stats(t, pixels=100)
-    assert per_rep[SI.IOU].tolist() == pytest.approx([0.3, 0.5])
+                      methods_shared_interest.IOU: [0.2, 0.4, 0.5, 0.9], methods_shared_interest.GTC: 0.5, methods_shared_interest.EC: 0.5, "|E|": [10, 30, 40, 0]})
+    per_rep, stats = experiments_shared_interest.score_stats(t, pixels=100)
+    assert per_rep[methods_shared_interest.IOU].tolist() == pytest.approx([0.3, 0.5])
     assert per_rep["|E| (% of pixels)"].tolist() == pytest.approx([20.0, 40.0])
-    assert stats.loc[("m", "a"), (SI.IOU, "mean")] == pytest.approx(0.4)
+    assert stats.loc[("m", "a"), (methods_shared_interest.IOU, "mean")] == pytest.approx(0.4)
 
 
 def test_case_counts_shown_long_keep_every_value_and_the_order_of_models_cases_and_methods():
     from overinterp.pages import plots
-    counts = XSI.case_counts(_table())
+    counts = experiments_shared_interest.case_counts(_table())
     wide = plots.mean_std(counts, digits=1).rename_axis(columns="case")
     long = plots.long_by(wide, "method")
     assert list(long.columns) == list(dict.fromkeys(wide.index.get_level_values("method")))

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 import torch
 
-from overinterp.experiments import sis_accuracy as S
-from overinterp.pages import sis_size_plots as SP
-from overinterp.paper import verdicts as V
+from overinterp.experiments import sis_accuracy
+from overinterp.pages import sis_size_plots
+from overinterp.paper import verdicts
 from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import find_sis
 from overinterp.paper.intervals import bootstrap
@@ -39,57 +39,57 @@ LABELS = torch.tensor([1, 2, 0, 3])
 
 
 def test_rows_are_the_images_confident_at_tau_split_by_correct_prediction_with_sis_size_in_percent():
-    rows = S.sis_rows(FOUR, LABELS, (0.5, 0.7, 0.9, 0.99))
-    got = {(r.tau, r.image): (r.correct, r[S.SIZE]) for _, r in rows.iterrows()}
+    rows = sis_accuracy.sis_rows(FOUR, LABELS, (0.5, 0.7, 0.9, 0.99))
+    got = {(r.tau, r.image): (r.correct, r[sis_accuracy.SIZE]) for _, r in rows.iterrows()}
     assert got == {(0.5, 0): (True, 25.0), (0.5, 1): (False, 25.0), (0.5, 2): (True, 0.0),
                    (0.7, 0): (True, 50.0), (0.7, 1): (False, 100.0),
                    (0.9, 0): (True, 75.0), (0.9, 1): (False, 100.0)}
-    assert rows.loc[rows.image == 1, S.CONF].to_numpy() == pytest.approx([0.92] * 3)
+    assert rows.loc[rows.image == 1, sis_accuracy.CONF].to_numpy() == pytest.approx([0.92] * 3)
 
 
 def test_sis_size_counts_pixels_not_features_for_blocks_at_the_image_edge():
     # 3x3 image, 2x2 blocks: feature 1 covers the 2 pixels of column 2 in rows 0-1, feature 3 one pixel
     res = _result(full=[0.9], after=[[0.85, 0.7, 0.6, 0.1]], pred=[0], order=[[3, 0, 2, 1]], image_size=(3, 3),
                   block=2)
-    rows = S.sis_rows(res, torch.tensor([0]), (0.5,))
+    rows = sis_accuracy.sis_rows(res, torch.tensor([0]), (0.5,))
     assert find_sis(res, 0.5).size.tolist() == [1]
-    assert rows[S.SIZE].tolist() == pytest.approx([100 * 2 / 9])
+    assert rows[sis_accuracy.SIZE].tolist() == pytest.approx([100 * 2 / 9])
 
 
 def _images(correct, incorrect, tau=0.5, model="m", set_name="test", replicate=0):
     sizes = list(correct) + list(incorrect)
     return pd.DataFrame({"model": model, "replicate": replicate, "set": set_name, "image": range(len(sizes)),
                          "tau": tau, "correct": [True] * len(correct) + [False] * len(incorrect),
-                         S.CONF: [0.9] * len(correct) + [0.7] * len(incorrect), S.SIZE: sizes})
+                         sis_accuracy.CONF: [0.9] * len(correct) + [0.7] * len(incorrect), sis_accuracy.SIZE: sizes})
 
 
 def test_group_means_counts_each_group_and_keeps_empty_groups():
     images = pd.concat([_images([10, 20], [4]), _images([30], [], tau=0.9)])
-    g = S.group_means(images).set_index(["tau", "correct"])
-    assert g.loc[(0.5, True), "images"] == 2 and g.loc[(0.5, True), "mean " + S.SIZE] == 15
-    assert g.loc[(0.5, False), "mean " + S.CONF] == pytest.approx(0.7)
-    assert S.group_means(_images([0, 20], [0]))["empty SIS (%)"].tolist() == [50, 100]
-    assert g.loc[(0.9, False), "images"] == 0 and math.isnan(g.loc[(0.9, False), "mean " + S.SIZE])
+    g = sis_accuracy.group_means(images).set_index(["tau", "correct"])
+    assert g.loc[(0.5, True), "images"] == 2 and g.loc[(0.5, True), "mean " + sis_accuracy.SIZE] == 15
+    assert g.loc[(0.5, False), "mean " + sis_accuracy.CONF] == pytest.approx(0.7)
+    assert sis_accuracy.group_means(_images([0, 20], [0]))["empty SIS (%)"].tolist() == [50, 100]
+    assert g.loc[(0.9, False), "images"] == 0 and math.isnan(g.loc[(0.9, False), "mean " + sis_accuracy.SIZE])
 
 
 def test_percentage_increase_is_relative_to_the_incorrect_mean_with_a_seeded_interval_around_it():
     images = _images([10, 12, 14, 16, 18] * 4, [5, 6, 7, 8] * 5)
-    (row,) = S.percentage_increase(images, n_resamples=500).to_dict("records")
+    (row,) = sis_accuracy.percentage_increase(images, n_resamples=500).to_dict("records")
     assert row["increase (%)"] == pytest.approx(100 * (14 / 6.5 - 1))
     assert row["correct images"] == 20 and row["incorrect images"] == 20
     assert row["low"] < row["increase (%)"] < row["high"] and row["low"] > 0
-    again = S.percentage_increase(images, n_resamples=500).iloc[0]
-    other = S.percentage_increase(images, n_resamples=500, seed=1).iloc[0]
+    again = sis_accuracy.percentage_increase(images, n_resamples=500).iloc[0]
+    other = sis_accuracy.percentage_increase(images, n_resamples=500, seed=1).iloc[0]
     assert (again["low"], again["high"]) == (row["low"], row["high"])
     assert (other["low"], other["high"]) != (row["low"], row["high"])
 
 
 def _old_bootstrap_interval(c, i, n_resamples=2000, confidence_level=0.95, seed=0):
-    """sis_accuracy.bootstrap_interval as it was before it became a call of intervals.bootstrap (issue 19)."""
+    """sis_accuracy.bootstrap_interval written out, the reference that intervals.bootstrap must match."""
     rng = np.random.default_rng(seed)
     cb = c[rng.integers(0, len(c), (n_resamples, len(c)))]
     ib = i[rng.integers(0, len(i), (n_resamples, len(i)))]
-    stat = np.nan_to_num(S._increase(cb, ib, axis=1), nan=np.inf)
+    stat = np.nan_to_num(sis_accuracy._increase(cb, ib, axis=1), nan=np.inf)
     a = (1 - confidence_level) / 2
     low, high = np.quantile(stat, [a, 1 - a], method="inverted_cdf")
     return float(low), float(high)
@@ -97,7 +97,7 @@ def _old_bootstrap_interval(c, i, n_resamples=2000, confidence_level=0.95, seed=
 
 def _interval(c, i, n_resamples=2000, confidence_level=0.95, seed=0):
     """The one-level bootstrap of the increase over two groups of images."""
-    return bootstrap((c, i), S._increase, n_resamples, confidence_level, seed, undefined=np.inf)
+    return bootstrap((c, i), sis_accuracy._increase, n_resamples, confidence_level, seed, undefined=np.inf)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -129,27 +129,27 @@ def test_bootstrap_interval_matches_the_normal_interval_of_a_mean_when_the_incor
 def test_percentage_increase_is_the_mean_over_replicates_with_an_interval_over_them():
     # replicate 0: 14 vs 7 (+100%); replicate 1: 9 vs 6 (+50%): the mean of the two, a t interval over them
     images = pd.concat([_images([12, 16] * 5, [6, 8] * 5, replicate=0), _images([8, 10] * 5, [5, 7] * 5, replicate=1)])
-    (row,) = S.percentage_increase(images, n_resamples=200).to_dict("records")
+    (row,) = sis_accuracy.percentage_increase(images, n_resamples=200).to_dict("records")
     assert row["replicates"] == 2 and row["correct images"] == 20 and row["increase (%)"] == pytest.approx(75)
     # 75 +- t(0.975, 1) * 25, its lower end kept at -100%: a mean size cannot fall below 0
     assert row["low"] == -100.0 and row["high"] == pytest.approx(75 + 12.706 * 25, abs=0.05)
     # a replicate without 2 incorrect images does not count; the other gives a bootstrap over its images
-    one = S.percentage_increase(pd.concat([_images([12, 16] * 5, [6, 8] * 5, replicate=0),
+    one = sis_accuracy.percentage_increase(pd.concat([_images([12, 16] * 5, [6, 8] * 5, replicate=0),
                                            _images([8, 10] * 5, [5], replicate=1)]), n_resamples=200).iloc[0]
     assert one["replicates"] == 1 and one["increase (%)"] == pytest.approx(100) and one["low"] < 100 < one["high"]
 
 
 def test_percentage_increase_is_undefined_without_enough_images_or_with_empty_incorrect_sis():
-    inc = S.percentage_increase(pd.concat([_images([10, 12], [5], tau=0.5), _images([10], [], tau=0.7),
+    inc = sis_accuracy.percentage_increase(pd.concat([_images([10, 12], [5], tau=0.5), _images([10], [], tau=0.7),
                                            _images([10, 12], [0, 0], tau=0.9)]), n_resamples=100)
     one, none, zero = inc.to_dict("records")
     assert one["increase (%)"] == pytest.approx(120) and math.isnan(one["low"]) and math.isnan(one["high"])
     assert math.isnan(none["increase (%)"]) and none["incorrect images"] == 0
     assert math.isnan(zero["increase (%)"]) and math.isnan(zero["low"])
     # a threshold no image reaches still gets its row, with empty groups
-    full = S.percentage_increase(_images([10, 12], [5], tau=0.5), taus=(0.5, 0.99), n_resamples=100)
+    full = sis_accuracy.percentage_increase(_images([10, 12], [5], tau=0.5), taus=(0.5, 0.99), n_resamples=100)
     assert full["tau"].tolist() == [0.5, 0.99] and full.iloc[1][["correct images", "incorrect images"]].sum() == 0
-    assert len(S.group_means(_images([10, 12], [5], tau=0.5), taus=(0.5, 0.99))) == 4
+    assert len(sis_accuracy.group_means(_images([10, 12], [5], tau=0.5), taus=(0.5, 0.99))) == 4
 
 
 def _increase(rows):
@@ -158,58 +158,58 @@ def _increase(rows):
 
 
 def test_verdict_has_one_row_per_threshold_stated_in_advance_and_holds_when_each_lies_above_the_margin():
-    edge = V.SIS_ACCURACY_MIN_INCREASE
-    rows = [("A", s, t, 500, 50, edge + 1, edge + 40) for s in ("test", "ood") for t in V.SIS_ACCURACY_TAUS]
-    holds = V.sis_predicts_accuracy(_increase(rows + [("A", "test", 0.5, 500, 50, -80.0, -10.0)]))
-    assert holds.word == V.HOLDS                      # tau 0.5 is not a threshold of the verdict: not read
-    assert holds.numbers.index.tolist() == [("A", s, t) for s in ("test", "ood") for t in V.SIS_ACCURACY_TAUS]
+    edge = verdicts.SIS_ACCURACY_MIN_INCREASE
+    rows = [("A", s, t, 500, 50, edge + 1, edge + 40) for s in ("test", "ood") for t in verdicts.SIS_ACCURACY_TAUS]
+    holds = verdicts.sis_predicts_accuracy(_increase(rows + [("A", "test", 0.5, 500, 50, -80.0, -10.0)]))
+    assert holds.word == verdicts.HOLDS                      # tau 0.5 is not a threshold of the verdict: not read
+    assert holds.numbers.index.tolist() == [("A", s, t) for s in ("test", "ood") for t in verdicts.SIS_ACCURACY_TAUS]
     row = holds.numbers.loc[("A", "test", 0.9)]        # its estimate and interval belong together
     assert (row["95% low"], row["95% high"]) == (edge + 1, edge + 40) and row["increase (%)"] == edge + 20.5
-    few = V.sis_predicts_accuracy(_increase(rows[:-1] + [("A", "ood", 0.99, 500, 3, -80.0, -10.0)]))
-    assert few.word == V.HOLDS and few.numbers.loc[("A", "ood", 0.99), "outcome"] == V.UNTESTABLE   # tested rows decide
+    few = verdicts.sis_predicts_accuracy(_increase(rows[:-1] + [("A", "ood", 0.99, 500, 3, -80.0, -10.0)]))
+    assert few.word == verdicts.HOLDS and few.numbers.loc[("A", "ood", 0.99), "outcome"] == verdicts.UNTESTABLE   # tested rows decide
 
 
 def test_verdict_fails_on_a_null_increase_is_inconclusive_across_the_edge_and_untestable_without_images():
-    edge = V.SIS_ACCURACY_MIN_INCREASE
+    edge = verdicts.SIS_ACCURACY_MIN_INCREASE
     good = [("A", "test", t, 500, 50, edge + 5, edge + 40) for t in (0.7, 0.9)]
-    straddles = V.sis_predicts_accuracy(_increase(good + [("A", "ood", 0.7, 400, 100, edge - 3, edge + 20)]))
-    assert straddles.word == V.INCONCLUSIVE and straddles.numbers.loc[("A", "ood", 0.7), "outcome"] == V.INCONCLUSIVE
-    null = V.sis_predicts_accuracy(_increase(good + [("A", "ood", 0.7, 400, 100, -4.0, 4.0)]))
-    assert null.word == V.FAILS                        # indistinguishable from zero decides it
-    only = V.sis_predicts_accuracy(_increase([("B", "test", 0.7, 500, 19, 30.0, 50.0)]))
-    assert only.word == V.UNTESTABLE
-    assert V.sis_predicts_accuracy(_increase([("B", "test", 0.7, 500, 19, 30.0, 50.0)]), min_images=10).word == V.HOLDS
+    straddles = verdicts.sis_predicts_accuracy(_increase(good + [("A", "ood", 0.7, 400, 100, edge - 3, edge + 20)]))
+    assert straddles.word == verdicts.INCONCLUSIVE and straddles.numbers.loc[("A", "ood", 0.7), "outcome"] == verdicts.INCONCLUSIVE
+    null = verdicts.sis_predicts_accuracy(_increase(good + [("A", "ood", 0.7, 400, 100, -4.0, 4.0)]))
+    assert null.word == verdicts.FAILS                        # indistinguishable from zero decides it
+    only = verdicts.sis_predicts_accuracy(_increase([("B", "test", 0.7, 500, 19, 30.0, 50.0)]))
+    assert only.word == verdicts.UNTESTABLE
+    assert verdicts.sis_predicts_accuracy(_increase([("B", "test", 0.7, 500, 19, 30.0, 50.0)]), min_images=10).word == verdicts.HOLDS
     assert "at least 20" in only.criterion and "0.7, 0.9, 0.99" in only.criterion
 
 
 def test_tiny_profile_end_to_end_from_the_cached_backward_selections():
     """The chapter's table on the tiny profile: one row per image confident at tau, from the very
     backward selections chapter 4 makes (backselect_set, seed + replicate)."""
-    from overinterp.experiments import runs as A
+    from overinterp.experiments import runs
     from overinterp.config.context import make_run
     run = make_run(device="cpu")
     taus = (0.2, 0.3)
-    images = S.image_table(run, taus, archs=("cnn",))
-    assert set(images["set"]) == set(A.eval_selections(run)) and set(images["replicate"]) == {0, 1}
+    images = sis_accuracy.image_table(run, taus, archs=("cnn",))
+    assert set(images["set"]) == set(runs.eval_selections(run)) and set(images["replicate"]) == {0, 1}
     for (r, name), g in images.groupby(["replicate", "set"]):
-        sel = A.eval_selections(run)[name]
-        res = A.backselect_set(run, "cnn", sel, run.seed + r, progress=False)
+        sel = runs.eval_selections(run)[name]
+        res = runs.backselect_set(run, "cnn", sel, run.seed + r, progress=False)
         correct = res.pred == sel.load()[1]
         for tau in taus:
             at = g[g.tau == tau].sort_values("image")
             assert at["image"].tolist() == (res.confidence >= tau).nonzero().flatten().tolist()
             assert at["correct"].tolist() == correct[at["image"].tolist()].tolist()
             sizes = find_sis(res, tau).mask.flatten(1).float().mean(1)[at["image"].tolist()]
-            assert at[S.SIZE].to_numpy() == pytest.approx(100 * sizes.numpy())
-    groups = S.group_means(images)
+            assert at[sis_accuracy.SIZE].to_numpy() == pytest.approx(100 * sizes.numpy())
+    groups = sis_accuracy.group_means(images)
     assert groups["images"].sum() == len(images) and len(groups) == 2 * 2 * len(taus) * 2
-    inc = S.percentage_increase(images, n_resamples=200)
+    inc = sis_accuracy.percentage_increase(images, n_resamples=200)
     assert len(inc) == 2 * len(taus) and (inc["correct images"] + inc["incorrect images"]).sum() == len(images)
     ok = inc["low"].notna()
     assert (inc.loc[ok, "low"] <= inc.loc[ok, "high"]).all()
-    picked = V.sis_predicts_accuracy(inc, taus=taus).numbers.index.tolist()
-    assert picked == [("small CNN", s, t) for s in A.eval_selections(run) for t in taus]
-    for fig in (SP.increase_figure(inc), SP.confidence_figure(images)):
+    picked = verdicts.sis_predicts_accuracy(inc, taus=taus).numbers.index.tolist()
+    assert picked == [("small CNN", s, t) for s in runs.eval_selections(run) for t in taus]
+    for fig in (sis_size_plots.increase_figure(inc), sis_size_plots.confidence_figure(images)):
         assert len([ax for ax in fig.axes if ax.has_data()]) == 2
 
 
@@ -218,7 +218,7 @@ def test_tiny_profile_end_to_end_from_the_cached_backward_selections():
 def test_thresholds_are_floats_in_increasing_order_and_prose_numbers_show_undefined_as_a_dash():
     from overinterp.config.chapters import thresholds
     assert thresholds([0.9, 0.5, 1]) == (0.5, 0.9, 1.0) and all(type(t) is float for t in thresholds([1, 0]))
-    assert S.prose_number(float("nan")) == "—" and S.prose_number(12.345) == "12.3" and S.prose_number(-4.6, 0) == "-5"
+    assert sis_accuracy.prose_number(float("nan")) == "—" and sis_accuracy.prose_number(12.345) == "12.3" and sis_accuracy.prose_number(-4.6, 0) == "-5"
 
 
 def _inc_rows():
@@ -234,18 +234,18 @@ def _inc_rows():
 
 
 def test_increase_table_shows_each_point_with_its_interval_and_the_group_sizes_in_the_sets_order():
-    shown = S.increase_table(_inc_rows(), ["test", "ood"])
+    shown = sis_accuracy.increase_table(_inc_rows(), ["test", "ood"])
     assert list(shown.columns) == ["τ = 0.5", "τ = 0.9"] and list(shown.index) == [("test", "A"), ("ood", "A")]
     assert shown.loc[("test", "A")].tolist() == ["+50 [10, 90]", "—"]
     assert shown.loc[("ood", "A")].tolist() == ["-20", "+5 [-1, 9]"]
-    assert S.increase_table(_inc_rows(), ["test", "ood"], "groups").loc[("test", "A")].tolist() == ["3 / 2", "1 / 0"]
+    assert sis_accuracy.increase_table(_inc_rows(), ["test", "ood"], "groups").loc[("test", "A")].tolist() == ["3 / 2", "1 / 0"]
 
 
 def test_verdict_values_count_the_rows_above_within_and_below_the_margin_and_the_tested_increases():
-    edge = V.SIS_ACCURACY_MIN_INCREASE
+    edge = verdicts.SIS_ACCURACY_MIN_INCREASE
     rows = [("A", "test", 0.7, 500, 50, edge + 5, edge + 40), ("A", "test", 0.9, 500, 50, edge - 5, edge + 60),
             ("A", "ood", 0.7, 500, 50, -30.0, -10.0), ("A", "ood", 0.9, 500, 3, 1.0, 2.0)]
-    v = S.verdict_values(V.sis_predicts_accuracy(_increase(rows), min_images=10))
+    v = sis_accuracy.verdict_values(verdicts.sis_predicts_accuracy(_increase(rows), min_images=10))
     assert v["verdict"] == "does not hold"
     assert (v["tested"], v["cells"], v["above"], v["within"], v["below"]) == (3, 4, 1, 1, 1)
     assert v["test_range"] == f"from {edge + 22.5:.0f}% to {edge + 27.5:.0f}%" and v["ood_range"] == "from -20% to -20%"
@@ -255,17 +255,17 @@ def test_verdict_values_count_the_rows_above_within_and_below_the_margin_and_the
 def test_replicate_values_count_the_points_where_the_correct_group_has_the_larger_mean():
     images = pd.concat([_images([10, 12], [5, 6]), _images([3, 4], [5, 6], replicate=1),
                         _images([10], [5, 6], replicate=2)])
-    assert S.replicate_values(images, (0.5,), 2) == {"rep_pos": 1, "rep_n": 2}   # replicate 2: one correct image
-    assert S.replicate_values(images, (0.5, 0.9), 1) == {"rep_pos": 2, "rep_n": 3}
+    assert sis_accuracy.replicate_values(images, (0.5,), 2) == {"rep_pos": 1, "rep_n": 2}   # replicate 2: one correct image
+    assert sis_accuracy.replicate_values(images, (0.5, 0.9), 1) == {"rep_pos": 2, "rep_n": 3}
 
 
 def test_empty_sis_shares_per_group_and_the_increase_without_them():
     images = pd.concat([_images([0, 10, 20, 30], [0, 0, 5, 5]), _images([10, 10], [0, 5], set_name="ood")])
-    pooled = S.pooled_empty(images)
-    table = S.empty_table(pooled, (0.5, 0.9))
+    pooled = sis_accuracy.pooled_empty(images)
+    table = sis_accuracy.empty_table(pooled, (0.5, 0.9))
     assert table.loc[("test", "m", "correct")].tolist() == ["25", "—"]
     assert table.loc[("test", "m", "misclassified")].tolist() == ["50", "—"]
-    v = S.empty_values(images, pooled, (0.5,), 2, 200, 0)
+    v = sis_accuracy.empty_values(images, pooled, (0.5,), 2, 200, 0)
     assert (v["empty_test_c_min"], v["empty_test_i_max"], v["empty_ood_c_max"], v["empty_ood_i_min"]) == \
         ("25", "50", "0", "50")
     assert (v["empty_test_c_range"], v["empty_ood_i_range"]) == ("25", "50")     # one group each: printed once
@@ -276,10 +276,10 @@ def test_empty_sis_shares_per_group_and_the_increase_without_them():
 
 def test_confidence_values_count_where_the_misclassified_images_are_less_confident():
     images = pd.concat([_images([1], [2]), _images([1], [2], tau=0.9), _images([1], [], tau=0.99)])
-    images.loc[images["tau"] == 0.9, S.CONF] = 0.95          # both groups equally confident at 0.9
-    assert S.confidence_values(images) == {"conf_lower": 1, "conf_n": 2}
+    images.loc[images["tau"] == 0.9, sis_accuracy.CONF] = 0.95          # both groups equally confident at 0.9
+    assert sis_accuracy.confidence_values(images) == {"conf_lower": 1, "conf_n": 2}
 
 
 def test_prose_range_reads_the_range_or_says_there_is_none():
-    assert S.prose_range(pd.Series([12.2, float("nan"), 40.0, -3.0])) == "from -3% to 40%"
-    assert S.prose_range(pd.Series([float("nan")])) == "nowhere (no threshold tested)"
+    assert sis_accuracy.prose_range(pd.Series([12.2, float("nan"), 40.0, -3.0])) == "from -3% to 40%"
+    assert sis_accuracy.prose_range(pd.Series([float("nan")])) == "nowhere (no threshold tested)"

@@ -13,7 +13,7 @@ import tarfile
 import pytest
 import torch
 
-from overinterp import store as S
+from overinterp import store as store_module
 from overinterp.__main__ import main
 from overinterp.store import CorruptArtifact, PackError, Store
 
@@ -40,15 +40,15 @@ def filled(tmp_path):
         st.save("backselect", {"set": "test"}, {"order": torch.arange(4) + i}, name=f"shard-{i:05d}.pt")
     st.save("backselect", {"set": "test"}, {"order": torch.arange(8)})
     old = st.save("model", {"arch": "cnn", "seed": 1}, {"state_dict": {"w": torch.ones(3)}})
-    os.remove(S.checksum_file(old))
+    os.remove(store_module.checksum_file(old))
     return st
 
 
 def test_every_saved_result_has_a_checksum_that_load_verifies(tmp_path):
     st = Store(tmp_path)
     f = st.save("model", {"a": 1}, {"w": torch.zeros(4)})
-    side = S.checksum_file(f)
-    assert side.read_text() == f"{S.sha256(f)}  result.pt\n"
+    side = store_module.checksum_file(f)
+    assert side.read_text() == f"{store_module.sha256(f)}  result.pt\n"
     assert subprocess.run(["sha256sum", "-c", side.name], cwd=f.parent, capture_output=True).returncode == 0
     assert torch.equal(st.load("model", {"a": 1})["w"], torch.zeros(4))
     data = bytearray(f.read_bytes())
@@ -62,10 +62,10 @@ def test_every_saved_result_has_a_checksum_that_load_verifies(tmp_path):
 def test_an_entry_without_checksum_loads_and_gets_one_and_a_truncated_one_is_named(filled):
     cfg = {"arch": "cnn", "seed": 1}
     f = filled.dir("model", cfg) / "result.pt"
-    assert not S.checksum_file(f).exists()
+    assert not store_module.checksum_file(f).exists()
     assert torch.equal(filled.load("model", cfg)["state_dict"]["w"], torch.ones(3))
-    assert S.checksum_file(f).read_text().split()[0] == S.sha256(f)     # recorded on its first load
-    os.remove(S.checksum_file(f))
+    assert store_module.checksum_file(f).read_text().split()[0] == store_module.sha256(f)     # recorded on its first load
+    os.remove(store_module.checksum_file(f))
     os.truncate(f, 100)                                                  # unverifiable, unreadable
     with pytest.raises(CorruptArtifact, match="torch cannot read it") as err:
         filled.load("model", cfg)
@@ -89,7 +89,7 @@ def test_repair_moves_the_damaged_file_aside_and_the_caller_recomputes_it(tmp_pa
     m = cached_training("model", cfg, torch.nn.Linear(2, 2), train, store=Store(tmp_path, repair=True))
     assert len(calls) == 2 and torch.all(m.weight == 3.0)
     assert [p.name.split("-")[0] for p in f.parent.glob("result.pt.corrupt-*")] == ["result.pt.corrupt"]
-    S.verify(f)                                          # the recomputed file carries a valid checksum
+    store_module.verify(f)                                          # the recomputed file carries a valid checksum
     assert Store(tmp_path).load("model", cfg) is not None
 
 
@@ -103,23 +103,23 @@ def test_repair_of_a_damaged_shard_recomputes_that_shard_only(filled):
 
 def test_pack_round_trip_into_an_empty_store(filled, tmp_path):
     pack = tmp_path / "class.tar.gz"
-    m = S.pack(pack, filled, profile="tiny")
-    assert m["profile"] == "tiny" and m["artifact_versions"] == {"backselect": S.VERSIONS["backselect"],
-                                                                 "model": S.VERSIONS["model"]}
+    m = store_module.pack(pack, filled, profile="tiny")
+    assert m["profile"] == "tiny" and m["artifact_versions"] == {"backselect": store_module.VERSIONS["backselect"],
+                                                                 "model": store_module.VERSIONS["model"]}
     assert set(m["versions"]) >= {"overinterp", "torch", "torchvision"} and m["commit"]
     target = Store(tmp_path / "b")
-    summary = S.unpack(pack, target)
+    summary = store_module.unpack(pack, target)
     assert summary["added"] == len(m["files"]) and summary["kept"] == 0
     # the same files, byte for byte, and the checksum of the entry older than checksums, shipped by the pack
     # (the pack only reads the store: the source still has none)
     legacy = (filled.dir("model", {"arch": "cnn", "seed": 1}) / "result.pt.sha256").relative_to(filled.root)
     assert not (filled.root / legacy).exists()
     assert tree(target.root) == {**tree(filled.root), str(legacy): tree(target.root)[str(legacy)]}
-    S.verify(target.root / legacy.with_suffix(""))
+    store_module.verify(target.root / legacy.with_suffix(""))
     assert {rel: e["sha256"] for rel, e in m["files"].items()} == tree(target.root)
     assert torch.equal(target.load("backselect", {"set": "test"})["order"], torch.arange(8))
     assert target.load("model", {"arch": "cnn", "seed": 1}) is not None
-    assert S.unpack(pack, target)["kept"] == len(m["files"])                 # a second unpack changes nothing
+    assert store_module.unpack(pack, target)["kept"] == len(m["files"])                 # a second unpack changes nothing
 
 
 def test_the_command_line_packs_and_unpacks(filled, tmp_path, capsys):
@@ -153,7 +153,7 @@ def _refused(pack, target, capsys, *words):
 @pytest.fixture
 def packed(filled, tmp_path):
     pack = tmp_path / "good.tar.gz"
-    S.pack(pack, filled, profile="tiny")
+    store_module.pack(pack, filled, profile="tiny")
     other = Store(tmp_path / "student")                  # a store that already holds something
     other.save("model", {"arch": "mine"}, {"w": torch.ones(1)})
     return pack, other.root
@@ -183,7 +183,7 @@ def test_a_truncated_or_tampered_pack_is_refused_without_touching_the_store(pack
 def test_a_pack_of_other_code_versions_is_refused_without_touching_the_store(packed, tmp_path, capsys,
                                                                               monkeypatch):
     pack, target = packed
-    monkeypatch.setitem(S.VERSIONS, "backselect", S.VERSIONS["backselect"] + 1)
+    monkeypatch.setitem(store_module.VERSIONS, "backselect", store_module.VERSIONS["backselect"] + 1)
     _refused(pack, target, capsys, "artifact versions", "backselect")
     monkeypatch.undo()
     older = tmp_path / "older.tar.gz"
@@ -197,12 +197,12 @@ def test_pack_refuses_a_damaged_store_and_leaves_out_stale_entries(filled, tmp_p
     stale.mkdir()
     (stale / "config.json").write_text(json.dumps({"version": 0, "config": {}}))
     (stale / "result.pt").write_bytes(b"old")
-    m = S.pack(tmp_path / "p.tar.gz", filled)
+    m = store_module.pack(tmp_path / "p.tar.gz", filled)
     assert m["left_out_stale_entries"] == 1 and not any("0123456789abcdef" in f for f in m["files"])
     f = filled.dir("model", {"arch": "cnn", "seed": 0}) / "result.pt"
     f.write_bytes(f.read_bytes()[:100])
     with pytest.raises(CorruptArtifact):
-        S.pack(tmp_path / "q.tar.gz", filled)
+        store_module.pack(tmp_path / "q.tar.gz", filled)
     assert not (tmp_path / "q.tar.gz").exists()
 
 
@@ -225,7 +225,7 @@ def test_a_truncated_model_ends_train_with_one_line_naming_it_and_repair_retrain
     r = _cli("train", "--arch", "cnn", "--repair", store=tmp_path)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["test_acc"] > 0 and list(f.parent.glob("result.pt.corrupt-*"))
-    S.verify(f)
+    store_module.verify(f)
     assert "state_dict" in st.load("model", model_config("fashion-mnist", "cnn", "tiny", 0))
 
 
@@ -245,10 +245,10 @@ def test_a_pack_whose_payload_is_a_malicious_pickle_is_refused_without_running(t
     blob = torch.load(f, weights_only=True)
     blob["payload"] = _RunsCode(str(marker))
     torch.save(blob, f)                                 # re-checksummed: the pack looks intact
-    S.record_checksum(f)
-    S.pack(tmp_path / "hostile.tar.gz", st)
+    store_module.record_checksum(f)
+    store_module.pack(tmp_path / "hostile.tar.gz", st)
     ours = Store(tmp_path / "ours")
-    assert S.unpack(tmp_path / "hostile.tar.gz", ours)["added"] >= 2  # result, checksum, config
+    assert store_module.unpack(tmp_path / "hostile.tar.gz", ours)["added"] >= 2  # result, checksum, config
     with pytest.raises(CorruptArtifact, match="cannot read it"):
         ours.load("model", {"arch": "cnn", "seed": 0})
     assert not marker.exists()
@@ -261,11 +261,11 @@ def test_a_pack_member_outside_the_store_is_refused(tmp_path):
         info.size = 2
         tar.addfile(info, io.BytesIO(b"hi"))
     with pytest.raises(PackError, match="unexpected member"):
-        S.unpack(bad, Store(tmp_path / "s"))
+        store_module.unpack(bad, Store(tmp_path / "s"))
     assert not (tmp_path / "outside.txt").exists()
 
 
-# ----------------------------------------------------------------------------- issue 41, item 3: store verify
+# ----------------------------------------------------------------------------- store verify and pack of a missing folder
 
 def test_verify_of_a_folder_that_does_not_exist_names_it(tmp_path, capsys):
     missing = tmp_path / "no-store"
@@ -279,7 +279,7 @@ def test_verify_of_a_folder_that_does_not_exist_names_it(tmp_path, capsys):
 def test_verify_lists_every_damaged_file_then_their_count(filled, capsys):
     files = [f for f in filled.files() if f.suffix == ".pt"]
     damaged = [f for f in files if f.name in ("shard-00000.pt", "shard-00001.pt")]
-    legacy = next(f for f in files if not S.checksum_file(f).exists())   # no checksum: torch must read it
+    legacy = next(f for f in files if not store_module.checksum_file(f).exists())   # no checksum: torch must read it
     damaged[0].write_bytes(damaged[0].read_bytes()[:10])
     damaged[1].write_bytes(b"x" + damaged[1].read_bytes()[1:])
     legacy.write_bytes(b"not a torch file")
@@ -295,3 +295,9 @@ def test_verify_lists_every_damaged_file_then_their_count(filled, capsys):
     assert main(["store", "verify", "--repair", "--artifacts", str(filled.root)]) == 0      # all three moved aside
     assert not any(f.exists() for f in bad) and json.loads(capsys.readouterr().out)["moved_aside"]
     assert main(["store", "verify", "--artifacts", str(filled.root)]) == 0
+
+
+def test_pack_of_a_folder_that_does_not_exist_writes_no_pack(tmp_path, capsys):
+    missing, pack = tmp_path / "no-store", tmp_path / "class.tar.gz"
+    assert main(["store", "pack", str(pack), "--artifacts", str(missing)]) == 2
+    assert "no artifact store at" in capsys.readouterr().err and not pack.exists() and not missing.exists()

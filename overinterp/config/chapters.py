@@ -2,7 +2,7 @@
 
 Every chapter's ``parameters`` cell is generated from its dataclass (:func:`parameters_cell`; a
 test checks that the notebook holds exactly that text, ``python -m overinterp chapters --write``
-rewrites them, each followed by the chapter's install cell, :func:`install_cell`), and the command
+rewrites them, each followed by the install cell of :mod:`overinterp.pages.launch`), and the command
 line derives its flags from the same dataclasses (:func:`add_arguments`), so papermill, ``python -m
 overinterp book`` and the other commands accept the same names with the same defaults.
 
@@ -32,9 +32,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository root (relative paths are read from it)
 
-__all__ = ["param", "RunConfig", "CHAPTERS", "GPU_CHAPTERS", "INSTALL_TAG", "ParameterError", "chapter_config",
-           "resolve", "parameters_cell", "install_cell", "add_arguments", "from_arguments", "TOC", "toc_chapters",
-           "chapter_number", "chapter_label"]
+__all__ = ["param", "RunConfig", "CHAPTERS", "GPU_CHAPTERS", "ParameterError", "chapter_config",
+           "resolve", "parameters_cell", "add_arguments", "from_arguments", "TOC", "toc_chapters",
+           "chapter_number", "chapter_label", "chapter_stem"]
 
 #: the book's table of contents: its reading order and the sidebar's chapter numbers
 TOC = ROOT / "_toc.yml"
@@ -259,39 +259,6 @@ GPU_CHAPTERS = frozenset({
     "07b_critiques", "08_sis_accuracy", "09_robust", "10_ensembles", "11_input_dropout", "12_imagenet",
     "14_shared_interest", "15_input_reduction", "16_bayes_trex"})
 
-#: the tag of each chapter's install cell (:func:`install_cell`), right after its parameters cell
-INSTALL_TAG = "install-overinterp"
-
-
-def install_cell(repository: str, branch: str = "main") -> str:
-    """The source of a chapter's install cell: where ``overinterp`` does not import (a notebook opened in
-    Google Colab), clone ``repository`` at ``branch`` and ``pip install -e`` it with the ``book`` extra, so the
-    chapter runs where it was launched; where it imports (this repository's environment, Binder, papermill's
-    build) the cell does nothing. Tagged ``remove-cell`` (hidden in the rendered page) and
-    :data:`INSTALL_TAG`; an empty ``repository`` makes the cell say what to do instead of installing."""
-    return f"""\
-# Colab: where overinterp does not import, clone the book's repository and install it with the
-# `book` extra; elsewhere this does nothing (`python -m overinterp chapters --write` writes it).
-def _install(repository={repository!r}, branch={branch!r}):
-    import os, subprocess, sys
-    try:
-        import overinterp  # noqa: F401
-        return
-    except ImportError:
-        if not repository:
-            raise RuntimeError("overinterp is not installed and this notebook names no repository: pip install "
-                               "the project, or set repository.url in _config.yml and run chapters --write")
-    clone = os.path.abspath("overinterp-book")
-    if not os.path.isdir(clone):
-        subprocess.run(["git", "clone", "--depth", "1", "--branch", branch, repository, clone], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", clone + "[book]"], check=True)
-    sys.path.insert(0, clone)
-
-
-_install()
-del _install"""
-
-
 def thresholds(taus, tau: float | None = None) -> tuple[float, ...]:
     """A chapter's SIS thresholds: ``taus`` and the verdict's ``tau`` (when given), as floats, each once,
     increasing."""
@@ -330,7 +297,7 @@ def _toc(toc: Path) -> tuple[tuple[str, int | None], ...]:
     return tuple(out)
 
 
-def _stem(chapter: str) -> str:
+def chapter_stem(chapter: str) -> str:
     """'03_sis' of '03_sis', 'book/03_sis' or 'book/03_sis.ipynb'."""
     name = Path(str(chapter)).name
     return name[:-len(".ipynb")] if name.endswith(".ipynb") else name
@@ -348,13 +315,13 @@ def chapter_number(chapter: str, toc: Path | None = None) -> int | None:
     (default: the book's ``_toc.yml``), counted on across parts as Jupyter Book 1.x does; None for a page
     outside them (the introduction, the book's root). ``03_sis`` is chapter 2: the file names' numbers are
     not the sidebar's."""
-    return dict(_toc(Path(toc or TOC).resolve())).get(_stem(chapter))
+    return dict(_toc(Path(toc or TOC).resolve())).get(chapter_stem(chapter))
 
 
 def chapter_label(chapter: str, toc: Path | None = None) -> str:
     """How a message names a chapter: 'chapter 2 (03_sis)', by the sidebar's number and the notebook's stem;
     the stem alone for an unnumbered page."""
-    stem = _stem(chapter)
+    stem = chapter_stem(chapter)
     n = chapter_number(stem, toc)
     return f"chapter {n} ({stem})" if n else stem
 

@@ -1,11 +1,10 @@
 """Chapter 16's runs of Bayes-TrEx (Booth et al., AAAI 2021, ``bayes-trex.txt`` among the project's
-papers; the method is :mod:`overinterp.methods.bayes_trex`): the VAEs and the NUTS chains, each
-trained or sampled once and kept in the artifact store under a key built from a whole config
-(:class:`~overinterp.methods.bayes_trex.VAEConfig`, :class:`~overinterp.methods.bayes_trex.ChainsConfig`);
-the tables of what the chains found beside Booth et al.'s Table 2 and the test set (their 4.10); the
-backward selection of sampled images and the SIS sizes that decide "generated images are classified
-from sparse pixels too" (the paper's 4.1; :func:`sis_comparison`, decided by
-:func:`overinterp.paper.further_verdicts.sparse_pixels`); the values the chapter's prose glues.
+papers; the method is :mod:`overinterp.methods.bayes_trex`, its cached VAEs and chains
+:mod:`overinterp.experiments.bayes_trex_cache`): the chains of the chapter's targets; the tables of what
+they found beside Booth et al.'s Table 2 and the test set (their 4.10); the backward selection of sampled
+images and the SIS sizes that decide "generated images are classified from sparse pixels too" (the
+paper's 4.1; :func:`sis_comparison`, decided by :func:`overinterp.paper.further_verdicts.sparse_pixels`);
+the values the chapter's prose glues.
 
     vaes = vaes(run)                                   # "all" classes and "held out"
     targets, mis_name = chapter_targets(run, names)    # name -> (Target, which VAE)
@@ -14,118 +13,34 @@ from sparse pixels too" (the paper's 4.1; :func:`sis_comparison`, decided by
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
-from dataclasses import asdict
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 import torch.nn as nn
 
-from overinterp.config.profiles import BayesTrExConfig
 from overinterp.engine.backselect import logit
 from overinterp.engine.runner import fingerprint
 from overinterp.engine.sis import find_sis
-from overinterp.experiments import runs as A
-from overinterp.experiments.runs import model_config, trained_model
+from overinterp.experiments import runs
+from overinterp.experiments.bayes_trex_cache import (cached_chains, chains_config, chains_settings, pixels,
+                                                     trained_vae, vae_config, vae_settings)
 from overinterp.methods.bayes_trex import (AMBIGUOUS, BAND, HIGH, HIGH_LEVEL, MISCLASSIFIED_LEVEL, MIXING, VAE,
-                                           Chains, ChainsConfig, MixingCriteria, Target, VAEConfig, ambiguous,
-                                           ambiguous_any, chain_separation, target_log_odds, decoder, fit_vae, high,
-                                           in_level_set, initial_points, near_black, nearest_start, negative_elbo,
-                                           normalise, sample_chains, spread_samples, torch_threads)
+                                           Chains, MixingCriteria, Target, ambiguous, ambiguous_any,
+                                           chain_separation, target_log_odds, decoder, high, in_level_set,
+                                           initial_points, near_black, nearest_start, normalise, sample_chains,
+                                           spread_samples)
 from overinterp.paper.formatting import MISSING
-from overinterp.paper import numbers as paper
-from overinterp.paper.numbers import BOOTH_TABLE2
+from overinterp.paper.numbers import ARCH_NAMES, BOOTH_TABLE2
 from overinterp.store import Store, config_key
-from overinterp.zoo import data as D
-from overinterp.zoo.train import cached_training, logits as batched_logits
+from overinterp.zoo import data
+from overinterp.zoo.train import logits as batched_logits
 
-__all__ = ["KIND", "HIGH_COL", "MIS_COL", "AMB_COL", "APART", "DARK_LEVEL", "pixels", "vae_settings", "chains_settings",
-           "vae_config", "trained_vae", "chains_config", "near_black_counts", "decoded_samples", "near_black_values",
-           "cached_chains", "confidence_table", "test_set_counts", "classifier", "vaes",
-           "run_target", "sample_logits", "sample_backselect", "vae_quality", "table2", "chapter_targets",
-           "target_map", "run_targets", "test_logits", "test_comparison", "sis_comparison", "diagnostics",
-           "setup_values", "quality_values", "diagnostics_values"]
-
-KIND = "bayes_trex"
-
-
-# ----------------------------------------------------------------------------- the VAEs, cached
-def pixels(dataset: str, split: str = "train") -> tuple[torch.Tensor, torch.Tensor]:
-    """(images in [0, 1] (N, C, H, W), labels) of a split: what the VAE models."""
-    s = D.load(dataset, split)
-    return s.denormalise().clamp(0, 1), s.labels
-
-
-def vae_settings(cfg: BayesTrExConfig) -> VAEConfig:
-    """The VAE's config from the profile's Bayes-TrEx settings."""
-    return VAEConfig(latent=cfg.latent, hidden=cfg.hidden, epochs=cfg.vae_epochs, train_size=cfg.vae_train_size,
-                     batch_size=cfg.vae_batch_size, lr=cfg.vae_lr)
-
-
-def chains_settings(cfg: BayesTrExConfig) -> ChainsConfig:
-    """The chains' config from the profile's Bayes-TrEx settings."""
-    return ChainsConfig(sigma=cfg.sigma, chains=cfg.chains, warmup=cfg.warmup, samples=cfg.samples,
-                        max_tree_depth=cfg.max_tree_depth, init_pool=cfg.init_pool)
-
-
-def vae_config(dataset: str, cfg: VAEConfig, held_out: int | None = None, seed: int = 0) -> dict:
-    """Everything that determines a trained VAE, its artifact key: the whole ``cfg``, the data set,
-    the held-out class and the seed."""
-    return {"dataset": dataset, **asdict(cfg), "held_out": held_out, "seed": seed}
-
-
-def trained_vae(dataset: str, cfg: VAEConfig, held_out: int | None = None, seed: int = 0,
-                store: Store | None = None, progress: bool = True) -> VAE:
-    """The VAE of ``dataset``'s training images (without class ``held_out`` when given), the first
-    ``cfg.train_size`` of a seeded permutation, from the store or trained now
-    (:func:`overinterp.zoo.train.cached_training`, kind ``vae``). ``vae.info``: training history,
-    test -ELBO (nats per image, on the test images it models), seconds and training images."""
-    key = vae_config(dataset, cfg, held_out, seed)
-    X, Y = pixels(dataset, "train")
-    if held_out is not None and not 0 <= held_out < len(D.CLASSES[dataset]):
-        raise ValueError(f"held_out={held_out} is not a class of {dataset} (0 to {len(D.CLASSES[dataset]) - 1})")
-    torch.manual_seed(seed)
-    vae = VAE(X.shape[1:], cfg.hidden, cfg.latent)
-    keep = torch.ones(len(Y), dtype=torch.bool) if held_out is None else Y != held_out
-    idx = keep.nonzero().flatten()
-    idx = idx[torch.randperm(len(idx), generator=torch.Generator().manual_seed(0))][:cfg.train_size]
-
-    def train(vae: VAE) -> dict:
-        with torch_threads(1):   # a small dense net: one thread is as fast, and robust to a busy machine
-            history = fit_vae(vae, X[idx], cfg.epochs, cfg.batch_size, cfg.lr, seed, progress)
-        return {"history": history, "train_images": len(idx)}
-
-    def evaluate(vae: VAE) -> dict:
-        Xt, Yt = pixels(dataset, "test")
-        Xt = Xt if held_out is None else Xt[Yt != held_out]
-        with torch.no_grad():
-            return {"test_loss": negative_elbo(vae.eval(), Xt, torch.Generator().manual_seed(0)).item()}
-    return cached_training("vae", key, vae, train, evaluate, store).eval()
-
-
-# ----------------------------------------------------------------------------- the chains, cached
-def chains_config(generator_config: dict, classifier_config: dict, target: Target, cfg: ChainsConfig,
-                  seed: int) -> dict:
-    """The artifact key of a set of chains: generator, classifier (with its weights' fingerprint),
-    target, the whole ``cfg`` (sigma, chain sizes, start pool) and the seed."""
-    return {"generator": generator_config, "classifier": classifier_config,
-            "target": [target.kind, list(target.classes)], **asdict(cfg), "seed": seed}
-
-
-def cached_chains(key: dict, sample: Callable[[], Chains], target: Target, store: Store | None = None) -> Chains:
-    """``sample()`` unless the store holds the chains of ``key`` (then loaded); the chains' start
-    points (``info["init"]``) are kept with them."""
-    store = store or Store()
-    saved = store.load(KIND, key)
-    if saved is None:
-        ch = sample()
-        saved = {"z": ch.z, "acceptance": ch.acceptance, "divergences": ch.divergences, "seconds": ch.seconds}
-        if "init" in ch.info:
-            saved["init"] = ch.info["init"]
-        store.save(KIND, key, saved)
-    info = {"key": key, **({"init": saved["init"]} if "init" in saved else {})}
-    return Chains(target, saved["z"], saved["acceptance"], saved["divergences"], saved["seconds"], info)
+__all__ = ["HIGH_COL", "MIS_COL", "AMB_COL", "APART", "DARK_LEVEL", "near_black_counts", "near_black_values",
+           "confidence_table", "test_set_counts", "classifier", "vaes", "run_target", "sample_logits",
+           "sample_backselect", "vae_quality", "table2", "chapter_targets", "target_map", "run_targets",
+           "test_comparison", "sis_comparison", "diagnostics", "setup_values", "quality_values", "diagnostics_values"]
 
 
 # ----------------------------------------------------------------------------- what the samples show
@@ -205,8 +120,8 @@ def classifier(run) -> tuple[nn.Module, dict]:
     weights' fingerprint."""
     arch, p = run.profile.bayes_trex.arch, run.profile
     with torch.enable_grad():   # callers run under no_grad; a model not yet in the store is trained here
-        model = trained_model(run.dataset, arch, p.name, seed=run.seed, device=run.device, progress=False)
-    return model, {**model_config(run.dataset, arch, p.name, run.seed), "weights": fingerprint(model)}
+        model = runs.trained_model(run.dataset, arch, p.name, seed=run.seed, device=run.device, progress=False)
+    return model, {**runs.model_config(run.dataset, arch, p.name, run.seed), "weights": fingerprint(model)}
 
 
 def vaes(run, store: Store | None = None, progress: bool = True) -> dict[str, VAE]:
@@ -269,10 +184,10 @@ def sample_backselect(run, vae: VAE, chains: dict[str, Chains], n: int, store: S
             images.append(x[idx].cpu())
             names += [name] * len(idx)
     images = torch.cat(images)
-    data = {"set": "bayes-trex", "chains": [config_key(ch.info.get("key", {})) for ch in chains.values()],
-            "per_target": per, "pick": "most confident"}
-    res = A.backselect_model(run, clf, {k: v for k, v in clf_key.items() if k != "weights"}, (images, data),
-                             run.profile.backselect, store=store, progress=progress)
+    data_cfg = {"set": "bayes-trex", "chains": [config_key(ch.info.get("key", {})) for ch in chains.values()],
+                "per_target": per, "pick": "most confident"}
+    res = runs.backselect_model(run, clf, {k: v for k, v in clf_key.items() if k != "weights"}, (images, data_cfg),
+                                run.profile.backselect, store=store, progress=progress)
     return images, names, res
 
 
@@ -287,16 +202,16 @@ def vae_quality(run, vaes: dict[str, VAE], images: torch.Tensor, labels: torch.T
     if n_eval is not None and n_eval < len(labels):
         idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))[:n_eval]
         images, labels = images[idx], labels[idx]
-    name = D.CLASSES[run.dataset][held_out]
+    name = data.CLASSES[run.dataset][held_out]
     gen = torch.Generator().manual_seed(run.seed)
+
+    def predict(x01):
+        return torch.cat([clf(normalise(x01[i:i + 1000], run.dataset)).argmax(1).cpu()
+                          for i in range(0, len(x01), 1000)])
     rows = {}
     for key, vae in vaes.items():
         keep = torch.ones(len(labels), dtype=torch.bool) if key == "all" else labels != held_out
         x, y = images[keep].to(run.device), labels[keep]
-
-        def predict(x01):
-            return torch.cat([clf(normalise(x01[i:i + 1000], run.dataset)).argmax(1).cpu()
-                              for i in range(0, len(x01), 1000)])
         rec = torch.cat([vae.reconstruct(x[i:i + 1000]) for i in range(0, len(x), 1000)])
         prior = vae.decode(torch.randn(n_prior, vae.mu.out_features, generator=gen).to(run.device))
         rows["all classes" if key == "all" else f"without {name}"] = {
@@ -376,19 +291,15 @@ def near_black_counts(images: dict[str, torch.Tensor], logits: dict[str, torch.T
     return out
 
 
-@torch.no_grad()
-def decoded_samples(vaes: dict[str, VAE], chains: dict[str, Chains]) -> dict[str, torch.Tensor]:
-    """name -> (C*S, C, H, W) the kept samples of ``chains[name]`` decoded by ``vaes[name]``, on the CPU."""
-    return {k: vaes[k].decode(ch.flat().to(next(vaes[k].parameters()).device)).cpu() for k, ch in chains.items()}
-
-
 def near_black_values(vaes: dict[str, VAE], chains: dict[str, Chains], logits: dict, targets: dict[str, Target],
                       n_show: int, test_images: torch.Tensor, test_labels: torch.Tensor, names,
                       level: float = DARK_LEVEL) -> dict:
-    """For the prose: :func:`near_black_counts` of the chains' samples, the level, and for reference
-    the test images' (``test_images`` in [0, 1]) mean intensity and how many are that dark, in all and
-    of the high-confidence targets' classes."""
-    counts = near_black_counts(decoded_samples(vaes, chains), logits, targets, n_show, level)
+    """:func:`near_black_counts` of the chains' samples (``chains[name]`` decoded by ``vaes[name]``), the
+    level, and for reference the test images' (``test_images`` in [0, 1]) mean intensity and how many are
+    that dark, in all and of the high-confidence targets' classes."""
+    with torch.no_grad():
+        decoded = {k: vaes[k].decode(ch.flat().to(next(vaes[k].parameters()).device)).cpu() for k, ch in chains.items()}
+    counts = near_black_counts(decoded, logits, targets, n_show, level)
     dark = near_black(test_images, level)
     cls = sorted({t.classes[0] for t in targets.values() if t.kind == HIGH})
     of_cls = torch.isin(test_labels, torch.tensor(cls))
@@ -427,16 +338,11 @@ def run_targets(run, targets: dict, vaes: dict[str, VAE], progress: bool = False
     return chains, logits
 
 
-def test_logits(run, split) -> torch.Tensor:
-    """(N, K) logits of the inspected classifier on the test ``split``'s images, on the CPU."""
-    return batched_logits(classifier(run)[0], split.images, device=run.device)
-
-
 def test_comparison(run, split, targets: dict, mis_name: str, logits: dict, table: pd.DataFrame):
     """Booth et al.'s 4.10 counts on the test set beside the chains: (:func:`test_set_counts` of every
     target with the share of chain samples meeting the same criterion, values for the prose)."""
     held_out = run.profile.bayes_trex.held_out
-    tl = test_logits(run, split)
+    tl = batched_logits(classifier(run)[0], split.images, device=run.device)     # (N, K), on the CPU
     counts = test_set_counts(tl, split.labels, target_map(targets), held_out={mis_name: held_out},
                              classes=split.classes)
     counts["chain samples meeting it (%)"] = [
@@ -463,11 +369,9 @@ def sis_comparison(run, targets: dict, chains: dict, vae: VAE, tau: float) -> di
     high_chains = {k: chains[k] for k, (t, w) in targets.items() if t.kind == HIGH and w == "all"}
     Xs, which, res = sample_backselect(run, vae, high_chains, cfg.sis_images, progress=False)
     sis = find_sis(res, tau)
-    P = Xs.shape[-1] * Xs.shape[-2]
-    gen_sizes = [sis.mask[i].sum().item() / P for i in range(len(Xs)) if sis.found[i]]
-    real_res = A.backselect_set(run, cfg.arch, A.confident_selection(run, tau), progress=False)
-    real = find_sis(real_res, tau)
-    real_sizes = [real.mask[i].sum().item() / P for i in range(len(real.found)) if real.found[i]]
+    gen_sizes = runs.sis_fractions(sis)
+    real_sizes = runs.sis_fractions(find_sis(runs.backselect_set(run, cfg.arch, runs.confident_selection(run, tau),
+                                                                 progress=False), tau))
     return {"images": Xs, "which": which, "classes": [targets[k][0].classes[0] for k in which], "sis": sis,
             "generated": gen_sizes, "real": real_sizes,
             "values": {"method": run.profile.backselect.describe(), "n_gen": len(Xs), "n_gen_sis": len(gen_sizes),
@@ -479,7 +383,7 @@ def setup_values(run, p, names) -> dict:
     """The chapter's settings, for the prose: the classifier, the VAE and chain sizes, the held-out
     class, tau (``p.tau``) and the level-set criteria."""
     cfg = run.profile.bayes_trex
-    out = {"arch": paper.ARCH_NAMES.get(cfg.arch, cfg.arch)}
+    out = {"arch": ARCH_NAMES.get(cfg.arch, cfg.arch)}
     out.update({k: getattr(cfg, k) for k in ("latent", "hidden", "vae_epochs", "sigma", "chains", "warmup", "samples",
                                              "max_tree_depth", "init_pool", "sis_images")})
     out.update({"vae_train": "all" if cfg.vae_train_size is None else f"{cfg.vae_train_size:,}",

@@ -32,12 +32,12 @@ import torch
 import torch.nn.functional as F
 
 from overinterp.engine.sis import pixel_subset, random_subset
-from overinterp.experiments import runs as A
-from overinterp.paper import verdicts as V
+from overinterp.experiments import runs
+from overinterp.paper import verdicts
 from overinterp.paper.claims import CLAIMS
 from overinterp.paper.further_verdicts import BLANK_PRIOR_MULTIPLE
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 from overinterp.zoo.train import logits
 
 __all__ = ["PAPER_FILL", "LEVELS", "UNINFORMATIVE_MULTIPLE", "BlankCheck", "fills", "blank_check", "Restricted",
@@ -52,13 +52,13 @@ UNINFORMATIVE_MULTIPLE = BLANK_PRIOR_MULTIPLE
 def fills(dataset: str) -> dict[str, torch.Tensor]:
     """Name -> the normalised fill of a masked pixel, (C, H, W): the paper's mean pixel, each grey of
     :data:`LEVELS` (0 is black, 1 white) and the training-mean image (each pixel its own mean)."""
-    test = D.load(dataset, "test")
+    test = data.load(dataset, "test")
     C, H, W = test.images.shape[1:]
     mean, std = torch.tensor(test.mean).view(-1, 1, 1), torch.tensor(test.std).view(-1, 1, 1)
     out = {PAPER_FILL: torch.zeros(C, H, W)}
     for g in LEVELS:
         out[f"grey {g:.1f}"] = ((g - mean) / std).expand(C, H, W).clone()
-    out["training-mean image"] = D.load(dataset, "train").images.mean(0)
+    out["training-mean image"] = data.load(dataset, "train").images.mean(0)
     return out
 
 
@@ -113,13 +113,13 @@ def blank_check(run, frac: float = SUBSET_FRAC, which: dict[str, torch.Tensor] |
     """Every zoo replicate of ``run`` (or of ``models``, {arch: [replicate, ...]}) on the blank of each fill
     of ``which`` (default :func:`fills`) and on chapter 4's random ``frac`` subsets of the test selection
     with that fill."""
-    X, _ = A.selection(run, "test").load()
-    names = D.load(run.dataset, "test").classes
+    X, _ = runs.selection(run, "test").load()
+    names = data.load(run.dataset, "test").classes
     k = len(names)
     which = fills(run.dataset) if which is None else which
-    keep = random_subset(X, frac, seed=A.subset_seed(run.dataset, "test"))[1][:, None]
+    keep = random_subset(X, frac, seed=runs.subset_seed(run.dataset, "test"))[1][:, None]
     rows = []
-    for arch, replicates in (A.zoo(run) if models is None else models).items():
+    for arch, replicates in (runs.zoo(run) if models is None else models).items():
         for r, model in enumerate(replicates):
             full = logits(model, X, device=run.device).argmax(1)
             for fill, v in which.items():
@@ -153,8 +153,8 @@ def own_subsets(model, res, X: torch.Tensor, Y: torch.Tensor, frac: float, devic
 class Restricted:
     """Section 4.1's two claims on the images whose label is not a blank class of the architecture (the
     paper's mask), beside the share of all BS subsets called the blank's class and its prior."""
-    accurate: V.Verdict
-    kept: V.Verdict
+    accurate: verdicts.Verdict
+    kept: verdicts.Verdict
     called: pd.DataFrame       # per model: images kept, the blank's classes, subsets called the blank's class (%), prior
 
 
@@ -164,19 +164,19 @@ def restricted(run, check: BlankCheck | None = None, frac: float = SUBSET_FRAC) 
     none of its replicates' blank classes under the paper's mask (the same images for every replicate, so
     the intervals keep their shared image error). ``check``: a :func:`blank_check` with the paper's fill
     (default: computed for that fill alone)."""
-    X, Y = A.selection(run, "test").load()
-    names = D.load(run.dataset, "test").classes
+    X, Y = runs.selection(run, "test").load()
+    names = data.load(run.dataset, "test").classes
     check = check or blank_check(run, frac, which={PAPER_FILL: fills(run.dataset)[PAPER_FILL]})
     blank = check.rows[check.rows["fill"] == PAPER_FILL]
     full, bs, drops, called = {}, {}, {}, {}
-    for arch, models in A.zoo(run).items():
+    for arch, models in runs.zoo(run).items():
         name = ARCH_NAMES[arch]
         mine = blank[blank["model"] == name].sort_values("replicate")
         cls = [names.index(c) for c in dict.fromkeys(mine["class"])]
         keep = ~torch.isin(Y, torch.tensor(cls))
         full[name], bs[name], drops[name], shares, priors = [], [], [], [], []
         for r, model in enumerate(models):
-            res = A.backselect_set(run, arch, A.selection(run, "test"), seed=run.seed + r, progress=False)
+            res = runs.backselect_set(run, arch, runs.selection(run, "test"), seed=run.seed + r, progress=False)
             m = own_subsets(model, res, X, Y, frac, run.device)
             b = names.index(mine["class"].iloc[r])
             shares.append(100 * float((m["subset class"] == b).double().mean()))
@@ -186,7 +186,7 @@ def restricted(run, check: BlankCheck | None = None, frac: float = SUBSET_FRAC) 
         called[name] = {"images kept": int(keep.sum()), "images": len(Y), "blank's classes": ", ".join(
             names[c] for c in cls), "BS subsets called the blank's class (%)": float(np.mean(shares)),
             "its prior (%)": float(np.mean(priors))}
-    return Restricted(V.subsets_accurate(full, bs, seed=run.seed), V.confidence_kept(drops, seed=run.seed),
+    return Restricted(verdicts.subsets_accurate(full, bs, seed=run.seed), verdicts.confidence_kept(drops, seed=run.seed),
                       pd.DataFrame.from_dict(called, orient="index"))
 
 
@@ -211,7 +211,7 @@ def engine_of(run, claim: str) -> str:
     return engine.describe() if engine is not None else ""
 
 
-def annotate(run, claim: str, verdict: V.Verdict) -> V.Verdict:
+def annotate(run, claim: str, verdict: verdicts.Verdict) -> verdicts.Verdict:
     """``verdict`` with the engine of ``claim`` and, where the claim feeds the zoo's models masked inputs
     (:attr:`overinterp.paper.claims.Claim.blank`), whether each architecture's blank passes."""
     verdict.engine = engine_of(run, claim)

@@ -20,23 +20,23 @@ from typing import Callable, Iterable
 from tqdm import tqdm
 
 from overinterp.config.chapters import chapter_config, resolve, thresholds
-from overinterp.experiments import bayes_trex as B
-from overinterp.experiments import blank as BL
-from overinterp.experiments import factors as F
-from overinterp.experiments import imagenet as I
-from overinterp.experiments import imagenet_chapter as C
-from overinterp.experiments import input_reduction as IR
-from overinterp.experiments import masked as MK
-from overinterp.experiments import mitigation as M
-from overinterp.experiments import robust as R
-from overinterp.experiments import runs as A
-from overinterp.experiments import shared_interest as SI
-from overinterp.experiments import sis_accuracy as SA
-from overinterp.experiments import subsets as S
-from overinterp.paper import further_verdicts as FV
-from overinterp.paper import verdicts as V
+from overinterp.experiments import bayes_trex
+from overinterp.experiments import blank
+from overinterp.experiments import factors
+from overinterp.experiments import imagenet
+from overinterp.experiments import imagenet_chapter
+from overinterp.experiments import input_reduction
+from overinterp.experiments import masked
+from overinterp.experiments import mitigation
+from overinterp.experiments import robust as robust_module
+from overinterp.experiments import runs as runs_module
+from overinterp.experiments import shared_interest
+from overinterp.experiments import sis_accuracy
+from overinterp.experiments import subsets
+from overinterp.paper import further_verdicts
+from overinterp.paper import verdicts as verdicts_module
 from overinterp.paper.claims import CLAIMS, records
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 
 __all__ = ["MEASURES", "BLANK_ASIDE", "MASKED_TRAINED", "CONTROLLED", "params", "verdict", "verdicts", "table"]
 
@@ -54,105 +54,105 @@ def params(run, chapter: str):
 def _sis(run, p):
     # the replicates' confident images come from one test sample and overlap: matched by id, their shared
     # image error enters the interval
-    return V.sis_size(A.sis_sizes_by_replicate(run, p.tau), p.tau, seed=run.seed,
-                      ids=A.sis_ids_by_replicate(run, p.tau))
+    return verdicts_module.sis_size(runs_module.sis_sizes_by_replicate(run, p.tau), p.tau, seed=run.seed,
+                      ids=runs_module.sis_ids_by_replicate(run, p.tau))
 
 
 def _subset_correct(run, frac):
-    return {a: S.subset_correct(run, a, ms, frac) for a, ms in A.zoo(run).items()}
+    return {a: subsets.subset_correct(run, a, ms, frac) for a, ms in runs_module.zoo(run).items()}
 
 
 def _accurate(run, p):
     acc = _subset_correct(run, p.frac)
-    return V.subsets_accurate(full=S.by_model(acc, "full"), bs=S.by_model(acc, "bs"), seed=run.seed)
+    return verdicts_module.subsets_accurate(full=subsets.by_model(acc, "full"), bs=subsets.by_model(acc, "bs"), seed=run.seed)
 
 
 def _kept(run, p):
-    X, _ = A.selection(run, "test").load()
-    return V.confidence_kept(S.confidence_drops(run, A.zoo(run), X, p.frac), seed=run.seed)
+    X, _ = runs_module.selection(run, "test").load()
+    return verdicts_module.confidence_kept(subsets.confidence_drops(run, runs_module.zoo(run), X, p.frac), seed=run.seed)
 
 
 def _transfer(run, p):
-    models = A.zoo(run)
-    _, Y = A.selection(run, "test").load()
-    _, per_image = S.transfer(run, models, S.own_subsets(run, models, p.frac), Y)
-    return S.no_transfer(per_image, _subset_correct(run, p.frac), seed=run.seed)
+    models = runs_module.zoo(run)
+    _, Y = runs_module.selection(run, "test").load()
+    _, per_image = subsets.transfer(run, models, subsets.own_subsets(run, models, p.frac), Y)
+    return subsets.no_transfer(per_image, _subset_correct(run, p.frac), seed=run.seed)
 
 
 def _retraining(run, p):
-    runs, _, _ = S.retraining_runs(run, p.frac)
-    return S.retraining_verdicts(run, runs)
+    runs, _, _ = subsets.retraining_runs(run, p.frac)
+    return subsets.retraining_verdicts(run, runs)
 
 
 def _road(run, p):
-    return FV.imputed_verdict(**F.imputed_correct(run, F.retrain_controls(run)))
+    return further_verdicts.imputed_verdict(**factors.imputed_correct(run, factors.retrain_controls(run)))
 
 
 # ----------------------------------------------------------------------------- Part II (4.1.1, 4.4-4.6)
 
 def _sis_accuracy(run, p):
-    return V.sis_predicts_accuracy(SA.verdict_input(run, p.n_resamples, run.seed), min_images=p.min_images)
+    return verdicts_module.sis_predicts_accuracy(sis_accuracy.verdict_input(run, p.n_resamples, run.seed), min_images=p.min_images)
 
 
 def _robust(run, p):
     cfg = run.profile.robust
-    robust = R.robust_models(run, progress=False)
-    standard = A.zoo(run, archs=(cfg.arch,), replicates=len(robust))[cfg.arch]
-    sel = R.comparison_selection(run, standard[0], robust[0], p.tau)
-    sizes = R.sis_table(R.sis_results(run, robust, sel), p.tau)
-    name = R.model_name(cfg.arch, True)
-    return FV.robust_sis_sparse({name: R.per_replicate(sizes, name)}, p.tau, seed=run.seed)
+    robust = robust_module.robust_models(run, progress=False)
+    standard = runs_module.zoo(run, archs=(cfg.arch,), replicates=len(robust))[cfg.arch]
+    sel = robust_module.comparison_selection(run, standard[0], robust[0], p.tau)
+    sizes = robust_module.sis_table(robust_module.sis_results(run, robust, sel), p.tau)
+    name = robust_module.model_name(cfg.arch, True)
+    return further_verdicts.robust_sis_sparse({name: robust_module.per_replicate(sizes, name)}, p.tau, seed=run.seed)
 
 
 def _ensemble_accuracy(run, p):
-    _, Ya, out = M.zoo_logits(run)
-    return FV.ensembles_increase_accuracy(M.ensemble_gains(out, M.members(run), Ya, p.n_resamples, seed=run.seed))
+    _, Ya, out = mitigation.zoo_logits(run)
+    return further_verdicts.ensembles_increase_accuracy(mitigation.ensemble_gains(out, mitigation.members(run), Ya, p.n_resamples, seed=run.seed))
 
 
 def _ensemble_sis(run, p):
     taus = thresholds(p.taus, p.tau)
-    inc = M.ensemble_increase(M.sis_table(run, taus, progress=False), M.members(run), taus,
+    inc = mitigation.ensemble_increase(mitigation.sis_table(run, taus, progress=False), mitigation.members(run), taus,
                               n_resamples=p.n_resamples, seed=run.seed)
-    return FV.ensembles_increase_sis(inc.xs(p.tau, level="tau", drop_level=False), min_images=p.min_images)
+    return further_verdicts.ensembles_increase_sis(inc.xs(p.tau, level="tau", drop_level=False), min_images=p.min_images)
 
 
 def _dropout(run, p):
     taus = thresholds(p.taus, p.tau)
-    inc = M.dropout_increase(M.sis_table(run, taus, dropout=True, progress=False), taus,
+    inc = mitigation.dropout_increase(mitigation.sis_table(run, taus, dropout=True, progress=False), taus,
                              n_resamples=p.n_resamples, seed=run.seed)
-    return FV.dropout_increases_sis(inc.xs(p.tau, level="tau", drop_level=False), min_images=p.min_images)
+    return further_verdicts.dropout_increases_sis(inc.xs(p.tau, level="tau", drop_level=False), min_images=p.min_images)
 
 
 def _borders(run, p):
-    cfg, spec, taus = run.profile.imagenet, I.MODELS[p.model], thresholds(p.taus, p.tau)
-    net, model_key = I.load_classifier(p.model)
-    sample = C.sample(net.to(run.device), p.model, p.imagenet_dir, cfg, run.seed)
-    sel = C.select(run, net, model_key, sample, cfg, taus, p.border)
-    area = float(I.border_band((spec["size"], spec["size"]), p.border).double().mean())
-    return FV.borders_verdict(C.border_shares(sel.table, float(p.tau)), area, float(p.tau), p.min_images)
+    cfg, spec, taus = run.profile.imagenet, imagenet.MODELS[p.model], thresholds(p.taus, p.tau)
+    net, model_key = imagenet.load_classifier(p.model)
+    sample = imagenet_chapter.sample(net.to(run.device), p.model, p.imagenet_dir, cfg, run.seed)
+    sel = imagenet_chapter.select(run, net, model_key, sample, cfg, taus, p.border)
+    area = float(imagenet.border_band((spec["size"], spec["size"]), p.border).double().mean())
+    return further_verdicts.borders_verdict(imagenet_chapter.border_shares(sel.table, float(p.tau)), area, float(p.tau), p.min_images)
 
 
 # ----------------------------------------------------------------------------- Part III (related methods)
 
 def _background(run, p):
-    cfg = SI.chapter_config(run, p)
-    tau = SI.sis_tau(run, cfg)
-    table, G, _ = SI.image_table(run, cfg, progress=False)
-    return FV.sis_on_background(SI.background_coverage(table, SI.sis_name(tau), pixels=G[0].numel()), tau)
+    cfg = shared_interest.chapter_config(run, p)
+    tau = shared_interest.sis_tau(run, cfg)
+    table, G, _ = shared_interest.image_table(run, cfg, progress=False)
+    return further_verdicts.sis_on_background(shared_interest.background_coverage(table, shared_interest.sis_name(tau), pixels=G[0].numel()), tau)
 
 
 def _reduction(run, p):
-    images = IR.experiment(run, progress=False)["images"]
-    return FV.size_verdict(images, p.min_images), FV.sis_verdict(images, p.min_images)
+    images = input_reduction.experiment(run, progress=False)["images"]
+    return further_verdicts.size_verdict(images, p.min_images), further_verdicts.sis_verdict(images, p.min_images)
 
 
 def _sparse_pixels(run, p):
-    names = D.load(run.dataset, "test").classes
-    vaes = B.vaes(run, progress=False)
-    targets, _ = B.chapter_targets(run, names)
-    chains, _ = B.run_targets(run, targets, vaes)
-    cmp = B.sis_comparison(run, targets, chains, vaes["all"], p.tau)
-    return FV.sparse_pixels(cmp["generated"], cmp["real"], p.tau)
+    names = data.load(run.dataset, "test").classes
+    vaes = bayes_trex.vaes(run, progress=False)
+    targets, _ = bayes_trex.chapter_targets(run, names)
+    chains, _ = bayes_trex.run_targets(run, targets, vaes)
+    cmp = bayes_trex.sis_comparison(run, targets, chains, vaes["all"], p.tau)
+    return further_verdicts.sparse_pixels(cmp["generated"], cmp["real"], p.tau)
 
 
 #: claim id(s) -> what computes their verdicts from (run, the chapter's parameters); a function that
@@ -174,9 +174,9 @@ BLANK_ASIDE, MASKED_TRAINED = "blank's class set aside", "masked-trained models"
 CONTROLLED = ("accurate", "kept")
 
 
-def _controlled(run, p) -> dict[str, dict[str, V.Verdict]]:
-    r, m = BL.restricted(run, frac=p.frac), MK.masked_claims(run, p.frac, progress=False)
-    out = {c: {BLANK_ASIDE: BL.annotate(run, c, getattr(r, c)), MASKED_TRAINED: BL.annotate(run, c, getattr(m, c))}
+def _controlled(run, p) -> dict[str, dict[str, verdicts_module.Verdict]]:
+    r, m = blank.restricted(run, frac=p.frac), masked.masked_claims(run, p.frac, progress=False)
+    out = {c: {BLANK_ASIDE: blank.annotate(run, c, getattr(r, c)), MASKED_TRAINED: blank.annotate(run, c, getattr(m, c))}
            for c in CONTROLLED}
     for c in CONTROLLED:                      # the fine-tuned models' own blanks, not the zoo's
         out[c][MASKED_TRAINED].blank_passes = m.blank.passes()
@@ -200,7 +200,7 @@ def verdicts(run, only: Iterable[str] | None = None, progress: bool = True, cont
         got = MEASURES[ids](run, params(run, CLAIMS[ids[0]].chapter))
         got = got if isinstance(got, tuple) else (got,)
         seconds[", ".join(ids)] = round(time.perf_counter() - t0, 1)
-        out.update({i: BL.annotate(run, i, v) for i, v in zip(ids, got) if i in only})
+        out.update({i: blank.annotate(run, i, v) for i, v in zip(ids, got) if i in only})
     ordered = _Verdicts({c: out[c] for c in CLAIMS if c in out})
     ordered.seconds, ordered.controlled = seconds, {}
     if controls and any(c in out for c in CONTROLLED):
@@ -216,7 +216,7 @@ class _Verdicts(dict):
     controlled: dict
 
 
-def verdict(run, claim: str) -> V.Verdict:
+def verdict(run, claim: str) -> verdicts_module.Verdict:
     """The verdict of one claim (:func:`verdicts` of it alone)."""
     return verdicts(run, [claim], progress=False)[claim]
 
@@ -237,40 +237,40 @@ def table(vs: dict) -> list[dict]:
 
 # ----------------------------------------------------------------------------- Part I: the paper against its critiques
 
-from overinterp.experiments import critiques as CR  # noqa: E402
+from overinterp.experiments import critiques  # noqa: E402
 
 
 def _dilated(run, p):
-    return CR.dilation_verdicts(CR.dilation(run, p.kernels, p.frac, p.tau), CR.check_kernels(p.kernels)[0],
+    return critiques.dilation_verdicts(critiques.dilation(run, p.kernels, p.frac, p.tau), critiques.check_kernels(p.kernels)[0],
                                 seed=run.seed)
 
 
 def _dilated_retraining(run, p):
-    k = CR.check_kernels(p.kernels)[0]
-    return CR.retraining_verdicts(run, CR.dilated_retraining(run, k, p.frac), k)
+    k = critiques.check_kernels(p.kernels)[0]
+    return critiques.retraining_verdicts(run, critiques.dilated_retraining(run, k, p.frac), k)
 
 
 def _boundary(run, p):
-    shares = CR.saliency_shares(run, p.frac, p.saliency_images, p.smoothgrad_samples, p.smoothgrad_sigma)
-    return CR.boundary_verdict(shares, seed=run.seed)
+    shares = critiques.saliency_shares(run, p.frac, p.saliency_images, p.smoothgrad_samples, p.smoothgrad_sigma)
+    return critiques.boundary_verdict(shares, seed=run.seed)
 
 
 def _blank(run, p):
-    return CR.blank_verdict(run, CR.blank_inputs(run, p.frac))
+    return critiques.blank_verdict(run, critiques.blank_inputs(run, p.frac))
 
 
 def _mask_shape(run, p):
-    return CR.mask_shape_verdict(CR.mask_shape(run, p.frac), seed=run.seed)
+    return critiques.mask_shape_verdict(critiques.mask_shape(run, p.frac), seed=run.seed)
 
 
 def _calibration(run, p):
-    images = CR.calibration_images(run, p.frac)
-    return CR.calibration_verdict(CR.calibration_errors(images, p.bins, p.tau), images["image"].nunique(), p.bins,
+    images = critiques.calibration_images(run, p.frac)
+    return critiques.calibration_verdict(critiques.calibration_errors(images, p.bins, p.tau), images["image"].nunique(), p.bins,
                                   seed=run.seed)
 
 
 def _insertion(run, p):
-    return CR.insertion_verdict(CR.insertion(run, p.fractions, p.frac), p.frac, seed=run.seed)
+    return critiques.insertion_verdict(critiques.insertion(run, p.fractions, p.frac), p.frac, seed=run.seed)
 
 
 MEASURES.update({("dilated", "dilated_sis"): _dilated, ("dilated_beats", "dilated_near"): _dilated_retraining,

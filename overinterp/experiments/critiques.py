@@ -30,16 +30,16 @@ import torch
 from overinterp.engine.backselect import apply_keep
 from overinterp.engine.runner import fingerprint
 from overinterp.engine.sis import find_sis, pixel_subset, random_subset
-from overinterp.experiments import blank as BL
-from overinterp.experiments import runs as A
-from overinterp.experiments import subsets as S
+from overinterp.experiments import blank as blank_module
+from overinterp.experiments import runs
+from overinterp.experiments import subsets
 from overinterp.experiments.factors import black_value
 from overinterp.methods.critiques import (REGIONS, attribution_shares, dilate, expected_calibration_error,
                                           matched_random_keep, reliability, smoothgrad, top_keep)
 from overinterp.methods.shared_interest import saliency_map
-from overinterp.paper import further_verdicts as FV
+from overinterp.paper import further_verdicts
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 from overinterp.zoo.train import predict
 
 __all__ = ["BS", "SIS", "MASKS", "FILLS", "INPUTS", "ORDERS", "NOISE_SEED", "check_kernels", "dilation",
@@ -66,15 +66,15 @@ def check_kernels(kernels) -> tuple[int, ...]:
 
 
 def _test(run) -> tuple[torch.Tensor, torch.Tensor]:
-    return A.selection(run, "test").load()
+    return runs.selection(run, "test").load()
 
 
 def _replicates(run):
     """(arch, replicate r, model, backward selection of the test selection by it) for every zoo replicate."""
-    sel = A.selection(run, "test")
-    for arch, models in A.zoo(run).items():
+    sel = runs.selection(run, "test")
+    for arch, models in runs.zoo(run).items():
         for r, model in enumerate(models):
-            yield arch, r, model, A.backselect_set(run, arch, sel, seed=run.seed + r, progress=False)
+            yield arch, r, model, runs.backselect_set(run, arch, sel, seed=run.seed + r, progress=False)
 
 
 def _classify(model, images: torch.Tensor, target: torch.Tensor, device) -> tuple[np.ndarray, np.ndarray]:
@@ -99,7 +99,7 @@ def _basic(run, model, res, frac: float) -> dict[str, torch.Tensor]:
     X, _ = _test(run)
     key = (fingerprint(model), fingerprint(X), fingerprint(res.order), float(frac), str(run.device))
     if key not in _SEEN:
-        rnd = random_subset(X, frac, seed=A.subset_seed(run.dataset, "test"), block=res.block,
+        rnd = random_subset(X, frac, seed=runs.subset_seed(run.dataset, "test"), block=res.block,
                             mask_value=res.mask_value)[0]
         _SEEN[key] = {name: predict(model, x, device=run.device)
                       for name, x in zip(INPUTS, (X, pixel_subset(res, X, frac)[0], rnd))}
@@ -116,7 +116,7 @@ def _sis(run, arch: str, r: int, full: torch.Tensor, tau: float):
     X, Y = _test(run)
     conf, pred = full.max(1)
     idx = torch.nonzero((pred == Y) & (conf >= tau)).flatten()
-    res = A.sis_result(run, arch, run.seed + r, tau)
+    res = runs.sis_result(run, arch, run.seed + r, tau)
     idx = idx[:len(res)]
     sis = find_sis(res, tau)
     has = (sis.size >= 0).cpu()
@@ -134,7 +134,7 @@ def dilation(run, kernels=(3, 5), frac: float = SUBSET_FRAC, tau: float | None =
     kernels = (1, *check_kernels(kernels))
     tau = run.profile.sis_threshold if tau is None else float(tau)
     X, _ = _test(run)
-    seed = A.subset_seed(run.dataset, "test")
+    seed = runs.subset_seed(run.dataset, "test")
     rows = []
     for arch, r, model, res in _replicates(run):
         basic = _basic(run, model, res, frac)
@@ -166,11 +166,11 @@ def example_masks(run, n: int, kernels=(3, 5), frac: float = SUBSET_FRAC) -> tup
     many pixels as the first dilation. Returns (images, labels, keeps, random)."""
     X, Y = _test(run)
     arch = run.profile.archs[0]
-    res = A.backselect_set(run, arch, A.selection(run, "test"), progress=False)[torch.arange(n)]
+    res = runs.backselect_set(run, arch, runs.selection(run, "test"), progress=False)[torch.arange(n)]
     keep = pixel_subset(res, X[:n], frac)[1].cpu()
     keeps = {k: dilate(keep, k) for k in (1, *check_kernels(kernels))}
     first = keeps[check_kernels(kernels)[0]]
-    return X[:n], Y[:n], keeps, matched_random_keep(first, A.subset_seed(run.dataset, "test"))
+    return X[:n], Y[:n], keeps, matched_random_keep(first, runs.subset_seed(run.dataset, "test"))
 
 
 def dilated_retraining(run, kernel: int = 3, frac: float = SUBSET_FRAC) -> dict[str, dict[str, list]]:
@@ -183,21 +183,21 @@ def dilated_retraining(run, kernel: int = 3, frac: float = SUBSET_FRAC) -> dict[
     kernel = check_kernels((kernel,))[0]
     out = {}
     for a in run.profile.archs:
-        subs = S.subsets(run, a, frac, train=True)
+        subs = subsets.subsets(run, a, frac, train=True)
         made = {}
         for s in ("train", "test"):
             images, keep = subs[s]["full"][0], dilate(subs[s]["bs"][1].cpu(), kernel)
             mv = run.profile.engine(s).mask_value
             made[s] = {"bs": apply_keep(images, keep, mv),
-                       "random": apply_keep(images, matched_random_keep(keep, A.subset_seed(run.dataset, s)), mv)}
+                       "random": apply_keep(images, matched_random_keep(keep, runs.subset_seed(run.dataset, s)), mv)}
         ytr, yte = subs["train"]["labels"], subs["test"]["labels"]
         got = {}
         for kind, name in (("bs", f"bs{frac:g}-dilated{kernel}"), ("random", f"random{frac:g}-as-bs-dilated{kernel}")):
-            models = S.retrain(run, a, made["train"][kind], ytr, name, augment=False,
+            models = subsets.retrain(run, a, made["train"][kind], ytr, name, augment=False,
                                eval_data=(made["test"][kind], yte))
-            got[kind] = [A.correct(m, made["test"][kind], yte, run.device) for m in models]
-        full = S.retrain_on_subsets(run, a, "full", False, frac, subs)
-        got["full"] = [A.correct(m, subs["test"]["full"][0], yte, run.device) for m in full]
+            got[kind] = [runs.correct(m, made["test"][kind], yte, run.device) for m in models]
+        full = subsets.retrain_on_subsets(run, a, "full", False, frac, subs)
+        got["full"] = [runs.correct(m, subs["test"]["full"][0], yte, run.device) for m in full]
         out[ARCH_NAMES[a]] = got
     return out
 
@@ -211,7 +211,7 @@ def saliency_shares(run, frac: float = SUBSET_FRAC, images: int = 50, samples: i
     "attribution share" and "area share"."""
     X, _ = _test(run)
     X = X[:images]
-    split = D.load(run.dataset, "test")
+    split = data.load(run.dataset, "test")
     noise = float(sigma) * float(np.mean([1 / s for s in split.std]))     # pixels span [0, 1] / std
     rows = []
     for arch, r, model, res in _replicates(run):
@@ -230,7 +230,7 @@ def saliency_shares(run, frac: float = SUBSET_FRAC, images: int = 50, samples: i
 
 def _mask_values(run) -> dict[str, torch.Tensor]:
     """{"mean pixel": 0, "black": the normalised black}, per channel."""
-    C = len(D.load(run.dataset, "test").mean)
+    C = len(data.load(run.dataset, "test").mean)
     black = torch.as_tensor(black_value(run.dataset), dtype=torch.float32).reshape(-1).expand(C)
     return {"mean pixel": torch.zeros(C), "black": black}
 
@@ -240,15 +240,15 @@ def blank_inputs(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
     pixel (the paper's mask) or black (:func:`overinterp.experiments.blank.blank_check` of those two fills).
     One row per (replicate, mask): the predicted "class" (its name), "confidence" (its probability) and the
     "class prior (%)" of that class among the replicate's predictions on full images."""
-    f = BL.fills(run.dataset)
-    rows = BL.blank_check(run, frac, which={"mean pixel": f[BL.PAPER_FILL], "black": f["grey 0.0"]}).rows
+    f = blank_module.fills(run.dataset)
+    rows = blank_module.blank_check(run, frac, which={"mean pixel": f[blank_module.PAPER_FILL], "black": f["grey 0.0"]}).rows
     return rows.rename(columns={"fill": "mask", "probability": "confidence"})[
         ["model", "replicate", "mask", "class", "confidence", "class prior (%)"]]
 
 
 def _fill_images(run, X: torch.Tensor, fill: str) -> torch.Tensor:
     if fill == "uniform noise":                                   # uniform on [0, 1] in pixel units, normalised
-        split = D.load(run.dataset, "test")
+        split = data.load(run.dataset, "test")
         u = torch.rand(X.shape, generator=torch.Generator().manual_seed(NOISE_SEED))
         return (u - torch.tensor(split.mean).view(1, -1, 1, 1)) / torch.tensor(split.std).view(1, -1, 1, 1)
     return _mask_values(run)[fill].view(1, -1, 1, 1).expand_as(X).clone()
@@ -262,7 +262,7 @@ def mask_shape(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
     "class prior" (the share of the subset class among the replicate's predictions on full images) and "blank
     same" (1/0: the fully masked input, every pixel the mask value, is given the subset class)."""
     X, _ = _test(run)
-    K = len(D.load(run.dataset, "test").classes)
+    K = len(data.load(run.dataset, "test").classes)
     rows = []
     for arch, r, model, res in _replicates(run):
         basic = _basic(run, model, res, frac)
@@ -329,7 +329,7 @@ def insertion(run, fractions=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), frac: float
     and "confidence" (the probability of the class predicted on the full image)."""
     X, Y = _test(run)
     fractions = sorted({float(f) for f in fractions} | {float(frac)})
-    seed = A.subset_seed(run.dataset, "test")
+    seed = runs.subset_seed(run.dataset, "test")
     rows = []
     for arch, r, model, res in _replicates(run):
         basic = _basic(run, model, res, frac)
@@ -366,7 +366,7 @@ def dilation_verdicts(df: pd.DataFrame, kernel: int = 3, seed: int = 0) -> tuple
     out = []
     for subset, shared in ((BS, True), (SIS, False)):
         rows = df[(df["subset"] == subset) & (df["mask"] == MASKS[0])]
-        out.append(FV.dilation_keeps_prediction(per_replicate(rows, "prediction kept", kernel=1),
+        out.append(further_verdicts.dilation_keeps_prediction(per_replicate(rows, "prediction kept", kernel=1),
                                                 per_replicate(rows, "prediction kept", kernel=kernel), kernel,
                                                 subset, paired_images=shared, seed=seed))
     return tuple(out)
@@ -375,15 +375,15 @@ def dilation_verdicts(df: pd.DataFrame, kernel: int = 3, seed: int = 0) -> tuple
 def retraining_verdicts(run, correct: dict, kernel: int = 3) -> tuple:
     """Section 4.2's two verdicts on :func:`dilated_retraining` (far above random; near full images)."""
     pick = {k: {m: v[k] for m, v in correct.items()} for k in ("bs", "random", "full")}
-    return FV.dilated_retraining_verdicts(pick["bs"], pick["random"], pick["full"],
-                                          chance=100 / len(D.CLASSES[run.dataset]), kernel=kernel, seed=run.seed)
+    return further_verdicts.dilated_retraining_verdicts(pick["bs"], pick["random"], pick["full"],
+                                          chance=100 / len(data.CLASSES[run.dataset]), kernel=kernel, seed=run.seed)
 
 
 def boundary_verdict(shares: pd.DataFrame, seed: int = 0):
     """Springer's saliency claim on :func:`saliency_shares`: the ring's share of the attribution against
     its share of the area (:func:`overinterp.paper.further_verdicts.saliency_on_boundary`)."""
     ring = shares[shares["region"] == REGIONS[1]]
-    return FV.saliency_on_boundary(per_replicate(ring, "attribution share"), per_replicate(ring, "area share"),
+    return further_verdicts.saliency_on_boundary(per_replicate(ring, "attribution share"), per_replicate(ring, "area share"),
                                    seed=seed)
 
 
@@ -393,14 +393,14 @@ def blank_verdict(run, blank: pd.DataFrame):
             for (m, k), g in blank.groupby(["model", "mask"], sort=False)}
     classes = {f"{m}, {k}": ", ".join(dict.fromkeys(g["class"])) for (m, k), g in blank.groupby(["model", "mask"],
                                                                                                  sort=False)}
-    return FV.blank_uninformative(conf, len(D.CLASSES[run.dataset]), classes)
+    return further_verdicts.blank_uninformative(conf, len(data.CLASSES[run.dataset]), classes)
 
 
 def mask_shape_verdict(shape: pd.DataFrame, fill: str = VERDICT_FILL, seed: int = 0):
     """Missingness bias on :func:`mask_shape`'s ``fill`` rows: the shape input's class is the subset's more
     often than the fully masked input is (:func:`overinterp.paper.further_verdicts.mask_shape_leaks`)."""
     rows = shape[shape["fill"] == fill]
-    return FV.mask_shape_leaks(per_replicate(rows, "same class"), per_replicate(rows, "blank same"), fill,
+    return further_verdicts.mask_shape_leaks(per_replicate(rows, "same class"), per_replicate(rows, "blank same"), fill,
                                seed=seed)
 
 
@@ -413,12 +413,12 @@ def calibration_verdict(errors: pd.DataFrame, images: int, bins: int = 15, seed:
         for i in INPUTS[1:]:
             masked[f"{m}, {i}"] = g[g["input"] == i].sort_values("replicate")["ECE (%)"].to_numpy() / 100
             full[f"{m}, {i}"] = base
-    return FV.masked_miscalibrated(masked, full, images, bins, seed=seed)
+    return further_verdicts.masked_miscalibrated(masked, full, images, bins, seed=seed)
 
 
 def insertion_verdict(curves: pd.DataFrame, frac: float = SUBSET_FRAC, seed: int = 0):
     """Backward selection's order against the saliency order at ``frac`` on :func:`insertion`'s rows
     (:func:`overinterp.paper.further_verdicts.search_beats_saliency`)."""
     at = curves[np.isclose(curves["fraction"], frac)]
-    return FV.search_beats_saliency(per_replicate(at, "correct", order=ORDERS[0]),
+    return further_verdicts.search_beats_saliency(per_replicate(at, "correct", order=ORDERS[0]),
                                     per_replicate(at, "correct", order=ORDERS[1]), frac, seed=seed)

@@ -46,7 +46,7 @@ from overinterp.experiments.runs import backselect_set, selection, trained_model
 from overinterp.paper.formatting import MISSING
 from overinterp.paper.numbers import (ARCH_NAMES, HUMANS_PER_CLASS, HUMANS_SPLIT, SIS_THRESHOLD,
                                       TABLE2)  # Table 2: {frac: (mean, std)} human accuracy (%), CIFAR-10
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 from overinterp.zoo.train import predict
 
 __all__ = ["TABLE2", "PAPER_SPLIT", "Benchmark", "select_images", "build_benchmark", "paper_humans", "accuracy_table",
@@ -215,7 +215,7 @@ def summary(bench: Benchmark) -> dict:
     threshold (``humans_below``), the classes short of ``per_class`` images (``humans_short_n`` of
     ``humans_n_classes``) and the images of every class (``humans_class_counts``)."""
     H, W = bench.keep.shape[2:]
-    classes, found = D.CLASSES[bench.dataset], bench.counts("class")
+    classes, found = data.CLASSES[bench.dataset], bench.counts("class")
     out = {"humans_n": len(bench), "humans_per_class": bench.per_class, "humans_threshold": bench.threshold,
            "humans_below": bench.below_threshold, "humans_hw": f"{H}×{W}", "humans_pixels": H * W,
            "humans_split": ", ".join(f"{n} {_name(a)}" for a, n in bench.counts().items()),

@@ -20,8 +20,8 @@ import torch
 import torch.nn as nn
 
 from overinterp.engine.sis import find_sis
-from overinterp.experiments import imagenet as I
-from overinterp.experiments import runs as A
+from overinterp.experiments import imagenet
+from overinterp.experiments import runs
 from overinterp.paper.formatting import MISSING
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
 
@@ -32,7 +32,7 @@ __all__ = ["setup_values", "source", "Sample", "sample", "photo_table", "Selecte
 def setup_values(run, p, taus) -> dict:
     """What the prose says of the setting: model, input size, thresholds, engine, sample limits, the
     label of our numbers (``who``) and exact backward selection's forward passes per image."""
-    cfg, spec = run.profile.imagenet, I.MODELS[p.model]
+    cfg, spec = run.profile.imagenet, imagenet.MODELS[p.model]
     size = spec["size"]
     return {"model_name": spec["name"], "size": f"{size}×{size}", "tau": f"{float(p.tau):g}",
             "taus": ", ".join(f"{t:g}" for t in taus), "method": cfg.backselect.describe(),
@@ -64,9 +64,9 @@ def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
     """The shipped photographs (``imagenet_dir`` None), the ``cfg.images`` most confident with
     confidence >= ``cfg.min_confidence``, or the paper's sample of an ImageNet folder
     (:func:`overinterp.experiments.imagenet.confident`, in ``seed``'s order)."""
-    size, resize = I.MODELS[model]["size"], I.MODELS[model]["resize"]
+    size, resize = imagenet.MODELS[model]["size"], imagenet.MODELS[model]["resize"]
     if imagenet_dir is None:
-        images, names, photos = I.photo_sample(net, size, cfg.images, cfg.min_confidence)
+        images, names, photos = imagenet.photo_sample(net, size, cfg.images, cfg.min_confidence)
         data_key = {"set": "photos", "names": names, "size": size, "transform": "whole image resized, bilinear"}
         values = {"source": source(imagenet_dir), "n_source": len(photos), "n_sel": len(names),
                   "n_sel_text": _images(len(names)), "resize": MISSING, "folder": MISSING}
@@ -76,8 +76,8 @@ def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
             values[f"{name}_conf"] = f"{known.loc[name, 'confidence']:.2f}"
         values.update(n_photos=len(photos), n_090=int((photos["confidence"] >= IMAGENET_FIG4["min_confidence"]).sum()))
         return Sample(images, names, data_key, photos, values)
-    files = I.folder_files(imagenet_dir)
-    images, labels, paths = I.confident(net, files, size, resize, cfg.images, cfg.min_confidence, seed)
+    files = imagenet.folder_files(imagenet_dir)
+    images, labels, paths = imagenet.confident(net, files, size, resize, cfg.images, cfg.min_confidence, seed)
     names = [f.stem for f in paths]
     data_key = {"set": "imagenet-folder", "root": str(imagenet_dir), "seed": seed,
                 "min_confidence": cfg.min_confidence, "size": size, "resize": resize}
@@ -111,11 +111,11 @@ class Selected:
 def select(run, net: nn.Module, model_key: dict, s: Sample, cfg, taus, border: float) -> Selected:
     """Batched Gradient SIS (``cfg.backselect``) of ``s``'s images, kept in the artifact store, at
     every threshold of ``taus``."""
-    res = A.backselect_model(run, net, model_key, (s.images, s.data_key), cfg.backselect, shard_size=32,
+    res = runs.backselect_model(run, net, model_key, (s.images, s.data_key), cfg.backselect, shard_size=32,
                              progress=False) if len(s.images) else None
     sis = {t: find_sis(res, t) for t in taus} if res is not None else {}
     masks = {t: x.mask.cpu() for t, x in sis.items()}
-    return Selected(res, sis, masks, I.sis_table(masks, {t: x.size.cpu() for t, x in sis.items()}, s.names, border))
+    return Selected(res, sis, masks, imagenet.sis_table(masks, {t: x.size.cpu() for t, x in sis.items()}, s.names, border))
 
 
 def example_panels(s: Sample, sel: Selected) -> tuple[torch.Tensor, torch.Tensor, list[str]] | None:
@@ -123,7 +123,7 @@ def example_panels(s: Sample, sel: Selected) -> tuple[torch.Tensor, torch.Tensor
     has an SIS, titled with its predicted class and confidence; None where no image has one
     (:func:`overinterp.pages.imagenet_plots.examples` draws them)."""
     res, table, names = sel.res, sel.table, s.names
-    cn = I.class_names()
+    cn = imagenet.class_names()
     conf = res.confidence.cpu().tolist() if res is not None else []
     pred = [cn[c].split(",")[0] for c in res.pred.cpu().tolist()] if res is not None else []
     best = table.sort_values("tau").groupby("image", sort=False).last() if len(table) else table
@@ -141,7 +141,7 @@ def heatmap_freqs(sel: Selected, taus) -> dict[str, torch.Tensor]:
     images, the frequency of each pixel location over those SIS (empty where there is none;
     :func:`overinterp.pages.imagenet_plots.heatmap` draws them)."""
     sis, masks = sel.sis, sel.masks
-    return {f"τ = {t:g} (n = {int((sis[t].size >= 0).sum())})": I.frequency(masks[t][sis[t].size.cpu() >= 0])
+    return {f"τ = {t:g} (n = {int((sis[t].size >= 0).sum())})": imagenet.frequency(masks[t][sis[t].size.cpu() >= 0])
             for t in taus if len(sis) and int((sis[t].size >= 0).sum())}
 
 
@@ -168,23 +168,23 @@ def cost(net: nn.Module, images: torch.Tensor, model: str, cfg, device) -> tuple
     (zeros where the sample has fewer) with ``net`` and with a randomly initialised Inception-v3 at the
     paper's size and k, projected to the paper's number of images (plus this chapter's own engine
     setting where it differs), beside the paper's row. Returns the table as shown and the prose values."""
-    p, spec = PAPER_S5, I.MODELS[model]
+    p, spec = PAPER_S5, imagenet.MODELS[model]
     size, n = spec["size"], p["images"]
     n_t = max(1, min(cfg.timing_images, n))
     x_eff = images[:n_t] if len(images) >= n_t else torch.zeros(n_t, 3, size, size)
-    inc, _ = I.load_classifier("inception_v3", pretrained=False)
+    inc, _ = imagenet.load_classifier("inception_v3", pretrained=False)
     inc = inc.to(device)
     x_inc = torch.nn.functional.interpolate(x_eff, size=(p["size"], p["size"]), mode="bilinear", align_corners=False)
     k = cfg.backselect.k
     rows = {f"{spec['name']} (ImageNet weights), {size}×{size}, k = {p['k']}":
-            (I.time_gradient_steps(net, x_eff.to(device), p["k"], 1, cfg.timing_steps), size * size, p["k"]),
+            (imagenet.time_gradient_steps(net, x_eff.to(device), p["k"], 1, cfg.timing_steps), size * size, p["k"]),
             f"Inception-v3 (random weights, timing only), {p['size']}×{p['size']}, k = {p['k']}":
-            (I.time_gradient_steps(inc, x_inc.to(device), p["k"], 1, cfg.timing_steps), p["pixels"], p["k"])}
+            (imagenet.time_gradient_steps(inc, x_inc.to(device), p["k"], 1, cfg.timing_steps), p["pixels"], p["k"])}
     if (cfg.backselect.block, k) != (1, p["k"]):
         hf = -(-size // cfg.backselect.block)
         rows[f"{spec['name']}, this chapter's run ({cfg.backselect.describe()})"] = (rows[next(iter(rows))][0],
                                                                                     hf * hf, k)
-    table = I.s5_projection(rows, n)
+    table = imagenet.s5_projection(rows, n)
     minutes = f"minutes for {n} images"
     paper_row = {"model": f"paper (S5): Inception-v3 (pre-trained), {p['size']}×{p['size']}, k = {p['k']}",
                  "features": p["pixels"], "k": p["k"], "steps": -(-p["pixels"] // p["k"]),

@@ -20,12 +20,12 @@ import torch.nn as nn
 from overinterp.engine.backselect import apply_keep
 from overinterp.engine.runner import fingerprint
 from overinterp.engine.sis import find_sis
-from overinterp.experiments import runs as A
+from overinterp.experiments import runs
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.methods.input_reduction import Reduction, finetune, reduce_inputs
 from overinterp.paper.numbers import ARCH_NAMES, FENG_BEAM, FENG_MEAN_LENGTH, FENG_TABLE2
 from overinterp.store import Store
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 from overinterp.zoo.data import Selection
 from overinterp.zoo.train import accuracy, cached_training, make_model
 
@@ -39,7 +39,7 @@ MODELS = ("original", "fine-tuned")
 def reduction_selection(run) -> Selection:
     """The test images reduced before and after fine-tuning: the first ``input_reduction.images`` of
     the profile's test selection (those whose backward selection chapter 4 made)."""
-    sel = A.selection(run, "test")
+    sel = runs.selection(run, "test")
     n = min(run.profile.input_reduction.images, sel.n or 10 ** 9)
     return sel.narrow(range(n))
 
@@ -93,7 +93,7 @@ def finetuned_model(run, arch: str, seed: int, progress: bool = True) -> nn.Modu
     ``model.info``: the fine-tuning history, seconds (negatives included), negatives used."""
     p, c = run.profile, run.profile.input_reduction
     cfg = finetune_config(run, arch, seed)
-    train = D.load(run.dataset, "train")
+    train = data.load(run.dataset, "train")
     torch.manual_seed(seed)
     model = make_model(cfg, train.images.shape[1], len(train.classes))
 
@@ -102,7 +102,7 @@ def finetuned_model(run, arch: str, seed: int, progress: bool = True) -> nn.Modu
         neg = negatives(run, arch, seed, progress)
         model.load_state_dict(base.state_dict())
         model.to(run.device)
-        X, Y = D.take(train, p.train_size, seed=0)
+        X, Y = data.take(train, p.train_size, seed=0)
         history = finetune(model, X, Y, neg, c.steps, c.lam, c.lr, c.batch_size, seed, progress,
                            desc=f"{arch} seed {seed} entropy fine-tuning")
         return {"history": history, "negatives": len(neg)}
@@ -119,15 +119,15 @@ def experiment(run, progress: bool = True) -> dict:
     p, c = run.profile, run.profile.input_reduction
     sel = reduction_selection(run)
     X, Y = sel.load()
-    Xt, Yt = A.selection(run, "test").load()
+    Xt, Yt = runs.selection(run, "test").load()
     rows, acc, reds, hist = [], [], {}, {}
     for r in range(p.replicates):
         seed = run.seed + r
         orig = trained_model(run.dataset, c.arch, p.name, seed=seed, device=run.device, progress=progress)
         tuned = finetuned_model(run, c.arch, seed, progress)
         hist[r] = tuned.info["history"]
-        bs_orig = A.backselect_set(run, c.arch, A.selection(run, "test"), seed, progress=progress)[list(sel.index)]
-        bs_tuned = A.backselect_model(run, tuned, finetune_config(run, c.arch, seed), (X, sel.key()), p.engine("test"),
+        bs_orig = runs.backselect_set(run, c.arch, runs.selection(run, "test"), seed, progress=progress)[list(sel.index)]
+        bs_tuned = runs.backselect_model(run, tuned, finetune_config(run, c.arch, seed), (X, sel.key()), p.engine("test"),
                                       progress=progress)
         for name, model, cfg, bs in (("original", orig, model_config(run.dataset, c.arch, p.name, seed), bs_orig),
                                      ("fine-tuned", tuned, finetune_config(run, c.arch, seed), bs_tuned)):
@@ -159,7 +159,7 @@ def table2(images: pd.DataFrame, acc: pd.DataFrame) -> pd.DataFrame:
 
 def table2_summary(images: pd.DataFrame, acc: pd.DataFrame, arch: str) -> pd.DataFrame:
     """:func:`table2`'s mean and std over replicates, one row named ``arch``, columns (column, 'mean' | 'std')."""
-    return A.mean_std(table2(images, acc)).to_frame().T.set_axis([ARCH_NAMES.get(arch, arch)])
+    return runs.mean_std(table2(images, acc)).to_frame().T.set_axis([ARCH_NAMES.get(arch, arch)])
 
 
 def sis_table(images: pd.DataFrame) -> pd.DataFrame:

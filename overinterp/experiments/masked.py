@@ -24,11 +24,11 @@ import torch.nn as nn
 
 from overinterp.engine.backselect import apply_keep
 from overinterp.engine.sis import random_subset
-from overinterp.experiments import blank as BL
-from overinterp.experiments import runs as A
-from overinterp.paper import verdicts as V
+from overinterp.experiments import blank as blank_module
+from overinterp.experiments import runs
+from overinterp.paper import verdicts as verdicts_module
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 from overinterp.zoo.train import TrainConfig, cached_fit, logits
 
 __all__ = ["masked_copy", "FrozenNorm", "masked_config", "masked_model", "masked_zoo", "MaskedClaims", "masked_claims"]
@@ -72,7 +72,7 @@ class FrozenNorm(nn.Module):
 def masked_config(run, arch: str, seed: int) -> dict:
     """The artifact key of replicate ``seed``'s fine-tuned model: its zoo model's and the fine-tuning's."""
     c = run.profile.masked
-    return {**A.model_config(run.dataset, arch, run.profile.name, seed),
+    return {**runs.model_config(run.dataset, arch, run.profile.name, seed),
             "masked": {"removed": list(c.removed), "epochs": c.epochs, "lr": c.lr, "train_size": c.train_size,
                        "norm": "frozen"}}
 
@@ -82,11 +82,11 @@ def masked_model(run, arch: str, seed: int, progress: bool = True) -> nn.Module:
     trained now and stored): ``epochs`` at the constant rate ``lr``, the zoo recipe otherwise, its batch norms
     frozen (:class:`FrozenNorm`)."""
     c, p = run.profile.masked, run.profile
-    base = A.trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
+    base = runs.trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
     model = FrozenNorm(copy.deepcopy(base))
     recipe = TrainConfig(**{**asdict(p.train), "epochs": c.epochs, "lr": c.lr, "milestones": ()})
     cfg = masked_config(run, arch, seed)
-    return cached_fit("model", cfg, model, lambda: D.take(D.load(run.dataset, "train"), c.train_size or p.train_size,
+    return cached_fit("model", cfg, model, lambda: data.take(data.load(run.dataset, "train"), c.train_size or p.train_size,
                                                            seed=0),
                       None, recipe, seed, run.device, progress=progress, desc=f"{arch} seed {seed} masked",
                       perturb=masked_copy(c.removed, seed))
@@ -106,9 +106,9 @@ class MaskedClaims:
     ones, whether its blank is uninformative, accepted); ``blank`` their blank check; section 4.1's claims on
     the accepted replicates' own 5% BS subsets (``accurate``, ``kept``)."""
     models: pd.DataFrame
-    blank: BL.BlankCheck
-    accurate: V.Verdict
-    kept: V.Verdict
+    blank: blank_module.BlankCheck
+    accurate: verdicts_module.Verdict
+    kept: verdicts_module.Verdict
 
 
 def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> MaskedClaims:
@@ -120,11 +120,11 @@ def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> Mask
     on chapter 3's random ones (the fine-tuning trains on random masks, so both are in its distribution)."""
     c = run.profile.masked
     tuned = masked_zoo(run, progress)
-    whole = D.load(run.dataset, "test")
-    sel = A.selection(run, "test")
+    whole = data.load(run.dataset, "test")
+    sel = runs.selection(run, "test")
     X, Y = sel.load()
-    paper_fill = {BL.PAPER_FILL: BL.fills(run.dataset)[BL.PAPER_FILL]}
-    check = BL.blank_check(run, frac, which=paper_fill, models=tuned)
+    paper_fill = {blank_module.PAPER_FILL: blank_module.fills(run.dataset)[blank_module.PAPER_FILL]}
+    check = blank_module.blank_check(run, frac, which=paper_fill, models=tuned)
     passes = {(r["model"], r["replicate"]): r["passes"] for _, r in check.rows.iterrows()}
     rows, full, bs, drops, accepted = [], {}, {}, {}, {}
     for arch, models in tuned.items():
@@ -132,7 +132,7 @@ def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> Mask
         full[name], bs[name], drops[name], accepted[name] = [], [], [], []
         for r, m in enumerate(models):
             seed = run.seed + r
-            zoo = A.trained_model(run.dataset, arch, run.profile.name, seed=seed, device=run.device, progress=False)
+            zoo = runs.trained_model(run.dataset, arch, run.profile.name, seed=seed, device=run.device, progress=False)
             acc = [100 * float((logits(x, whole.images, device=run.device).argmax(1) == whole.labels).double().mean())
                    for x in (m, zoo)]
             diverged = not all(bool(torch.isfinite(w).all()) for w in m.state_dict().values())
@@ -141,12 +141,12 @@ def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> Mask
                    "own BS subsets (%)": math.nan, "random subsets (%)": math.nan,
                    "blank uninformative": bool(passes[(name, r)]) and not diverged, "accepted": False}
             if not diverged:       # a fine-tuning that diverged is reported, not backselected
-                res = A.backselect_model(run, m, masked_config(run, arch, seed), sel, progress=progress)
-                own = BL.own_subsets(m, res, X, Y, frac, run.device)
-                rnd = random_subset(X, frac, seed=A.subset_seed(run.dataset, "test"), block=res.block,
+                res = runs.backselect_model(run, m, masked_config(run, arch, seed), sel, progress=progress)
+                own = blank_module.own_subsets(m, res, X, Y, frac, run.device)
+                rnd = random_subset(X, frac, seed=runs.subset_seed(run.dataset, "test"), block=res.block,
                                     mask_value=res.mask_value)[0]
                 row.update({"own BS subsets (%)": 100 * float(own["bs"].mean()),
-                            "random subsets (%)": 100 * float(A.correct(m, rnd, Y, run.device).mean()),
+                            "random subsets (%)": 100 * float(runs.correct(m, rnd, Y, run.device).mean()),
                             "accepted": bool(passes[(name, r)] and acc[1] - acc[0] <= c.max_drop)})
                 for out, k in ((full, "full"), (bs, "bs"), (drops, "drop")):
                     out[name].append(own[k].numpy())
@@ -159,9 +159,9 @@ def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> Mask
 
     def only(d):                     # the accepted replicates of the architectures that have one
         return {n: [d[n][i] for i in pick[n]] for n in d if pick[n]}
-    verdicts = (V.subsets_accurate(only(full), only(bs), seed=run.seed), V.confidence_kept(only(drops), seed=run.seed))
+    verdicts = (verdicts_module.subsets_accurate(only(full), only(bs), seed=run.seed), verdicts_module.confidence_kept(only(drops), seed=run.seed))
     for v in verdicts:               # an architecture without an accepted replicate cannot test the claim
         for n in (n for n in pick if not pick[n]):
-            v.numbers.loc[n, ["replicates", "outcome"]] = [0, V.UNTESTABLE]
-        v.outcome = V.combine(list(v.numbers["outcome"])) if len(v.numbers) else V.UNTESTABLE
+            v.numbers.loc[n, ["replicates", "outcome"]] = [0, verdicts_module.UNTESTABLE]
+        v.outcome = verdicts_module.combine(list(v.numbers["outcome"])) if len(v.numbers) else verdicts_module.UNTESTABLE
     return MaskedClaims(pd.DataFrame(rows), check, *verdicts)

@@ -39,14 +39,14 @@ import torch
 import torch.nn as nn
 
 from overinterp.engine.sis import find_sis, random_subset, sis_size_pct
-from overinterp.experiments import runs as A
+from overinterp.experiments import runs as runs_module
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.experiments.sis_accuracy import SIZE, sis_rows
 from overinterp.paper.formatting import MISSING, counted, number
 from overinterp.paper.intervals import Interval, bootstrap, replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
 from overinterp.paper.verdicts import Verdict, at_least
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 from overinterp.zoo.models import Ensemble
 from overinterp.zoo.train import InputDropout, logits, plateaued
 
@@ -127,31 +127,31 @@ def sis_table(run, taus: Sequence[float], sel=None, dropout: bool = False, progr
     masks" and "standard through masks": :data:`DROPOUT_COMPARISONS`), arch (an ensemble's: its
     members' architecture or "all"), then image, tau, correct, confidence and :data:`SIZE`."""
     p = run.profile
-    sel = sel or A.confident_selection(run, p.sis_threshold)
+    sel = sel or runs_module.confident_selection(run, p.sis_threshold)
     labels = sel.load()[1]
     runs = []  # (model, kind, arch, result)
     for a in p.archs:
         for r in range(p.replicates):
-            res = A.backselect_set(run, a, sel, run.seed + r, progress=progress)
+            res = runs_module.backselect_set(run, a, sel, run.seed + r, progress=progress)
             runs.append((model_name(a, run.seed + r), "single", ARCH_NAMES.get(a, a), res))
     for name, spec in members(run).items():
         archs = {a for a, _ in spec}
         arch = ARCH_NAMES.get(spec[0][0], spec[0][0]) if len(archs) == 1 else "all"
-        runs.append((name, "ensemble", arch, A.backselect_model(run, ensemble(run, spec), ensemble_config(run, spec),
+        runs.append((name, "ensemble", arch, runs_module.backselect_model(run, ensemble(run, spec), ensemble_config(run, spec),
                                                                 sel, progress=progress)))
     if dropout:
         c = p.mitigation
         arch = ARCH_NAMES.get(c.dropout_arch, c.dropout_arch)
         for r, (name, m) in enumerate(dropout_models(run, progress).items()):
             cfg = dropout_config(run, run.seed + r)
-            runs.append((name, "input dropout", arch, A.backselect_model(run, m, cfg, sel, progress=progress)))
-            runs.append((f"{name}, no masks", "input dropout, no masks", arch, A.backselect_model(
+            runs.append((name, "input dropout", arch, runs_module.backselect_model(run, m, cfg, sel, progress=progress)))
+            runs.append((f"{name}, no masks", "input dropout, no masks", arch, runs_module.backselect_model(
                 run, m.model, {**cfg, "eval_average": "none: the network without masks"}, sel, progress=progress)))
         for r in range(dropout_count(run)):     # the standard replicates of the same seeds
             seed = run.seed + r
             std = trained_model(run.dataset, c.dropout_arch, p.name, seed=seed, device=run.device, progress=False)
             runs.append((f"{model_name(c.dropout_arch, seed)} through masks", "standard through masks", arch,
-                         A.backselect_model(run, InputDropout(std, c.keep_prob, c.dropout_samples).eval(),
+                         runs_module.backselect_model(run, InputDropout(std, c.keep_prob, c.dropout_samples).eval(),
                                             {**model_config(run.dataset, c.dropout_arch, p.name, seed),
                                              "eval_average": f"logits over the input-dropout models' "
                                                              f"{c.dropout_samples} fixed masks, keep {c.keep_prob:g}"},
@@ -254,8 +254,8 @@ def table1_rows(run, specs: Mapping[str, Sequence[tuple[str, int]]], frac: float
     ``frac`` pixel subsets (the seeded subsets of :func:`overinterp.experiments.runs.subsets`) of each
     evaluation set (:func:`overinterp.experiments.runs.eval_sets`); rows (ensemble, "full" | "random")."""
     p, rows = run.profile, {}
-    for set_name, (X, Y) in A.eval_sets(run).items():
-        Xr = random_subset(X, frac, seed=A.subset_seed(run.dataset, set_name), block=p.backselect.block, mask_value=p.backselect.mask_value)[0]
+    for set_name, (X, Y) in runs_module.eval_sets(run).items():
+        Xr = random_subset(X, frac, seed=runs_module.subset_seed(run.dataset, set_name), block=p.backselect.block, mask_value=p.backselect.mask_value)[0]
         out = {}  # (arch, seed) -> (logits on X, logits on Xr)
         for a, s in dict.fromkeys(m for spec in specs.values() for m in spec):
             model = trained_model(run.dataset, a, p.name, seed=s, device=run.device, progress=False)
@@ -292,9 +292,9 @@ def accuracy_pct(z: torch.Tensor, labels: torch.Tensor) -> float:
 def zoo_logits(run) -> tuple:
     """(test split, labels, {model name: logits}) of every zoo model on the profile's
     ``accuracy_images`` test images (the first of a seeded draw)."""
-    split = D.load(run.dataset, "test")
-    Xa, Ya = D.take(split, run.profile.mitigation.accuracy_images, seed=0)
-    zoo = A.zoo(run)
+    split = data.load(run.dataset, "test")
+    Xa, Ya = data.take(split, run.profile.mitigation.accuracy_images, seed=0)
+    zoo = runs_module.zoo(run)
     out = {model_name(a, run.seed + r): logits(m, Xa, device=run.device)
            for a, ms in zoo.items() for r, m in enumerate(ms)}
     return split, Ya, out
@@ -340,12 +340,12 @@ def s2_gallery(run, specs: Mapping[str, Sequence[tuple[str, int]]], tau: float, 
     homogeneous ResNet18 ensemble (else the first of ``specs``) and its members on the SIS chapter's
     images, the first ``n_show`` where all have an SIS at ``tau``; each row label gives the SIS sizes (%)."""
     shown_name = next((n for n in specs if "ResNet18" in n), next(iter(specs)))
-    sel = A.confident_selection(run, run.profile.sis_threshold)
+    sel = runs_module.confident_selection(run, run.profile.sis_threshold)
     X, Y = sel.load()
     names = [shown_name] + [model_name(*m) for m in specs[shown_name]]
-    results = {shown_name: A.backselect_model(run, ensemble(run, specs[shown_name]),
+    results = {shown_name: runs_module.backselect_model(run, ensemble(run, specs[shown_name]),
                                             ensemble_config(run, specs[shown_name]), sel, progress=False)}
-    results.update({model_name(a, s): A.backselect_set(run, a, sel, s, progress=False) for a, s in specs[shown_name]})
+    results.update({model_name(a, s): runs_module.backselect_set(run, a, sel, s, progress=False) for a, s in specs[shown_name]})
     masks = {n: find_sis(r, tau) for n, r in results.items()}
     both = torch.stack([m.size >= 0 for m in masks.values()]).all(0).nonzero().flatten()[:n_show]
     rows = {}
@@ -390,9 +390,9 @@ def dropout_logits(run) -> tuple:
     """(labels, standard logits [per replicate], input-dropout logits {name: logits}, input-dropout
     models) on the profile's ``accuracy_images`` test images, for the input-dropout architecture."""
     c = run.profile.mitigation
-    split = D.load(run.dataset, "test")
-    Xa, Ya = D.take(split, c.accuracy_images, seed=0)
-    standard = A.zoo(run, archs=[c.dropout_arch])[c.dropout_arch]
+    split = data.load(run.dataset, "test")
+    Xa, Ya = data.take(split, c.accuracy_images, seed=0)
+    standard = runs_module.zoo(run, archs=[c.dropout_arch])[c.dropout_arch]
     dropout = dropout_models(run, progress=False)
     z_std = [logits(m, Xa, device=run.device) for m in standard]
     z_drop = {n: logits(m, Xa, device=run.device) for n, m in dropout.items()}
@@ -406,7 +406,7 @@ def dropout_accuracy(z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torch.T
     groups = {f"{arch}, standard training ({len(z_std)} models)": [accuracy_pct(z, labels) for z in z_std],
               f"{arch}, input dropout ({len(z_drop)} models)": [accuracy_pct(z, labels) for z in z_drop.values()],
               f"ensemble of the {len(z_std)} standard {arch}s": [accuracy_pct(torch.stack(z_std).mean(0), labels)]}
-    return pd.DataFrame({g: A.mean_std(pd.DataFrame({"test accuracy (%)": v})) for g, v in groups.items()}).T
+    return pd.DataFrame({g: runs_module.mean_std(pd.DataFrame({"test accuracy (%)": v})) for g, v in groups.items()}).T
 
 
 def dropout_accuracy_values(table: pd.DataFrame, dropout: Mapping[str, nn.Module], n_images: int) -> dict:

@@ -46,8 +46,8 @@ import torch
 
 from tqdm import tqdm
 
-from overinterp.experiments import runs as A
-from overinterp.experiments import subsets as S
+from overinterp.experiments import runs
+from overinterp.experiments import subsets
 from overinterp.engine.runner import n_shards
 from overinterp.paper.numbers import SUBSET_FRAC
 from overinterp.experiments.runs import trained_model
@@ -73,27 +73,27 @@ def plan(run) -> list[Unit]:
                               lambda a=a, s=run.seed + r: trained_model(run.dataset, a, p.name, seed=s,
                                                                         device=run.device, progress=False)))
     for a in p.archs:
-        for name, sel in A.eval_selections(run, train=True).items():
+        for name, sel in runs.eval_selections(run, train=True).items():
             total = n_shards(len(sel.load()[1]), p.shard_size)
             # every replicate's subsets of the test and OOD images (4.1); seed run.seed's of training images (4.2)
             for r in range(1 if name == "train" else p.replicates):
                 for i in range(total):
                     units.append(Unit("backselect", f"{a} seed {run.seed + r} {name} shard {i + 1}/{total}",
-                                      lambda a=a, sel=sel, i=i, s=run.seed + r: A.backselect_set(
+                                      lambda a=a, sel=sel, i=i, s=run.seed + r: runs.backselect_set(
                                           run, a, sel, s, shards=range(i, i + 1), progress=False)))
         units.append(Unit("backselect", f"{a} SIS images (tau {p.sis_threshold})",
-                          lambda a=a: A.backselect_set(run, a, A.confident_selection(run, p.sis_threshold),
+                          lambda a=a: runs.backselect_set(run, a, runs.confident_selection(run, p.sis_threshold),
                                                        progress=False)))
         if p.sis_engine is not None:     # 4.1's SIS sizes by their own engine, every replicate
             for r in range(p.replicates):
                 units.append(Unit("backselect", f"{a} seed {run.seed + r} SIS sizes ({p.sis_engine.describe()})",
-                                  lambda a=a, s=run.seed + r: A.sis_result(run, a, s, p.sis_threshold)))
+                                  lambda a=a, s=run.seed + r: runs.sis_result(run, a, s, p.sis_threshold)))
     for a in p.archs:
-        for kind in S.RETRAIN_KINDS:
+        for kind in subsets.RETRAIN_KINDS:
             for augment in (False, True) if p.retrain_augment_rows and kind != "full" else (False,):
-                what = "full images (control)" if kind == "full" else f"{S.pct(SUBSET_FRAC)}% {kind} subsets"
+                what = "full images (control)" if kind == "full" else f"{subsets.pct(SUBSET_FRAC)}% {kind} subsets"
                 units.append(Unit("retrained", f"{a} on {what}{' (+aug)' if augment else ''}",
-                                  lambda a=a, k=kind, g=augment: S.retrain_on_subsets(run, a, k, g)))
+                                  lambda a=a, k=kind, g=augment: subsets.retrain_on_subsets(run, a, k, g)))
     return units
 
 
@@ -109,23 +109,23 @@ def book_plan(run) -> list[Unit]:
     prepare 1437 -> 1809 s, chapter 6 486 -> 242 s, chapter 8 ("The critiques") 245 -> 35 s; the whole
     book 46.0 -> 43.8 min."""
     from overinterp.config.chapters import Critiques
-    from overinterp.experiments import critiques as CR
-    from overinterp.experiments import factors as F
-    from overinterp.experiments import masked as MK
-    from overinterp.experiments import mitigation as M
+    from overinterp.experiments import critiques
+    from overinterp.experiments import factors
+    from overinterp.experiments import masked as masked_module
+    from overinterp.experiments import mitigation
     units = plan(run)
     models = [u for u in units if u.kind == "model"]
     drop = [Unit("model", f"{run.profile.mitigation.dropout_arch} seed {run.seed + r} input dropout",
-                 lambda s=run.seed + r: M.dropout_model(run, s, progress=False))
-            for r in range(M.dropout_count(run))]
+                 lambda s=run.seed + r: mitigation.dropout_model(run, s, progress=False))
+            for r in range(mitigation.dropout_count(run))]
     mc = run.profile.masked           # chapter 3's counterfactually trained models (fine-tuned from the zoo's)
     masked = [Unit("model", f"{a} seed {run.seed + r} masked training",
-                   lambda a=a, s=run.seed + r: MK.masked_model(run, a, s, progress=False))
+                   lambda a=a, s=run.seed + r: masked_module.masked_model(run, a, s, progress=False))
               for a in (mc.archs or run.profile.archs) for r in range(mc.replicates or run.profile.replicates)]
     c = Critiques()
-    later = [Unit("chapter", "retraining controls (chapter 'Why it holds or fails here')", lambda: F.retrain_controls(run)),
+    later = [Unit("chapter", "retraining controls (chapter 'Why it holds or fails here')", lambda: factors.retrain_controls(run)),
              Unit("chapter", f"dilated retraining, kernel {c.kernels[0]} (chapter 'The critiques')",
-                  lambda: CR.dilated_retraining(run, c.kernels[0], c.frac))]
+                  lambda: critiques.dilated_retraining(run, c.kernels[0], c.frac))]
     return models + drop + masked + units[len(models):] + later
 
 

@@ -45,13 +45,13 @@ from tqdm import tqdm
 
 from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import find_sis, sis_size_pct
-from overinterp.experiments import runs as A
+from overinterp.experiments import runs
 from overinterp.experiments.runs import confident_selection, mean_std, model_config
 from overinterp.methods import optional
 from overinterp.paper.formatting import MISSING, bounds, number
 from overinterp.paper.numbers import ARCH_NAMES, MADRY_ACCURACY, MADRY_TRAINING
 from overinterp.paper.intervals import replicate_interval
-from overinterp.zoo import data as D
+from overinterp.zoo import data as datasets
 from overinterp.zoo.train import cached_fit, make_model, plateaued
 
 __all__ = ["EPSILON", "LOSSES", "PixelModel", "pgd", "PGDTraining", "epsilon", "training_attack", "robust_config",
@@ -149,7 +149,7 @@ def epsilon(dataset: str, cfg) -> float:
 
 def training_attack(run) -> PGDTraining:
     """The PGD of adversarial training for ``run``'s data set and profile (:class:`PGDTraining`)."""
-    cfg, split = run.profile.robust, D.load(run.dataset, "train")
+    cfg, split = run.profile.robust, datasets.load(run.dataset, "train")
     eps = epsilon(run.dataset, cfg)
     return PGDTraining(eps, cfg.steps, cfg.step_size * eps, tuple(split.mean), tuple(split.std))
 
@@ -177,8 +177,8 @@ def robust_models(run, replicates: int | None = None, progress: bool = True) -> 
         seed = run.seed + r
         mcfg = robust_config(run, seed)
         torch.manual_seed(seed)
-        model = make_model(mcfg, *D.shape(run.dataset))
-        data = (lambda n=mcfg["train_size"]: D.take(D.load(run.dataset, "train"), n, seed=0))
+        model = make_model(mcfg, *datasets.shape(run.dataset))
+        data = (lambda n=mcfg["train_size"]: datasets.take(datasets.load(run.dataset, "train"), n, seed=0))
         out.append(cached_fit("model", mcfg, model, data, None, mcfg["train"], seed, run.device, progress=progress,
                               desc=f"robust {cfg.arch} seed {seed}",
                               perturb=training_attack(run)))
@@ -210,7 +210,7 @@ def attack_accuracies(models: Mapping[str, Sequence[nn.Module]], images: torch.T
                       run, progress: bool = False) -> pd.DataFrame:
     """Per model and replicate: clean accuracy and accuracy under the profile's evaluation PGD
     (``eval_steps`` steps, ``eval_restarts`` random starts, the training step size) in %."""
-    cfg, split = run.profile.robust, D.load(run.dataset, "test")
+    cfg, split = run.profile.robust, datasets.load(run.dataset, "test")
     eps = epsilon(run.dataset, cfg)
     rows = []
     for name, ms in models.items():
@@ -223,7 +223,7 @@ def attack_accuracies(models: Mapping[str, Sequence[nn.Module]], images: torch.T
     return pd.DataFrame(rows)
 
 
-def robust_selection(run, models: Sequence[nn.Module], tau: float, n: int | None = None) -> D.Selection:
+def robust_selection(run, models: Sequence[nn.Module], tau: float, n: int | None = None) -> datasets.Selection:
     """Figure 1's images for the robust comparison: the first ``n`` (default: the robust config's
     ``sis_images``, else the profile's) images of the test selection that every model of ``models``
     (e.g. the standard and the robust replicate run.seed) classifies correctly with confidence >= tau,
@@ -232,12 +232,12 @@ def robust_selection(run, models: Sequence[nn.Module], tau: float, n: int | None
     return confident_selection(run, tau, models, n or run.profile.robust.sis_images, balanced=True)
 
 
-def robust_backselect(run, model: nn.Module, sel: D.Selection, seed: int | None = None,
+def robust_backselect(run, model: nn.Module, sel: datasets.Selection, seed: int | None = None,
                       progress: bool = True) -> BackSelectResult:
     """Backward selection of the images of ``sel`` by robust replicate ``seed`` (default run.seed)
     with the profile's engine, cached like :func:`overinterp.experiments.runs.backselect_set`."""
     seed = run.seed if seed is None else seed
-    return A.backselect_model(run, model, robust_config(run, seed), sel, progress=progress)
+    return runs.backselect_model(run, model, robust_config(run, seed), sel, progress=progress)
 
 
 def sis_table(results: Mapping[tuple, BackSelectResult], tau: float) -> pd.DataFrame:
@@ -342,7 +342,7 @@ def accuracy_values(table: pd.DataFrame, n_images: int, arch: str) -> dict:
     return out
 
 
-def comparison_selection(run, standard: nn.Module, robust: nn.Module, tau: float) -> D.Selection:
+def comparison_selection(run, standard: nn.Module, robust: nn.Module, tau: float) -> datasets.Selection:
     """:func:`robust_selection` of the two models; where the robust model is never that confident,
     the SIS chapter's images (:func:`overinterp.experiments.runs.confident_selection`; no robust SIS)."""
     try:
@@ -351,12 +351,12 @@ def comparison_selection(run, standard: nn.Module, robust: nn.Module, tau: float
         return confident_selection(run, tau)
 
 
-def sis_results(run, robust: Sequence[nn.Module], sel: D.Selection) -> dict:
+def sis_results(run, robust: Sequence[nn.Module], sel: datasets.Selection) -> dict:
     """{(model name, replicate): backward selection of ``sel``}: per replicate, the standard zoo
     model's (:func:`overinterp.experiments.runs.backselect_set`) then the robust one's."""
     arch, results = run.profile.robust.arch, {}
     for r in range(len(robust)):
-        results[(model_name(arch, False), r)] = A.backselect_set(run, arch, sel, run.seed + r, progress=False)
+        results[(model_name(arch, False), r)] = runs.backselect_set(run, arch, sel, run.seed + r, progress=False)
         results[(model_name(arch, True), r)] = robust_backselect(run, robust[r], sel, run.seed + r, progress=False)
     return results
 

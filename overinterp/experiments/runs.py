@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 import torch.nn as nn
 
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 from overinterp.engine.backselect import BackSelectConfig, BackSelectResult
 from overinterp.zoo.data import Selection
 from overinterp.zoo.models import Ensemble
@@ -54,7 +54,7 @@ def subset_seed(dataset: str, set_name: str) -> int:
     sets), so image *i* of two sets does not get the same random pixels, as the paper's code seeds each
     set's random masks separately; a model retrained on random subsets is then never tested on the
     masks it trained on."""
-    return SUBSET_SEED + ["test", "train", *D.ood_sets(dataset)].index(set_name)
+    return SUBSET_SEED + ["test", "train", *data.ood_sets(dataset)].index(set_name)
 CONFIDENT = "confident test images (%)"  # model_stats: share of test images at confidence >= the threshold
 
 
@@ -83,8 +83,8 @@ def trained_model(dataset: str, arch: str, profile: str = "quick", seed: int = 0
     ``width``, ``train_size`` and ``train_changes`` vary one factor of the profile's model."""
     cfg = model_config(dataset, arch, profile, seed, width, train_size, **train_changes)
     torch.manual_seed(seed)  # the replicate seed fixes the initialisation too
-    model = make_model(cfg, *D.shape(dataset))
-    return cached_fit("model", cfg, model, lambda: D.take(D.load(dataset, "train"), cfg["train_size"], seed=0), None,
+    model = make_model(cfg, *data.shape(dataset))
+    return cached_fit("model", cfg, model, lambda: data.take(data.load(dataset, "train"), cfg["train_size"], seed=0), None,
                       cfg["train"], seed, device, store, progress, desc=f"{arch} seed {seed}")
 
 
@@ -110,7 +110,7 @@ def selection(run, set_name: str, n: int | None = None) -> Selection:
 
 def eval_selections(run, train: bool = False) -> dict[str, Selection]:
     """The test set and the OOD sets of section 3.1 (and the training sample of 4.2)."""
-    names = (["train"] if train else []) + ["test"] + D.ood_sets(run.dataset)
+    names = (["train"] if train else []) + ["test"] + data.ood_sets(run.dataset)
     return {name: selection(run, name) for name in names}
 
 
@@ -213,7 +213,7 @@ def whole_test(run, models: dict[str, list[nn.Module]]) -> dict[str, list[tuple[
     """(test accuracy %, share % of test images classified with confidence >= tau) of every replicate on the
     whole test set, the scale the profile's criterion (``Profile.min_accuracy``, ``min_confident``) is
     stated on; the chapters use the test sample."""
-    test = D.load(run.dataset, "test")
+    test = data.load(run.dataset, "test")
     out = {}
     for a, ms in models.items():
         out[a] = []
@@ -232,7 +232,7 @@ def criterion_values(run, whole: dict[str, list[tuple[float, float]]]) -> dict:
     meets = [(p.min_accuracy is None or a >= p.min_accuracy) and (p.min_confident is None or c >= p.min_confident)
              for a, c in rows]
     stated = p.min_accuracy is not None or p.min_confident is not None
-    return {"n_whole_test": len(D.load(run.dataset, "test")), "whole_min": number(min(acc)),
+    return {"n_whole_test": len(data.load(run.dataset, "test")), "whole_min": number(min(acc)),
             "whole_max": number(max(acc)), "whole_conf_min": number(min(conf), 0), "whole_conf_max": number(max(conf), 0),
             "min_accuracy": MISSING if p.min_accuracy is None else number(p.min_accuracy, 0, suffix="%"),
             "min_confident": MISSING if p.min_confident is None else number(p.min_confident, 0, suffix="%"),

@@ -29,15 +29,15 @@ import pandas as pd
 
 from overinterp.config.context import Run
 from overinterp.config.profiles import variant
-from overinterp.experiments import runs as A
-from overinterp.experiments import subsets as S
+from overinterp.experiments import runs
+from overinterp.experiments import subsets
 from overinterp.experiments.factors import black_value
 from overinterp.experiments.prepare import Unit
 from overinterp.engine.sis import find_sis, pixel_subset
 from overinterp.paper import numbers as paper
 from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import SUBSET_FRAC
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 
 __all__ = ["Point", "MASKS", "points", "point_run", "plan", "replicate_values", "study", "paper_values"]
 
@@ -84,7 +84,7 @@ def plan(run) -> list[Unit]:
         pr = point_run(run, pt)
         for r in range(c.replicates):
             units.append(Unit("model", f"scale {pt.label()} seed {run.seed + r}",
-                              lambda pr=pr, s=run.seed + r: A.trained_model(pr.dataset, c.arch, pr.profile.name, seed=s,
+                              lambda pr=pr, s=run.seed + r: runs.trained_model(pr.dataset, c.arch, pr.profile.name, seed=s,
                                                                             device=pr.device, progress=False)))
     for pt in distinct:
         for r in range(c.replicates):
@@ -101,7 +101,7 @@ def plan(run) -> list[Unit]:
 def _selections(run, pt: Point, r: int) -> None:
     for mask in MASKS:
         pr = point_run(run, pt, mask)
-        A.backselect_set(pr, run.profile.scale.arch, A.selection(pr, "test"), run.seed + r, progress=False)
+        runs.backselect_set(pr, run.profile.scale.arch, runs.selection(pr, "test"), run.seed + r, progress=False)
     _pruned_sizes(point_run(run, pt), run.seed + r)
 
 
@@ -109,10 +109,10 @@ def _pruned_sizes(pr: Run, seed: int) -> np.ndarray:
     """SIS sizes (%) at tau by the study's engine of replicate ``seed``'s first confident test images
     (:func:`overinterp.experiments.runs.sis_result`); empty where it has none."""
     arch, tau = pr.profile.archs[0], pr.profile.sis_threshold
-    model = A.trained_model(pr.dataset, arch, pr.profile.name, seed=seed, device=pr.device, progress=False)
-    if not len(A.confident(model, *A.selection(pr, "test").load(), tau, pr.device)):
+    model = runs.trained_model(pr.dataset, arch, pr.profile.name, seed=seed, device=pr.device, progress=False)
+    if not len(runs.confident(model, *runs.selection(pr, "test").load(), tau, pr.device)):
         return np.zeros(0)
-    return 100 * np.asarray(A.sis_fractions(find_sis(A.sis_result(pr, arch, seed, tau), tau)), float)
+    return 100 * np.asarray(runs.sis_fractions(find_sis(runs.sis_result(pr, arch, seed, tau), tau)), float)
 
 
 def _retrained(run, pt: Point, r: int) -> dict[str, np.ndarray]:
@@ -122,9 +122,9 @@ def _retrained(run, pt: Point, r: int) -> dict[str, np.ndarray]:
     images: {kind: 1/0 per test image}."""
     pr = point_run(run, pt)
     src = Run(pr.dataset, pr.profile, pr.device, run.seed + r)      # retrain() seeds from the run's seed
-    subs = S.subsets(src, run.profile.scale.arch, SUBSET_FRAC, train=True, sets=("train", "test"))
-    return {k: S.retrained_correct(src, S.retrain_on_subsets(src, run.profile.scale.arch, k, False, SUBSET_FRAC, subs),
-                                   k, {"test": subs["test"]})["test"][0] for k in S.RETRAIN_KINDS}
+    subs = subsets.subsets(src, run.profile.scale.arch, SUBSET_FRAC, train=True, sets=("train", "test"))
+    return {k: subsets.retrained_correct(src, subsets.retrain_on_subsets(src, run.profile.scale.arch, k, False, SUBSET_FRAC, subs),
+                                   k, {"test": subs["test"]})["test"][0] for k in subsets.RETRAIN_KINDS}
 
 
 def replicate_values(run, pt: Point) -> dict[tuple[str, str], dict[str, list[np.ndarray]]]:
@@ -139,20 +139,20 @@ def replicate_values(run, pt: Point) -> dict[tuple[str, str], dict[str, list[np.
 
     for mask in MASKS:
         pr = point_run(run, pt, mask)
-        X, Y = A.selection(pr, "test").load()
+        X, Y = runs.selection(pr, "test").load()
         for r in range(c.replicates):
             seed = run.seed + r
-            model = A.trained_model(pr.dataset, c.arch, pr.profile.name, seed=seed, device=pr.device, progress=False)
-            res = A.backselect_set(pr, c.arch, A.selection(pr, "test"), seed, progress=False)
+            model = runs.trained_model(pr.dataset, c.arch, pr.profile.name, seed=seed, device=pr.device, progress=False)
+            res = runs.backselect_set(pr, c.arch, runs.selection(pr, "test"), seed, progress=False)
             x_bs = pixel_subset(res, X, SUBSET_FRAC)[0]
-            full, own = A.correct(model, X, Y, pr.device), A.correct(model, x_bs, Y, pr.device)
+            full, own = runs.correct(model, X, Y, pr.device), runs.correct(model, x_bs, Y, pr.device)
             add("accuracy drop (points)", mask, "full", full)
             add("accuracy drop (points)", mask, "bs", own)
-            add("confidence drop", mask, "drop", S.confidence_drop(model, X, x_bs, pr.device).double().numpy())
-            idx = A.confident(model, X, Y, tau, pr.device)[:c.sis_images]
+            add("confidence drop", mask, "drop", subsets.confidence_drop(model, X, x_bs, pr.device).double().numpy())
+            idx = runs.confident(model, X, Y, tau, pr.device)[:c.sis_images]
             engine = f"{pr.profile.backselect.describe()}, {mask}"
             add("SIS size (%)", engine, "size",
-                100 * np.asarray(A.sis_fractions(find_sis(res[idx], tau)), float) if len(idx) else np.zeros(0))
+                100 * np.asarray(runs.sis_fractions(find_sis(res[idx], tau)), float) if len(idx) else np.zeros(0))
             if mask == "mean pixel":
                 add("test accuracy (%)", mask, "full", full)
                 add("SIS size (%)", f"{c.sis_engine.describe()}, {mask}", "size", _pruned_sizes(pr, seed))
@@ -191,7 +191,7 @@ def study(run, progress: bool = True) -> pd.DataFrame:
     the store (what is missing is computed and stored: a later call resumes)."""
     from tqdm import tqdm
     c, rows = run.profile.scale, []
-    theirs, all_images = paper_values(c.arch), len(D.load(run.dataset, "train"))
+    theirs, all_images = paper_values(c.arch), len(data.load(run.dataset, "train"))
     for pt in tqdm(points(run), desc="scale study", unit="point", disable=not progress):
         for (measure, setting), groups in replicate_values(run, pt).items():
             for name in (["BS - random (points)", "full - BS (points)"] if measure == "retrained" else [measure]):

@@ -20,14 +20,14 @@ import torch
 from tqdm import tqdm
 
 from overinterp.engine.sis import find_sis, pixel_subset
-from overinterp.experiments import runs as A
+from overinterp.experiments import runs
 from overinterp.experiments.runs import trained_model
 from overinterp.methods.shared_interest import (CASES, EC, GTC, IOU, METRICS, SALIENCY_METHODS, binarize, cases,
                                                 coverage, saliency_map, silhouette)
 from overinterp.paper.formatting import number, span
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper.verdicts import Verdict
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 
 __all__ = ["check_dataset", "chapter_config", "sis_tau", "sis_name", "bs_name", "case_counts", "ranked",
            "image_table", "test_images", "score_stats", "cases_table", "background_coverage", "setup_values",
@@ -90,8 +90,8 @@ def ranked(table: pd.DataFrame, case: str, k: int) -> pd.DataFrame:
 
 def _regions(run, arch, replicate, cfg, X, Y):
     """{method: (B, H, W) bool explanation regions} of one replicate, and its predictions."""
-    sel = A.selection(run, "test")
-    res = A.backselect_set(run, arch, sel, run.seed + replicate, progress=False)
+    sel = runs.selection(run, "test")
+    res = runs.backselect_set(run, arch, sel, run.seed + replicate, progress=False)
     idx = slice(0, len(X))
     res = res[idx] if len(res) != len(X) else res
     tau = sis_tau(run, cfg)
@@ -117,9 +117,9 @@ def image_table(run, cfg, archs=None, progress: bool = True):
     correct, the three scores, |G|, |E|, has (False where an SIS does not exist: confidence < tau,
     scores then NaN) and case; G (N, H, W) the silhouettes; regions[(model, replicate, method)]
     the (N, H, W) explanation regions."""
-    X, Y = A.selection(run, "test").load()
+    X, Y = runs.selection(run, "test").load()
     X, Y = X[:cfg.images], Y[:cfg.images]
-    split = D.load(run.dataset, "test")
+    split = data.load(run.dataset, "test")
     G = silhouette(split.denormalise(X)[:, 0], cfg.silhouette_level)
     frames, regions = [], {}
     jobs = [(a, r) for a in (archs or run.profile.archs) for r in range(run.profile.replicates)]
@@ -143,8 +143,8 @@ def image_table(run, cfg, archs=None, progress: bool = True):
 
 def test_images(run, n: int):
     """(images, labels, test split) of the first ``n`` images of the profile's test selection."""
-    X, Y = A.selection(run, "test").load()
-    return X[:n], Y[:n], D.load(run.dataset, "test")
+    X, Y = runs.selection(run, "test").load()
+    return X[:n], Y[:n], data.load(run.dataset, "test")
 
 
 def score_stats(table: pd.DataFrame, pixels: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -155,7 +155,7 @@ def score_stats(table: pd.DataFrame, pixels: int) -> tuple[pd.DataFrame, pd.Data
         list(METRICS) + ["|E|"]].mean()
     per_rep["|E|"] = 100 * per_rep["|E|"] / pixels
     per_rep = per_rep.rename(columns={"|E|": "|E| (% of pixels)"})
-    stats = pd.DataFrame({k: A.mean_std(g.reset_index(drop=True))
+    stats = pd.DataFrame({k: runs.mean_std(g.reset_index(drop=True))
                           for k, g in per_rep.groupby(level=["method", "model"], sort=False)}).T
     return per_rep, stats
 

@@ -39,13 +39,13 @@ import numpy as np
 import pandas as pd
 import torch
 
-from overinterp.experiments import runs as A
+from overinterp.experiments import runs as runs_module
 from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import find_sis
 from overinterp.paper.formatting import MISSING, number, span
 from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES
-from overinterp.paper import verdicts as V
+from overinterp.paper import verdicts
 
 __all__ = ["TAUS", "KEYS", "SIZE", "CONF", "sis_rows", "image_table", "group_means", "percentage_increase",
            "prose_number", "prose_range", "setup_values", "increase_table",
@@ -84,8 +84,8 @@ def image_table(run, taus: Sequence[float] = TAUS, archs=None) -> pd.DataFrame:
     frames = []
     for arch in archs or run.profile.archs:
         for r in range(run.profile.replicates):
-            for name, sel in A.eval_selections(run).items():
-                res = A.backselect_set(run, arch, sel, run.seed + r, progress=False)
+            for name, sel in runs_module.eval_selections(run).items():
+                res = runs_module.backselect_set(run, arch, sel, run.seed + r, progress=False)
                 rows = sis_rows(res, sel.load()[1], taus)
                 frames.append(rows.assign(model=ARCH_NAMES.get(arch, arch), replicate=r, set=name))
     out = pd.concat(frames, ignore_index=True)
@@ -178,7 +178,7 @@ def prose_range(values: pd.Series, digits: int = 0, none: str = "nowhere (no thr
 
 def setup_values(run, taus: Sequence[float], n_resamples: int, min_images: int) -> dict:
     """Glue name -> value of the chapter's setup: thresholds, engine, sample sizes, OOD sets."""
-    sets = list(A.eval_selections(run))
+    sets = list(runs_module.eval_selections(run))
     return {"taus": ", ".join(f"{t:g}" for t in taus), "method": run.profile.backselect.describe(),
             "n_eval": run.profile.test_size or "all", "replicates": run.profile.replicates,
             "ood": ", ".join(sets[1:]), "n_resamples": n_resamples, "min_images": min_images}
@@ -206,7 +206,7 @@ def increase_table(inc: pd.DataFrame, sets: Sequence[str], values: str = "shown"
 def verdict_input(run, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """What :func:`overinterp.paper.verdicts.sis_predicts_accuracy` decides on: :func:`percentage_increase` at
     the thresholds the library states, the empty SIS (the blank's class, not the image's evidence) left out."""
-    taus = V.SIS_ACCURACY_TAUS
+    taus = verdicts.SIS_ACCURACY_TAUS
     images = image_table(run, taus)
     return percentage_increase(images[images[SIZE] > 0], taus=taus, n_resamples=n_resamples, seed=seed)
 
@@ -216,13 +216,13 @@ def verdict_values(verdict) -> dict:
     word, the thresholds, the rows tested and how many lie above, within and below the margin's edge, the
     range of the tested increases on the test and out-of-distribution sets."""
     nums = verdict.numbers
-    tested = nums[nums["outcome"] != V.UNTESTABLE]
+    tested = nums[nums["outcome"] != verdicts.UNTESTABLE]
     test, ood = (tested[tested.index.get_level_values("set") == "test"],
                  tested[tested.index.get_level_values("set") != "test"])
-    return {"verdict": verdict.word, "verdict_taus": ", ".join(f"{t:g}" for t in V.SIS_ACCURACY_TAUS),
-            "min_increase": f"{V.SIS_ACCURACY_MIN_INCREASE:g}", "cells": len(nums), "tested": len(tested),
-            "above": int((tested["outcome"] == V.HOLDS).sum()), "below": int((tested["outcome"] == V.FAILS).sum()),
-            "within": int((tested["outcome"] == V.INCONCLUSIVE).sum()),
+    return {"verdict": verdict.word, "verdict_taus": ", ".join(f"{t:g}" for t in verdicts.SIS_ACCURACY_TAUS),
+            "min_increase": f"{verdicts.SIS_ACCURACY_MIN_INCREASE:g}", "cells": len(nums), "tested": len(tested),
+            "above": int((tested["outcome"] == verdicts.HOLDS).sum()), "below": int((tested["outcome"] == verdicts.FAILS).sum()),
+            "within": int((tested["outcome"] == verdicts.INCONCLUSIVE).sum()),
             "test_range": prose_range(test["increase (%)"]), "ood_range": prose_range(ood["increase (%)"]),
             # the same in sentences that read at 0, 1 and many rows tested
             "tested_text": _rows_have(len(tested)),
@@ -249,14 +249,14 @@ def _tested_sentences(tested: pd.DataFrame, test: pd.Series, ood: pd.Series) -> 
     if tested.empty:
         return "Without a tested row there is no increase to compare with the margin."
     count = lambda o: int((tested["outcome"] == o).sum())  # noqa: E731
-    margin = f"the margin of {V.SIS_ACCURACY_MIN_INCREASE:g}%"
+    margin = f"the margin of {verdicts.SIS_ACCURACY_MIN_INCREASE:g}%"
     if len(tested) == 1:
-        where = {V.HOLDS: f"lies at or above {margin}", V.INCONCLUSIVE: f"straddles {margin}",
-                 V.FAILS: f"lies wholly below {margin}"}.get(tested["outcome"].iloc[0], f"is not read against {margin}")
+        where = {verdicts.HOLDS: f"lies at or above {margin}", verdicts.INCONCLUSIVE: f"straddles {margin}",
+                 verdicts.FAILS: f"lies wholly below {margin}"}.get(tested["outcome"].iloc[0], f"is not read against {margin}")
         first = f"Its 95% interval of the increase {where}."
     else:
-        first = (f"Of those, the 95% interval of the increase lies at or above {margin} at {count(V.HOLDS)}, "
-                 f"straddles it at {count(V.INCONCLUSIVE)} and lies wholly below it at {count(V.FAILS)}.")
+        first = (f"Of those, the 95% interval of the increase lies at or above {margin} at {count(verdicts.HOLDS)}, "
+                 f"straddles it at {count(verdicts.INCONCLUSIVE)} and lies wholly below it at {count(verdicts.FAILS)}.")
     clauses = {"on the test sample": _increase_clause(test, "on the test sample"),
                "out of distribution": _increase_clause(ood, "out of distribution")}
     shown = [c for c in clauses.values() if c]

@@ -21,16 +21,16 @@ import pandas as pd
 import torch
 import torch.nn as nn
 
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 from overinterp.paper.formatting import MISSING, number, span
 from overinterp.paper import numbers as paper
-from overinterp.paper import verdicts as V
+from overinterp.paper import verdicts
 from overinterp.paper.claims import result_text
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.engine.runner import fingerprint
 from overinterp.engine.sis import pixel_subset, random_subset
 from overinterp.zoo.train import TrainConfig, cached_fit, make_model, plateaued, predict
-from overinterp.experiments import runs as A
+from overinterp.experiments import runs as runs_module
 from overinterp.experiments.runs import SUBSET_SEED, backselect_set, eval_selections, mean_std, model_config
 
 __all__ = ["RETRAIN_KINDS", "SUBSET_SEED", "pct", "confidence_drop", "location_frequency", "subsets",
@@ -76,7 +76,7 @@ def subsets(run, arch: str, frac: float = SUBSET_FRAC, train: bool = False, seed
         res = backselect_set(run, arch, sel, seed)
         out[name] = {"bs": pixel_subset(res, X, frac), "labels": Y,
                      "full": (X, torch.ones_like(X[:, 0], dtype=torch.bool)),
-                     "random": random_subset(X, frac, seed=A.subset_seed(run.dataset, name), block=res.block,
+                     "random": random_subset(X, frac, seed=runs_module.subset_seed(run.dataset, name), block=res.block,
                                              mask_value=res.mask_value)}
     return out
 
@@ -90,7 +90,7 @@ def subset_correct(run, arch: str, models: list[nn.Module], frac: float = SUBSET
         subs = subsets(run, arch, frac, seed=run.seed + r)
         for k, sets in out.items():
             for s, d in subs.items():
-                sets.setdefault(s, []).append(A.correct(model, d[k][0], d["labels"], run.device))
+                sets.setdefault(s, []).append(runs_module.correct(model, d[k][0], d["labels"], run.device))
     return out
 
 
@@ -116,11 +116,11 @@ def retrain(run, arch: str, images: torch.Tensor, labels: torch.Tensor, name: st
     train_cfg = TrainConfig(**{**(p.retrain or p.train).__dict__, "augment": augment})
     out = []
     for r in range(replicates or p.retrain_replicates or p.replicates):
-        seed = run.seed + A.RETRAIN_SEED_OFFSET + r
+        seed = run.seed + runs_module.RETRAIN_SEED_OFFSET + r
         cfg = {**base, "seed": seed, "train": train_cfg, "train_on": name, "images": fingerprint(images),
                "n": len(images)}
         torch.manual_seed(seed)
-        model = make_model(cfg, images.shape[1], len(D.CLASSES[run.dataset]))
+        model = make_model(cfg, images.shape[1], len(data.CLASSES[run.dataset]))
         out.append(cached_fit("retrained", cfg, model, images, labels, train_cfg, seed, run.device,
                               desc=f"{arch} on {name} seed {seed}", eval_data=eval_data))
     return out
@@ -143,7 +143,7 @@ def retrain_on_subsets(run, arch: str, kind: str, augment: bool, frac: float = S
 def retrained_correct(run, models: list[nn.Module], kind: str, subs: dict) -> dict[str, list]:
     """{evaluation set of ``subs``: one 1/0 array per retrained model over the set's ``kind`` images}
     (paper 4.2: trained and evaluated on BS, random or full images)."""
-    return {s: [A.correct(m, d[kind][0], d["labels"], run.device) for m in models]
+    return {s: [runs_module.correct(m, d[kind][0], d["labels"], run.device) for m in models]
             for s, d in subs.items() if s != "train"}
 
 
@@ -181,7 +181,7 @@ def by_model(acc: dict[str, dict[str, dict]], kind: str, set_name: str = "test")
     return {ARCH_NAMES[a]: acc[a][kind][set_name] for a in acc}
 
 
-def accurate_values(verdict: V.Verdict, acc: dict[str, dict[str, dict]]) -> dict:
+def accurate_values(verdict: verdicts.Verdict, acc: dict[str, dict[str, dict]]) -> dict:
     """Chapter 4's prose on the verdict of :func:`overinterp.paper.verdicts.subsets_accurate`: its
     word, the range of the drops and of their interval ends, the widest half-width, the images and
     replicates, and the best mean accuracy on random subsets."""
@@ -192,7 +192,7 @@ def accurate_values(verdict: V.Verdict, acc: dict[str, dict[str, dict]]) -> dict
             "gap_low_min": f"{n['95% low'].min():.1f}", "gap_high_max": f"{n['95% high'].max():.1f}",
             "gap_halfwidth_max": f"{((n['95% high'] - n['95% low']) / 2).max():.1f}",
             "gap_images": int(n["images"].max()), "gap_replicates": int(n["replicates"].max()),
-            "tolerance": f"{V.TOLERANCE_POINTS:g}", "rnd_max": f"{rnd.max():.1f}"}
+            "tolerance": f"{verdicts.TOLERANCE_POINTS:g}", "rnd_max": f"{rnd.max():.1f}"}
 
 
 def confidence_drops(run, models: dict[str, list[nn.Module]], images: torch.Tensor,
@@ -204,7 +204,7 @@ def confidence_drops(run, models: dict[str, list[nn.Module]], images: torch.Tens
             for a, ms in models.items()}
 
 
-def confidence_table(verdict: V.Verdict, archs, frac: float) -> pd.DataFrame:
+def confidence_table(verdict: verdicts.Verdict, archs, frac: float) -> pd.DataFrame:
     """The numbers of :func:`overinterp.paper.verdicts.confidence_kept` (3 digits) with the
     paper's mean drop per architecture first ('—' where it has none)."""
     conf = verdict.numbers.round(3)
@@ -214,12 +214,12 @@ def confidence_table(verdict: V.Verdict, archs, frac: float) -> pd.DataFrame:
     return conf
 
 
-def kept_values(verdict: V.Verdict) -> dict:
+def kept_values(verdict: verdicts.Verdict) -> dict:
     """Chapter 4's prose on :func:`overinterp.paper.verdicts.confidence_kept`."""
     n = verdict.numbers
     drop = n["mean drop"]
     return {"kept": verdict.word, "drop_min": f"{drop.min():.3f}", "drop_max": f"{drop.max():.3f}",
-            "drop_high_max": f"{n['95% high'].max():.3f}", "drop_tolerance": f"{V.TOLERANCE_CONFIDENCE:g}"}
+            "drop_high_max": f"{n['95% high'].max():.3f}", "drop_tolerance": f"{verdicts.TOLERANCE_CONFIDENCE:g}"}
 
 
 def subset_maps(run, models: dict[str, list[nn.Module]], subs: dict[str, dict]) -> tuple[dict, dict]:
@@ -244,14 +244,14 @@ def transfer(run, models: dict[str, list[nn.Module]], bs_images: dict[str, list]
     test subsets of every replicate (``bs_images``: :func:`own_subsets`). Returns (accuracies (%),
     sources (rows) x models (columns); {arch: per source replicate r, {model name: 1/0 array per image}})."""
     every = {f"{ARCH_NAMES[a]} #{r}": m for a, ms in models.items() for r, m in enumerate(ms)}
-    per_image = {a: [{name: A.correct(m, x, labels, run.device) for name, m in every.items()} for x in xs]
+    per_image = {a: [{name: runs_module.correct(m, x, labels, run.device) for name, m in every.items()} for x in xs]
                  for a, xs in bs_images.items()}
     table = pd.DataFrame({name: {f"{ARCH_NAMES[a]} #{r}": 100 * float(c[name].mean())
                                  for a, reps in per_image.items() for r, c in enumerate(reps)} for name in every})
     return table, per_image
 
 
-def no_transfer(per_image: dict[str, list[dict]], acc: dict[str, dict[str, dict]], seed: int = 0) -> V.Verdict:
+def no_transfer(per_image: dict[str, list[dict]], acc: dict[str, dict[str, dict]], seed: int = 0) -> verdicts.Verdict:
     """:func:`overinterp.paper.verdicts.no_transfer` on :func:`transfer`'s per-image results, with each
     source replicate's results on random subsets (``acc``: {arch: :func:`subset_correct`})."""
     own, others, random = {}, {}, {}
@@ -260,17 +260,17 @@ def no_transfer(per_image: dict[str, list[dict]], acc: dict[str, dict[str, dict]
         own[ARCH_NAMES[a]] = [c[me[r]] for r, c in enumerate(reps)]
         others[ARCH_NAMES[a]] = [[x for name, x in c.items() if name != me[r]] for r, c in enumerate(reps)]
         random[ARCH_NAMES[a]] = acc[a]["random"]["test"][:len(reps)]
-    return V.no_transfer(own=own, others=others, random=random, seed=seed)
+    return verdicts.no_transfer(own=own, others=others, random=random, seed=seed)
 
 
-def result_words(verdict: V.Verdict, claim: str) -> str:
+def result_words(verdict: verdicts.Verdict, claim: str) -> str:
     """:func:`overinterp.paper.claims.result_text` for a sentence: a model without an estimate reads
     "no estimate", not "—"."""
     return "; ".join(re.sub(rf" {re.escape(MISSING)}$", " no estimate", part)
                      for part in result_text(verdict, claim).split("; "))
 
 
-def transfer_values(verdict: V.Verdict) -> dict:
+def transfer_values(verdict: verdicts.Verdict) -> dict:
     """Chapter 4's prose on :func:`no_transfer`; ``transfer_ours_words``: each model's share with its
     interval, "no estimate" where it has none (the results box)."""
     share = verdict.numbers["share of lift transferred"]
@@ -328,13 +328,13 @@ def retraining_table(runs: dict, frac: float) -> tuple[pd.DataFrame, dict]:
     return ours, paper_rows
 
 
-def retraining_verdicts(run, runs: dict) -> tuple[V.Verdict, V.Verdict]:
+def retraining_verdicts(run, runs: dict) -> tuple[verdicts.Verdict, verdicts.Verdict]:
     """Section 4.2's verdicts on the test accuracies of :func:`retraining_runs` without augmentation:
     :func:`overinterp.paper.verdicts.retrain_beats_random` and ``retrain_near_full``."""
     def pick(kind):
         return {ARCH_NAMES[a]: r["test"] for (a, k, augment), r in runs.items() if k == kind and not augment}
-    beats = V.retrain_beats_random(bs=pick("bs"), random=pick("random"), seed=run.seed)
-    near = V.retrain_near_full(bs=pick("bs"), full=pick("full"), chance=100 / len(D.CLASSES[run.dataset]),
+    beats = verdicts.retrain_beats_random(bs=pick("bs"), random=pick("random"), seed=run.seed)
+    near = verdicts.retrain_near_full(bs=pick("bs"), full=pick("full"), chance=100 / len(data.CLASSES[run.dataset]),
                                seed=run.seed)
     return beats, near
 
@@ -344,7 +344,7 @@ def plateau_values(histories: list[list[dict]]) -> dict:
     return {"n_retrained": len(histories), "n_retrained_plateau": sum(map(plateaued, histories))}
 
 
-def retraining_verdict_values(beats: V.Verdict, near: V.Verdict) -> dict:
+def retraining_verdict_values(beats: verdicts.Verdict, near: verdicts.Verdict) -> dict:
     """Chapter 5's prose on :func:`retraining_verdicts`: the verdicts, the ranges of the mean
     accuracies they read and of the intervals, and how far the subsets beat the full-image control."""
     b, n = beats.numbers, near.numbers
@@ -356,7 +356,7 @@ def retraining_verdict_values(beats: V.Verdict, near: V.Verdict) -> dict:
             "full_range": span(n["full images"]),
             "diff_min": f"{b['difference (points)'].min():.1f}", "diff_low_min": f"{b['95% low'].min():.1f}",
             "diff_halfwidth_max": f"{((b['95% high'] - b['95% low']) / 2).max():.1f}",
-            "far_more": f"{V.FAR_MORE_POINTS:g}", "near_drop_min": f"{n['drop (points)'].min():.1f}",
+            "far_more": f"{verdicts.FAR_MORE_POINTS:g}", "near_drop_min": f"{n['drop (points)'].min():.1f}",
             "near_drop_max": f"{n['drop (points)'].max():.1f}", "near_high_max": f"{n['95% high'].max():.1f}",
             "n_beating_control": int((n["95% high"] < 0).sum()), "n_archs": len(n),
             "retrain_images": int(b["images"].max()), "retrain_replicates": int(b["replicates"].max())}

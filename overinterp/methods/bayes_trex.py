@@ -45,7 +45,7 @@ from tqdm import tqdm
 from overinterp.engine.backselect import logit
 from overinterp.methods import optional
 from overinterp.paper.numbers import BOOTH_BAND, BOOTH_MISCLASSIFIED_LEVEL
-from overinterp.zoo import data as D
+from overinterp.zoo import data
 
 __all__ = ["VAE", "VAEConfig", "ChainsConfig", "negative_elbo", "fit_vae", "normalise", "decoder", "Target", "high",
            "ambiguous", "target_log_odds", "one_minus_p", "level_set_log_lik", "in_level_set", "level_set_model",
@@ -63,7 +63,7 @@ MISCLASSIFIED_LEVEL = BOOTH_MISCLASSIFIED_LEVEL   # confident misclassification:
 @dataclass(frozen=True)
 class VAEConfig:
     """Everything of the VAE's architecture and training (with the data set, the held-out class and
-    the seed, its artifact key in :mod:`overinterp.experiments.bayes_trex`)."""
+    the seed, its artifact key in :mod:`overinterp.experiments.bayes_trex_cache`)."""
     latent: int = 5                    # latent dimensions (Booth et al., Table 6: 5)
     hidden: int = 400                  # hidden units (Booth et al., Table 6: 400)
     epochs: int = 30                   # Adam epochs (not stated by Booth et al.)
@@ -144,7 +144,7 @@ def fit_vae(vae: VAE, images: torch.Tensor, epochs: int, batch_size: int = 128, 
 
 def normalise(x: torch.Tensor, dataset: str) -> torch.Tensor:
     """[0, 1] pixels -> the classifiers' normalised input (:data:`overinterp.zoo.data.STATS`)."""
-    mean, std = D.STATS[dataset]
+    mean, std = data.STATS[dataset]
     kw = dict(dtype=x.dtype, device=x.device)
     return (x - torch.tensor(mean, **kw).view(-1, 1, 1)) / torch.tensor(std, **kw).view(-1, 1, 1)
 

@@ -31,7 +31,8 @@ from pathlib import Path
 
 import torch
 
-from overinterp.config.chapters import INSTALL_TAG, chapter_config, install_cell, parameters_cell
+from overinterp.config.chapters import chapter_config, parameters_cell
+from overinterp.pages.launch import INSTALL_TAG, install_cell
 from overinterp.config.profiles import default_profile
 from overinterp.store import CHAPTER_ENV
 
@@ -67,7 +68,7 @@ def chapters(root: Path = ROOT) -> list[Path]:
 def write_parameters(root: Path = ROOT, url: str | None = None, branch: str | None = None) -> list[str]:
     """Rewrite each chapter's generated cells: its ``parameters`` cell from its dataclass
     (:func:`overinterp.config.chapters.parameters_cell`) and, right after it, its install cell
-    (:func:`overinterp.config.chapters.install_cell`, added where missing) naming the repository and
+    (:func:`overinterp.pages.launch.install_cell`, added where missing) naming the repository and
     branch the launch buttons open (:func:`repository`; ``url`` and ``branch`` override them). Returns the
     chapters that changed."""
     import nbformat

@@ -33,15 +33,20 @@ from overinterp.config.chapters import chapter_config, resolve
 from overinterp.config.context import make_run
 from overinterp.experiments.blank import annotate
 from overinterp.paper.deviations import profile_deviations
-from overinterp.pages.audit import COUNTS, figure_png
+from overinterp.pages.plots import figure_png
 from overinterp.paper.formatting import MISSING, number
-from overinterp.paper import claims as CL
-from overinterp.paper import verdicts as V
+from overinterp.paper import claims
+from overinterp.paper import verdicts
 from overinterp.config.chapters import chapter_number  # the sidebar's number: one home, with the CLI's
 
 __all__ = ["setup", "chapter_number", "run_box", "deviations_box", "show_deviations", "deviations_table", "captioned",
            "verdict_table", "table_html", "show_tables_without_nan", "glue_all",
            "figure", "record"]
+
+#: names of columns (or rows of a turned table) that count things: their cells are whole numbers
+COUNTS = {"replicates", "images", "sources", "other models", "members", "treated models", "control models", "tested",
+          "thresholds", "interval above 0", "interval below 0", "correct images", "incorrect images", "images larger",
+          "images smaller", "images with an SIS"}
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository: _toc.yml and book/
 
@@ -119,7 +124,7 @@ _TABLES = {"chapter": 0, "count": 0}   # the chapter being executed (set by setu
 def captioned(df, caption: str, digits: int = 2):
     """``df`` shown with a numbered caption above it, "Table <chapter>.<k>. <caption>" (numbered in the
     order the chapter shows its tables; chapter 0 is the unnumbered introduction), and its values as a
-    reader should meet them: measures to ``digits`` decimals, counts (:data:`overinterp.pages.audit.COUNTS`)
+    reader should meet them: measures to ``digits`` decimals, counts (:data:`COUNTS`)
     whole, thresholds and the labels of rows and columns as written (0.99, not 0.990000), "—" for an
     undefined value."""
     _TABLES["count"] += 1
@@ -223,8 +228,8 @@ def glue_all(values: dict) -> None:
 
 def figure(name: str, fig) -> None:
     """Glue a matplotlib figure for a captioned ``{glue:figure}`` in the prose, without showing it here:
-    its PNG carries the smallest font size it draws and its dpi, which :mod:`overinterp.pages.audit`
-    turns into the smallest text's size at page width (:func:`overinterp.pages.audit.figure_png`)."""
+    its PNG carries the smallest font size it draws and its dpi, which the page audit (``tools/page_audit.py``)
+    turns into the smallest text's size at page width (:func:`overinterp.pages.plots.figure_png`)."""
     fig = getattr(fig, "figure", fig)  # an Axes gives its figure
     glue(name, Image(data=figure_png(fig)), display=False)
     plt.close(fig)
@@ -239,6 +244,6 @@ def record(claim: str, verdict) -> None:
     so that the box the chapter shows next carries them."""
     if _TABLES.get("run") is not None:
         annotate(_TABLES["run"], claim, verdict)
-    glue_all({f"res_{claim}_paper": CL.paper_number(claim), f"res_{claim}_ours": CL.result_text(verdict, claim),
+    glue_all({f"res_{claim}_paper": claims.paper_number(claim), f"res_{claim}_ours": claims.result_text(verdict, claim),
               f"res_{claim}_verdict": verdict.word,
-              f"res_{claim}_json": json.dumps(CL.records(verdict, claim))})
+              f"res_{claim}_json": json.dumps(claims.records(verdict, claim))})

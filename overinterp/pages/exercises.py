@@ -64,7 +64,7 @@ def exercises(stem: str, book: Path | None = None) -> list[Exercise]:
         blocks = _BLOCK.findall(body)
         papermill = [line for b in blocks for line in b.splitlines() if line.startswith("papermill ")]
         calls = [c for line in (blocks[0] if blocks else "").splitlines()
-                 for c in re.findall(r"\b([A-Z]{1,2}\.\w+)\(", line)[-1:]]
+                 for c in re.findall(r"\b([a-z_]\w*\.\w+)\(", line)[-1:]]
         runs = papermill[0].split(" out.ipynb ", 1)[-1] if papermill else (f"{calls[0]}(…)" if calls else "")
         out.append(Exercise(stem, label, title.strip(), runs))
     return out

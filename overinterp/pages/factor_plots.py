@@ -18,6 +18,7 @@ from overinterp.paper import numbers as paper
 from overinterp.paper import verdicts
 from overinterp.experiments.factors import ACC, MEASURES, sample
 from overinterp.experiments.runs import model_key
+from overinterp.experiments import benchmarks
 from overinterp.pages import speed
 from overinterp.paper.formatting import MISSING
 
@@ -87,13 +88,13 @@ def exact_benchmark(run, results: str) -> tuple[dict, pd.DataFrame | None]:
     value (:func:`overinterp.pages.speed.exact_facts`, against the source model and the chapter's
     sample), and the table per (method, setting), rounded; None without such a file."""
     try:
-        res = speed.load_results(results)
+        res = benchmarks.load_results(results)
     except FileNotFoundError:
         res = {}
     f, tau = run.profile.factors, run.profile.sis_threshold
     source_key = model_key(run.dataset, f.arch, run.profile.name, run.seed)
     facts = speed.exact_facts(res, tau, 100 * paper.SIS_MEAN_SIZE_BELOW, source_key, sample(run).key())
-    bench = speed.claim_measures(res, tau)
+    bench = benchmarks.claim_measures(res, tau)
     table = bench.drop(columns="device").set_index(["method", "setting"]).round(1) if len(bench) else None
     return {**{f"bench_{key}": value for key, value in facts.items()}, "bench_sis_text": _sis_words(facts, tau)}, table
 

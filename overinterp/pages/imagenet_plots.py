@@ -18,8 +18,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from overinterp.experiments import imagenet as I
-from overinterp.experiments import imagenet_chapter as C
+from overinterp.experiments import imagenet
+from overinterp.experiments import imagenet_chapter
 from overinterp.pages.plots import note_figure, to_pixels
 
 __all__ = ["examples_figure", "heatmap_figure", "examples", "heatmap", "source_words"]
@@ -39,7 +39,7 @@ def source_words(values: dict) -> dict:
 def examples_figure(images: torch.Tensor, masks: torch.Tensor, titles: Sequence[str], size: float = 1.9):
     """Figure 3: per image (columns) the image, its SIS location (red over the dimmed image) and
     the image with every pixel outside the SIS masked (the mean pixel, drawn grey)."""
-    px = to_pixels(images, I.MEAN, I.STD)
+    px = to_pixels(images, imagenet.MEAN, imagenet.STD)
     k = masks.cpu().numpy()[..., None]
     red = np.where(k, np.array([1.0, 0.0, 0.0]), 0.35 * px + 0.65)
     masked = np.where(k, px, 0.5)
@@ -72,16 +72,16 @@ def heatmap_figure(freqs: dict[str, torch.Tensor], band: torch.Tensor | None = N
     return fig
 
 
-def examples(s: C.Sample, sel: C.Selected):
+def examples(s: imagenet_chapter.Sample, sel: imagenet_chapter.Selected):
     """Figure 3: each image at the highest threshold where it has an SIS, titled with its predicted
     class and confidence (:func:`overinterp.experiments.imagenet_chapter.example_panels`; a note-only
     figure where no image has one)."""
-    panels = C.example_panels(s, sel)
+    panels = imagenet_chapter.example_panels(s, sel)
     return examples_figure(*panels) if panels is not None else note_figure("no image has an SIS at these thresholds")
 
 
-def heatmap(sel: C.Selected, taus, band: torch.Tensor):
+def heatmap(sel: imagenet_chapter.Selected, taus, band: torch.Tensor):
     """Figure 4: the frequency of SIS pixel locations, one panel per threshold with at least one SIS
     (:func:`overinterp.experiments.imagenet_chapter.heatmap_freqs`; a note-only figure where there is none)."""
-    freqs = C.heatmap_freqs(sel, taus)
+    freqs = imagenet_chapter.heatmap_freqs(sel, taus)
     return heatmap_figure(freqs, band) if freqs else note_figure("no SIS at these thresholds")

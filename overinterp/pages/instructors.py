@@ -1,4 +1,4 @@
-"""The instructors' page (``book/17_instructors``, issues 22 and 28): what each chapter teaches, what it
+"""The instructors' page (``book/17_instructors``): what each chapter teaches, what it
 costs alone, the exercises with their run times, and the committed measurements its "known weak spots"
 and its statement of the book's run time quote.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from overinterp.config.chapters import CHAPTERS, ROOT
 from overinterp.config.profiles import get_profile
-from overinterp.paper import claims as CL
+from overinterp.paper import claims
 from overinterp.paper.formatting import MISSING, bounds, number, span
 from overinterp.paper.numbers import ARCH_NAMES
 
@@ -277,10 +277,10 @@ def _verdict_values(doc: dict | None) -> dict:
     rows = doc["rows"]
     widest = max(rows, key=lambda r: r["seeds"][s0]["high"] - r["seeds"][s0]["low"])
     w = widest["seeds"][s0]
-    digits = CL.CLAIMS[widest["claim"]].digits if widest["claim"] in CL.CLAIMS else 1
+    digits = claims.CLAIMS[widest["claim"]].digits if widest["claim"] in claims.CLAIMS else 1
     return {**seeds,
             "v_inconclusive": sum(r["seeds"][s0]["outcome"].startswith("inconclusive") for r in rows),
-            "v_widest_claim": CL.CLAIMS[widest["claim"]].short if widest["claim"] in CL.CLAIMS else widest["claim"],
+            "v_widest_claim": claims.CLAIMS[widest["claim"]].short if widest["claim"] in claims.CLAIMS else widest["claim"],
             "v_widest_model": widest["model"], "v_widest_interval": bounds(w["low"], w["high"], digits),
             "v_widest_width": number(w["high"] - w["low"], digits), "v_device": doc.get("device", MISSING),
             "v_date": doc.get("date", MISSING)}
@@ -296,14 +296,14 @@ def _scale_values(path: Path) -> dict:
             "s_sis_pruned", "s_ratio_min", "s_ratio_max", "s_device")
     if not path.is_file():
         return dict.fromkeys(keys, MISSING)
-    from overinterp.pages import scale as SP
-    rows = SP.load(path)
+    from overinterp.pages import scale
+    rows = scale.load(path)
     size = rows[rows["curve"] == "size"]
     point = size[size["training images"] == size["training images"].max()]
     acc = point[point["measure"] == "test accuracy (%)"].iloc[0]
     sis = point[point["measure"] == "SIS size (%)"].set_index("setting")["estimate"]
     arch = rows.attrs.get("config", {}).get("arch", MISSING)
-    v = SP.values(rows)
+    v = scale.values(rows)
     return {"s_arch": ARCH_NAMES.get(arch, arch), "s_point_images": f"{int(acc['training images']):,}",
             "s_point_width": int(acc["width"]), "s_images": int(acc["images per replicate"]),
             "s_acc": number(acc["estimate"]), "s_acc_values": ", ".join(number(x) for x in acc["values"]),

@@ -7,7 +7,7 @@ Jupyter Book's ``launch_buttons`` (``_config.yml``) are one setting for the whol
 * **Binder** stays on every chapter: ``binder/`` installs the project where mybinder.org launches it.
 * **Colab** stays only on the GPU chapters (:data:`overinterp.config.chapters.GPU_CHAPTERS`) whose notebook
   holds the install cell for the very repository and branch the link opens
-  (:func:`overinterp.config.chapters.install_cell`, written by ``python -m overinterp chapters --write``):
+  (:func:`install_cell`, written by ``python -m overinterp chapters --write``):
   Colab opens the notebook alone, and that cell is what installs the project there. A chapter without it (an
   edition executed before the cell existed, a notebook whose cell names another repository) gets no Colab link.
 * Without a repository URL the launch buttons are dropped before the theme reads them (the theme cannot build
@@ -19,9 +19,41 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from overinterp.config.chapters import GPU_CHAPTERS, INSTALL_TAG, install_cell
+from overinterp.config.chapters import GPU_CHAPTERS
 
-__all__ = ["installs_from", "keeps_colab", "setup"]
+__all__ = ["INSTALL_TAG", "install_cell", "installs_from", "keeps_colab", "setup"]
+
+#: the tag of each chapter's install cell (:func:`install_cell`), right after its parameters cell
+INSTALL_TAG = "install-overinterp"
+
+
+def install_cell(repository: str, branch: str = "main") -> str:
+    """The source of a chapter's install cell: where ``overinterp`` does not import (a notebook opened in
+    Google Colab), clone ``repository`` at ``branch`` and ``pip install -e`` it with the ``book`` extra, so the
+    chapter runs where it was launched; where it imports (this repository's environment, Binder, papermill's
+    build) the cell does nothing. Tagged ``remove-cell`` (hidden in the rendered page) and
+    :data:`INSTALL_TAG`; an empty ``repository`` makes the cell say what to do instead of installing."""
+    return f"""\
+# Colab: where overinterp does not import, clone the book's repository and install it with the
+# `book` extra; elsewhere this does nothing (`python -m overinterp chapters --write` writes it).
+def _install(repository={repository!r}, branch={branch!r}):
+    import os, subprocess, sys
+    try:
+        import overinterp  # noqa: F401
+        return
+    except ImportError:
+        if not repository:
+            raise RuntimeError("overinterp is not installed and this notebook names no repository: pip install "
+                               "the project, or set repository.url in _config.yml and run chapters --write")
+    clone = os.path.abspath("overinterp-book")
+    if not os.path.isdir(clone):
+        subprocess.run(["git", "clone", "--depth", "1", "--branch", branch, repository, clone], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", clone + "[book]"], check=True)
+    sys.path.insert(0, clone)
+
+
+_install()
+del _install"""
 
 
 def installs_from(notebook: str | Path, url: str, branch: str) -> bool:

@@ -9,6 +9,9 @@ exactly which pixels a subset keeps.
 """
 from __future__ import annotations
 
+import io
+import json
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -20,10 +23,40 @@ from overinterp.experiments.runs import CONFIDENT
 
 __all__ = ["PAGE_PX", "text_pt", "to_pixels", "show_masked", "image_rows", "gallery", "note_figure", "backselect_curves",
            "backselect_panels", "heatmaps", "training_curves", "outside_legend", "sis_sizes_box", "retrain_bars", "mean_std",
-           "zoo_stats", "MASK_RGB"]
+           "zoo_stats", "MASK_RGB", "FONT_KEY", "text_sizes", "figure_png"]
 
 MASK_RGB = (0.78, 0.84, 0.92)  # what a masked pixel is drawn as
+FONT_KEY = "overinterp-fonts"  # the PNG text chunk holding a figure's font record (tools/page_audit.py reads it)
 PAGE_PX = 768                  # width (px) at which the book's page shows a wide figure (sphinx-book-theme)
+
+
+def text_sizes(fig) -> list[float]:
+    """Font sizes in points of every piece of text a draw of ``fig`` puts on the canvas: hidden
+    artists, empty strings and the tick labels of an axis turned off draw nothing and do not count."""
+    from matplotlib.backends.backend_agg import RendererAgg
+    w, h = fig.get_size_inches() * fig.dpi
+    renderer, sizes = RendererAgg(int(w), int(h), fig.dpi), []
+    draw_text = renderer.draw_text
+
+    def spy(gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        if s.strip():
+            sizes.append(prop.get_size_in_points())
+        return draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+
+    renderer.draw_text = spy
+    fig.draw(renderer)
+    return sizes
+
+
+def figure_png(fig) -> bytes:
+    """``fig`` as the notebook's inline backend renders it (PNG at the figure's dpi, tight bounding
+    box), carrying its font record: the smallest drawn font size in points and that dpi."""
+    sizes = text_sizes(fig)
+    record = {"min_pt": min(sizes) if sizes else None, "dpi": float(fig.dpi)}
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight", facecolor=fig.get_facecolor(),
+                edgecolor=fig.get_edgecolor(), metadata={FONT_KEY: json.dumps(record)})
+    return buf.getvalue()
 
 
 def text_pt(width_in: float, px: float = 9.0, dpi: float = 100.0) -> float:

@@ -4,7 +4,8 @@ A :class:`Claim` names what is tested and where: its id (the key of every glue r
 command-line flag), the part and chapter that show it, the section of its source, a short statement
 for tables, the source's number as quoted (a number we derive from the source's tables says so),
 and the column of the verdict's table that holds our measure. The margin, its reason and the
-interval live with the function that decides it (:mod:`overinterp.paper.verdicts`); how the
+interval live with the function that decides it (:mod:`overinterp.paper.verdicts`,
+:mod:`overinterp.paper.further_verdicts`, by the rule of :mod:`overinterp.paper.decide`); how the
 measure's data are computed from a run is :mod:`overinterp.experiments.claims`, which maps each id
 to that computation and gives ``verdicts(run)``.
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from overinterp.paper import numbers as paper
-from overinterp.paper import verdicts as V
+from overinterp.paper.verdicts import Verdict, minus, paper_gap, paper_round, paper_transfer_share
 
 __all__ = ["Claim", "CLAIMS", "PARTS", "blank_of", "records", "result_text", "paper_number", "quoted", "of_the_paper"]
 
@@ -53,7 +54,7 @@ class Claim:
 def _retrain_gap() -> str:
     diffs = [paper.table1_test(a, "bs", "bs")[0] - paper.table1_test(a, "random", "random")[0]
              for a in ("resnet20", "resnet18", "vgg16")]
-    return f"{V.paper_round(min(diffs))}–{V.paper_round(max(diffs))} points (derived from Table 1)"
+    return f"{paper_round(min(diffs))}–{paper_round(max(diffs))} points (derived from Table 1)"
 
 
 def _ensemble_gain() -> str:
@@ -72,21 +73,44 @@ CLAIMS = {c.id: c for c in [
     Claim("sis", "I", "03_sis", "4.1", "mean SIS size below 5%", f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}%",
           "mean SIS size (%)", engine="sis", blank=True),
     Claim("accurate", "I", "04_pixel_subsets", "4.1, Table 1", "as accurate on own 5% BS subsets",
-          f"drop at most {V.paper_gap('full', 'bs'):.2f} points (derived from Table 1)", "drop (points)",
+          f"drop at most {paper_gap('full', 'bs'):.2f} points (derived from Table 1)", "drop (points)",
           engine="test", blank=True),
     Claim("kept", "I", "04_pixel_subsets", "4.1", "as confident on own 5% BS subsets",
-          f"mean drop {V.minus(min(_CONF))} to {V.minus(max(_CONF))}", "mean drop", 3,
+          f"mean drop {minus(min(_CONF))} to {minus(max(_CONF))}", "mean drop", 3,
           engine="test", blank=True, unit="probability of the predicted class"),
     Claim("transfer", "I", "04_pixel_subsets", "4.1", "5% BS subsets do not transfer to other models",
-          f"share {V.paper_transfer_share():.2f} (derived from 4.1's accuracies)", "share of lift transferred", 2,
+          f"share {paper_transfer_share():.2f} (derived from 4.1's accuracies)", "share of lift transferred", 2,
           engine="test", blank=True, unit="fraction"),
     Claim("beats", "I", "05_retraining", "4.2, Table 1", "retrained on BS subsets far above random subsets",
           _retrain_gap(), "difference (points)", engine="train"),
     Claim("near", "I", "05_retraining", "4.2, Table 1", "retrained on BS subsets near full images",
-          f"drop at most {V.paper_gap('bs', 'bs'):.2f} points (derived from Table 1)", "drop (points)", engine="train"),
+          f"drop at most {paper_gap('bs', 'bs'):.2f} points (derived from Table 1)", "drop (points)", engine="train"),
     Claim("road", "I", "06_why", "our control (Rong et al. 2022)",
           "retrained on imputed BS subsets far above imputed random ones", "not in the paper",
           "difference (points)", engine="train"),
+    # the chapter "Is the model reading the pixels or the mask?", which closes Part I: each claim tests what one
+    # published critique says of the paper's method (section = the critique)
+    Claim("dilated", "I", "07b_critiques", "Springer 2022", "3×3-dilated 5% BS subsets keep the prediction",
+          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)", engine="test", blank=True),
+    Claim("dilated_sis", "I", "07b_critiques", "Springer 2022", "3×3-dilated SIS keep the prediction",
+          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)", engine="sis", blank=True),
+    Claim("dilated_beats", "I", "07b_critiques", "Springer 2022 (proposed test of 4.2)",
+          "retrained on dilated BS subsets far above matched random ones", "proposed, no number",
+          "difference (points)", engine="train", revision=2),
+    Claim("dilated_near", "I", "07b_critiques", "Springer 2022 (proposed test of 4.2)",
+          "retrained on dilated BS subsets near full images", "proposed, no number", "drop (points)", engine="train"),
+    Claim("boundary", "I", "07b_critiques", "Springer 2022",
+          "SmoothGrad of subset images concentrates on the mask's edge", "no number (saliency maps)",
+          "ring ÷ area", engine="test", blank=True, revision=2, unit="ratio"),
+    Claim("blank", "I", "07b_critiques", "SIS reference code (sis.py)", "the fully masked input is uninformative",
+          "no number (\"tends to the mean or prior\")", "top-class probability", 3, unit="probability"),
+    Claim("mask_shape", "I", "07b_critiques", "Jain et al. 2022 (missingness bias)",
+          "the 5% BS mask's shape alone gives the subset's class beyond the blank", "no number for pixel masks",
+          "excess over the blank (points)", engine="test", blank=True, revision=2),
+    Claim("calibration", "I", "07b_critiques", "Decker et al. 2025 (ReCalX)", "worse calibrated on masked inputs",
+          "no number quoted", "ECE increase (points)", engine="test", blank=True, revision=2),
+    Claim("insertion", "I", "07b_critiques", "our question", "BS order far above a saliency order at 5%",
+          "not in the paper", "difference (points)", engine="test", blank=True),
     Claim("sis_accuracy", "II", "08_sis_accuracy", "4.4, Figure 5",
           "SIS of correct images larger than of misclassified ones", "drawn in Figure 5, no number",
           "increase (%)", engine="test", blank=True, revision=2),
@@ -161,7 +185,7 @@ def blank_of(model: str, passes: dict[str, bool]) -> bool | None:
     return hits[0] if len(hits) == 1 else None
 
 
-def records(verdict: V.Verdict, claim: str) -> list[dict]:
+def records(verdict: Verdict, claim: str) -> list[dict]:
     """Per row of the verdict's table: claim id, model, estimate, 95% interval, margin, outcome, the
     replicates and images behind it and, where inconclusive, how many replicates would decide it
     (JSON-ready; None where a value does not exist), the verdict's engine and, for a claim that feeds the
@@ -184,7 +208,7 @@ def records(verdict: V.Verdict, claim: str) -> list[dict]:
     return out
 
 
-def result_text(verdict: V.Verdict, claim: str) -> str:
+def result_text(verdict: Verdict, claim: str) -> str:
     """'ResNet20 37.6 [20.7, 59.0]; ResNet18 ...': each row's estimate and interval, as tables print them."""
     f = f"{{:.{CLAIMS[claim].digits}f}}"
 
@@ -195,35 +219,3 @@ def result_text(verdict: V.Verdict, claim: str) -> str:
         return f.format(r["estimate"]) + ends
     return "; ".join(f"{r['model']} {one(r)}" for r in records(verdict, claim))
 
-
-# ----------------------------------------------------------------------------- the paper against its critiques (07b)
-# The claims of the chapter "Is the model reading the pixels or the mask?", which closes Part I: each tests what one
-# published critique says of the paper's method (section = the critique). They join Part I after its last claim, so
-# that the registry (and every table and listing that follows its order) keeps the parts together.
-
-_CRITIQUES = [
-    Claim("dilated", "I", "07b_critiques", "Springer 2022", "3×3-dilated 5% BS subsets keep the prediction",
-          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)", engine="test", blank=True),
-    Claim("dilated_sis", "I", "07b_critiques", "Springer 2022", "3×3-dilated SIS keep the prediction",
-          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)", engine="sis", blank=True),
-    Claim("dilated_beats", "I", "07b_critiques", "Springer 2022 (proposed test of 4.2)",
-          "retrained on dilated BS subsets far above matched random ones", "proposed, no number",
-          "difference (points)", engine="train", revision=2),
-    Claim("dilated_near", "I", "07b_critiques", "Springer 2022 (proposed test of 4.2)",
-          "retrained on dilated BS subsets near full images", "proposed, no number", "drop (points)", engine="train"),
-    Claim("boundary", "I", "07b_critiques", "Springer 2022",
-          "SmoothGrad of subset images concentrates on the mask's edge", "no number (saliency maps)",
-          "ring ÷ area", engine="test", blank=True, revision=2, unit="ratio"),
-    Claim("blank", "I", "07b_critiques", "SIS reference code (sis.py)", "the fully masked input is uninformative",
-          "no number (\"tends to the mean or prior\")", "top-class probability", 3, unit="probability"),
-    Claim("mask_shape", "I", "07b_critiques", "Jain et al. 2022 (missingness bias)",
-          "the 5% BS mask's shape alone gives the subset's class beyond the blank", "no number for pixel masks",
-          "excess over the blank (points)", engine="test", blank=True, revision=2),
-    Claim("calibration", "I", "07b_critiques", "Decker et al. 2025 (ReCalX)", "worse calibrated on masked inputs",
-          "no number quoted", "ECE increase (points)", engine="test", blank=True, revision=2),
-    Claim("insertion", "I", "07b_critiques", "our question", "BS order far above a saliency order at 5%",
-          "not in the paper", "difference (points)", engine="test", blank=True),
-]
-_ordered = [c for c in CLAIMS.values() if c.part == "I"] + _CRITIQUES + [c for c in CLAIMS.values() if c.part != "I"]
-CLAIMS.clear()
-CLAIMS.update({c.id: c for c in _ordered})

@@ -1,13 +1,10 @@
 """The verdicts of the paper's further claims (4.6: ensembles; the input dropout of its code's README;
-4.1.1 on ImageNet; 4.2 with imputed subsets; 4.5: robust models) and of the claims the related methods'
+4.1.1 on ImageNet; 4.2 with imputed subsets; 4.5: robust models), of the claims the related methods'
 chapters test (Feng et al. 2018's fine-tuning; Shared Interest's reading of 4.1.1; 4.1 on Bayes-TrEx
-samples), from the numbers the experiments compute.
+samples) and of the paper's published critiques (chapter 07b), from the numbers the experiments compute.
 
-The same rule as :mod:`overinterp.paper.verdicts` (three outcomes against a margin). The claims that say
-"larger" without a size take a minimal increase (:func:`~overinterp.paper.verdicts.at_least`); the others state
-theirs. Each function takes the experiment's numbers (an increase with its 95% interval per ensemble,
-comparison or replicate; per-image shares, coverages or SIS sizes; per-image correctness of retrained
-models) and says what it claims, how it is decided and what it counts.
+The rule is :mod:`overinterp.paper.decide`'s (an interval against a margin). The claims that say "larger"
+without a size take a minimal increase (:func:`~overinterp.paper.verdicts.at_least`); the others state theirs.
 
     v = ensembles_increase_accuracy(gains)     # gains: overinterp.experiments.mitigation.ensemble_gains
     v = borders_verdict(shares, area, 0.9)     # shares: overinterp.experiments.imagenet_chapter.border_shares
@@ -20,22 +17,35 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from overinterp.paper.decide import (UNTESTABLE, Margin, Verdict, combine, difference_rows, from_rows, interval_row,
+                                     replicates)
 from overinterp.paper.intervals import Interval, replicate_interval
 from overinterp.paper.numbers import FENG_TABLE2, SIS_MEAN_SIZE_BELOW, SIS_THRESHOLD, TABLE1, fmt
-from overinterp.paper.verdicts import (UNTESTABLE, at_least, Margin, Verdict, combine, from_rows, interval_row,
-                                       retrain_beats_random, sis_size)
+from overinterp.paper.verdicts import (FAR_MORE_POINTS, TOLERANCE_POINTS, at_least, retrain_beats_random,
+                                       retrain_near_full, sis_size)
 
 __all__ = ["ensembles_increase_sis", "ensembles_increase_accuracy", "dropout_increases_sis", "increases",
            "size_verdict", "sis_verdict", "borders_verdict", "imputed_verdict", "robust_sis_sparse",
-           "sis_on_background", "sparse_pixels"]
+           "sis_on_background", "sparse_pixels", "BLANK_PRIOR_MULTIPLE", "BOUNDARY_RATIO",
+           "dilation_keeps_prediction", "dilated_retraining_verdicts", "saliency_on_boundary", "blank_uninformative",
+           "mask_shape_leaks", "masked_miscalibrated", "search_beats_saliency"]
+
+#: The fully masked input counts as uninformative while its top-class probability is at most this multiple of the
+#: largest class prior (balanced classes: 2 / classes, 0.2 for ten). The SIS reference code asks that "the
+#: prediction on the fully-masked input is uninformative ... (e.g. ... tends to the mean or prior over the training
+#: data)"; twice the prior lets a model lean toward a class without deciding for it.
+BLANK_PRIOR_MULTIPLE = 2.0
+#: SmoothGrad "concentrates" on the mask's edge when the ring of masked pixels around the kept ones holds at
+#: least this multiple of its share of the area: a quarter more, so that a ring holding about its area's share
+#: (attribution that ignores the edge) decides "does not hold" rather than staying inconclusive forever.
+BOUNDARY_RATIO = 1.25
 
 
 def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images: int, column: str,
             key: str) -> Verdict:
-    """Per row: holds when the interval (low, high) of ``column`` lies at or above the minimal increase of
-    the claim ``key`` (:func:`~overinterp.paper.verdicts.at_least`), does not hold when it lies wholly below
-    it, inconclusive when it straddles it; cannot be tested with fewer than ``min_images`` images. The claim
-    holds when it holds for every row (:func:`combine`)."""
+    """Per row of an experiment's increase table (its estimate in ``column``, its interval in "low", "high"):
+    decided against the minimal increase of the claim ``key`` (:func:`~overinterp.paper.verdicts.at_least`);
+    cannot be tested with fewer than ``min_images`` images."""
     margin = at_least(key)
     numbers = rows.copy()
     numbers["images"] = numbers["images"].astype(int)
@@ -52,14 +62,9 @@ def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images:
 
 
 def ensembles_increase_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdict:
-    """Section 4.6, Fig. 6, S2: an ensemble's SIS is larger than its members'. ``increase``: rows
-    of :func:`overinterp.experiments.mitigation.ensemble_increase` (one per ensemble and tau), each paired on the same images.
-
-    Counts: the images where the ensemble and each member have an SIS, times the members
-    (the interval's replicates). Can hold if the claim is true at our scale: an ensemble more
-    confident-demanding than its members needs more pixels on most images, and the paired
-    interval over a few dozen images then lies above 0; can fail if false: an ensemble whose SIS
-    are smaller gives an interval below 0."""
+    """Section 4.6, Fig. 6, S2: an ensemble's SIS is larger than its members'. ``increase``: rows of
+    :func:`overinterp.experiments.mitigation.ensemble_increase` (one per ensemble and tau), paired on the images
+    where the ensemble and each member have an SIS. Can fail: an ensemble whose SIS are smaller."""
     return _larger(increase, "Ensembling increases the SIS size: an ensemble needs more pixels than its members to "
                    "reach the same confidence (section 4.6, Fig. 6; Fig. S2: 'the ensemble SIS are larger').",
                    "ensemble", "the ensemble's mean SIS size minus its members', on the images where all have an "
@@ -69,12 +74,8 @@ def ensembles_increase_sis(increase: pd.DataFrame, min_images: int = 10) -> Verd
 
 def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100) -> Verdict:
     """Section 4.6: 'ensembling uniformly increases the model accuracy'. ``gains``: rows of
-    :func:`overinterp.experiments.mitigation.accuracy_gain`, one per ensemble.
-
-    Counts: the test images, times the members (the interval's replicates). Can hold if the claim
-    is true at our scale: a gain like the paper's (about a point) is resolved by a paired
-    interval over a few thousand images; can fail if false: an ensemble less accurate than its
-    members gives an interval below 0. With few images a small gain is inconclusive."""
+    :func:`overinterp.experiments.mitigation.accuracy_gain`, one per ensemble. Can hold: a gain like the
+    paper's (about a point) over a few thousand images; can fail: an ensemble less accurate than its members."""
     numbers = gains.rename(columns={"gain (points)": "increase (points)"})
     ens, one = TABLE1[("ensemble 5x resnet18", "full", "full")][0], TABLE1[("resnet18", "full", "full")][0]
     return _larger(numbers, "Ensembling increases the accuracy over that of the members (section 4.6: 'uniformly'; "
@@ -85,13 +86,9 @@ def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100) -> V
 
 
 def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdict:
-    """The claim that input dropout mitigates overinterpretation: its models' SIS are larger.
-    ``increase``: rows of :func:`overinterp.experiments.mitigation.dropout_increase` (one per tau).
-
-    Counts: the images where every standard and every input-dropout model has an SIS, times the
-    replicates of each kind, paired by seed. Can hold if the claim is true at our scale: models that
-    cannot rely on any one pixel need more pixels to reach tau on most images, an interval above
-    0; can fail if false: input-dropout models with smaller SIS give an interval below 0."""
+    """The claim that input dropout mitigates overinterpretation: its models' SIS are larger. ``increase``:
+    rows of :func:`overinterp.experiments.mitigation.dropout_increase` (one per tau), on the images where
+    every model has an SIS. Can fail: input-dropout models with smaller SIS."""
     return _larger(increase, "Input dropout mitigates overinterpretation: models trained with it have larger SIS "
                    "(the abstract that the paper code's README reproduces: 'We find ensembling and input dropout can "
                    "each help mitigate overinterpretation').",
@@ -102,15 +99,10 @@ def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdi
 
 
 def increases(images: pd.DataFrame, measure: str, claim: str, key: str, min_images: int = 10, seed: int = 0) -> Verdict:
-    """Verdict on "entropy fine-tuning increases ``measure``" ("reduced size" or "SIS size").
-
-    Per replicate, the paired differences (fine-tuned - original) of ``measure`` over the images that
-    have it under both models (an SIS size of -1, no SIS at the threshold, leaves the image out); the
-    measure is their mean over the replicates, with the 95% interval of
-    :func:`overinterp.paper.intervals.replicate_interval` (replicates, each on its own images). Three
-    outcomes against the minimal increase of the claim ``key`` (:func:`overinterp.paper.verdicts.at_least`):
-    holds when the interval lies at or above it, does not hold when it lies wholly below, inconclusive when it
-    contains it; cannot be tested when a replicate has fewer than ``min_images`` such images."""
+    """Verdict on "entropy fine-tuning increases ``measure``" ("reduced size" or "SIS size"): per replicate,
+    the paired differences (fine-tuned - original) over the images that have it under both models (a size of
+    -1, no SIS, leaves the image out); their mean over the replicates (each on its own images) against the
+    minimal increase of the claim ``key``. Cannot be tested when a replicate has fewer than ``min_images``."""
     margin = at_least(key)
     w = images.pivot_table(index=["replicate", "image"], columns="model", values=measure)
     w = w[(w >= 0).all(axis=1)]
@@ -154,109 +146,67 @@ def sis_verdict(images: pd.DataFrame, min_images: int) -> Verdict:
     return increases(images, "SIS size", claim, "reduction_sis", min_images=int(min_images))
 
 
-# ----------------------------------------------------------------------------- 4.1.1 on ImageNet (chapter 12)
-
 def borders_verdict(shares: Sequence[float], area: float, tau: float, min_images: int = 10, seed: int = 0,
                     resamples: int = 2000) -> Verdict:
     """Figure 4's claim: SIS "strongly concentrated along the image borders rather than near the center".
-
-    ``shares``: per image with an SIS at ``tau`` (NaN: an empty SIS, left out), the share of its SIS
-    pixels in the border band, whose share of the image's area is ``area``
-    (:func:`overinterp.experiments.imagenet_chapter.border_shares`). The measure is the mean
-    share, with a 95% interval over the images. "Strongly" is read as: the band holds at least
-    halfway from its area share (SIS pixels placed without regard to position) to all of them,
-    ``(1 + area) / 2``. Can hold: SIS drawn to the borders, as in Figure 4, give an interval above
-    that; can fail: SIS spread evenly, or in the centre, give one wholly below it, although a mere
-    excess over the area share would have passed. Cannot be tested with fewer than ``min_images``
-    images."""
+    ``shares``: per image with an SIS at ``tau`` (NaN: an empty SIS, left out), the share of its SIS pixels in
+    the border band, whose share of the image's area is ``area``
+    (:func:`overinterp.experiments.imagenet_chapter.border_shares`). "Strongly": the mean share at least halfway
+    from the area share (SIS placed without regard to position) to all pixels, ``(1 + area) / 2``. Can fail:
+    SIS spread evenly, although a mere excess over the area share would have passed."""
     s = np.asarray([x for x in shares if not math.isnan(x)], float)
     margin = Margin(low=100 * (1 + area) / 2, words="at least halfway from the band's area share to all SIS pixels")
-    extra = {"images with an SIS": len(s), "band's share of the area (%)": 100 * area,
-             "images above the area share": int((s > area).sum())}
-    if len(s) < max(min_images, 1):
-        rows = {"SIS": {**extra, "mean share of SIS pixels in the band (%)": math.nan, "95% low": math.nan,
-                        "95% high": math.nan, "margin": str(margin), "outcome": UNTESTABLE}}
-    else:
-        iv = replicate_interval({"share": [s]}, paired_images=False, n_resamples=resamples, seed=seed,
-                                bounds=(0.0, 1.0))
-        rows = {"SIS": interval_row(iv, margin, "mean share of SIS pixels in the band (%)", 100, **extra)}
-    numbers = pd.DataFrame.from_dict(rows, orient="index")
-    return Verdict(
-        claim=f"at τ = {tau:g} the SIS of confidently classified ImageNet images are strongly concentrated along "
-              "the image borders rather than near the center (paper 4.1.1, Figure 4: 1000 validation images, "
-              "Inception-v3)",
-        criterion=f"over at least {min_images} images with a non-empty SIS at τ = {tau:g}, the 95% interval (images "
-                  "resampled) of the mean share of an SIS's pixels that lie in the border band (the outer "
-                  f"{100 * area:.2f}% of the image's area) lies at or above {margin.low:.2f}%, halfway from the band's "
-                  "area share (no concentration) to 100% (every SIS pixel on the border): holds if the whole interval "
-                  "is there, does not hold if the whole interval is below, inconclusive if it straddles",
-        outcome=numbers["outcome"].iloc[0], numbers=numbers)
+    iv = None if len(s) < max(min_images, 1) else replicate_interval(
+        {"share": [s]}, paired_images=False, n_resamples=resamples, seed=seed, bounds=(0.0, 1.0))
+    rows = {"SIS": interval_row(iv, margin, "mean share of SIS pixels in the band (%)", 100,
+                                **{"images with an SIS": len(s), "band's share of the area (%)": 100 * area,
+                                   "images above the area share": int((s > area).sum())})}
+    return from_rows(
+        f"at τ = {tau:g} the SIS of confidently classified ImageNet images are strongly concentrated along "
+        "the image borders rather than near the center (paper 4.1.1, Figure 4: 1000 validation images, "
+        "Inception-v3)",
+        f"over at least {min_images} images with a non-empty SIS at τ = {tau:g}, the 95% interval (images "
+        "resampled) of the mean share of an SIS's pixels that lie in the border band (the outer "
+        f"{100 * area:.2f}% of the image's area) lies at or above {margin.low:.2f}%, halfway from the band's "
+        "area share (no concentration) to 100% (every SIS pixel on the border): holds if the whole interval "
+        "is there, does not hold if the whole interval is below, inconclusive if it straddles", rows)
 
-
-# ----------------------------------------------------------------------------- 4.2 with imputed subsets (chapter 6)
 
 def imputed_verdict(bs: Sequence, random: Sequence, model: str, seed: int = 0, resamples: int = 2000) -> Verdict:
-    """Section 4.2's "far more accurate than random" (:func:`overinterp.paper.verdicts.retrain_beats_random`,
-    the same margin) on the models retrained on imputed BS and imputed random subsets: does the claim
-    survive when the removed pixels no longer sit at a constant value? ``bs`` / ``random``: per
-    retrained replicate, 1/0 per test image (the same test images) of the models retrained on BS and on
-    random subsets whose removed pixels ROAD's noisy linear imputation filled; ``model``: the
-    architecture's name (the verdict's row is "<model>, imputed (ROAD)").
-    :func:`overinterp.experiments.factors.imputed_correct` gives all three from chapter 6's controls."""
+    """Section 4.2's "far more accurate than random" (:func:`~overinterp.paper.verdicts.retrain_beats_random`)
+    on models retrained on BS and random subsets whose removed pixels ROAD's noisy linear imputation filled:
+    per retrained replicate, 1/0 per test image; the verdict's row is "<model>, imputed (ROAD)"
+    (:func:`overinterp.experiments.factors.imputed_correct` gives all three)."""
     name = f"{model}, imputed (ROAD)"
     return retrain_beats_random({name: bs}, {name: random}, seed=seed, resamples=resamples)
 
 
-# ----------------------------------------------------------------------------- 4.5: robust models (chapter 9)
-
 def robust_sis_sparse(sizes: Mapping[str, Sequence], tau: float, bound: float = SIS_MEAN_SIZE_BELOW,
                       min_images: int = 5, seed: int = 0) -> Verdict:
-    """Section 4.5: "models trained to be robust to adversarial attacks classify the highly sparse
-    sufficient input subsets as confidently as the models in Section 4.1". ``sizes``: robust model
-    -> SIS size (%) of each image, one array per replicate (NaN: no SIS, not counted; a flat sequence
-    of numbers is one replicate), e.g. from :func:`overinterp.experiments.robust.per_replicate`.
-
-    Tested as section 4.1's claim on standard models (:func:`overinterp.paper.verdicts.sis_size`):
-    the 95% interval of the mean SIS size at ``tau``, images and replicates resampled, lies
-    below ``bound`` (5% of the pixels). Counts: the images where each robust replicate reaches
-    tau and has an SIS, over the replicates. Can hold if the claim is true at our scale: a robust
-    model that, like the standard ones, reaches tau on a few percent of the pixels gives an
-    interval below 5% from a few dozen images; can fail if false: a robust model needing a large
-    part of the image gives an interval above it. Cannot be tested with fewer than
-    ``min_images`` SIS (the robust model is rarely that confident)."""
-    v = sis_size({name: [np.asarray(r, float) / 100 for r in _reps(s)] for name, s in sizes.items()}, tau, bound,
+    """Section 4.5: "models trained to be robust to adversarial attacks classify the highly sparse sufficient
+    input subsets as confidently as the models in Section 4.1". ``sizes``: robust model -> SIS size (%) of each
+    image, one array per replicate (NaN: no SIS), e.g. :func:`overinterp.experiments.robust.per_replicate`.
+    Tested as section 4.1's claim (:func:`~overinterp.paper.verdicts.sis_size`); cannot be tested with fewer
+    than ``min_images`` SIS (the robust model is rarely that confident)."""
+    v = sis_size({name: [r / 100 for r in replicates(s)] for name, s in sizes.items()}, tau, bound,
                  min_images, seed=seed,
                  claim="Adversarially robust models classify highly sparse sufficient input subsets as confidently as "
                        "standard models (section 4.5: \"models trained to be robust to adversarial attacks classify "
                        "the highly sparse sufficient input subsets as confidently as the models in Section 4.1\"; "
                        f"Figure 1 'Adv. Robust', each SIS classified with ≥ {100 * SIS_THRESHOLD:g}% confidence).")
     v.numbers = v.numbers.rename(columns={"images": "images with an SIS"})
-    v.numbers["per replicate"] = [" + ".join(str(int(np.sum(~np.isnan(np.asarray(r, float))))) for r in _reps(s))
+    v.numbers["per replicate"] = [" + ".join(str(int(np.sum(~np.isnan(r)))) for r in replicates(s))
                                   for s in sizes.values()]
     return v
 
 
-def _reps(s) -> list:
-    """One array per replicate: a flat sequence of numbers is one replicate."""
-    if isinstance(s, (pd.Series, np.ndarray)) or (len(s) and np.ndim(s[0]) == 0):
-        return [np.asarray(s, float)]
-    return [np.asarray(r, float) for r in s]
-
-
-# ----------------------------------------------------------------------------- 4.1.1 in Shared Interest's terms (chapter 14)
-
 def sis_on_background(coverage: pd.DataFrame, tau: float, seed: int = 0, resamples: int = 2000) -> Verdict:
-    """Verdict on the paper's 4.1.1 claim, in Shared Interest's terms on our data: the SIS of
-    confidently classified images rely on the background rather than the object.
-
-    ``coverage``: one row per image counted (correctly classified, non-empty SIS at ``tau``), with
-    columns "model", "replicate", "explanation coverage" (the share of its SIS's pixels on the
-    garment) and "random pixels (|G| / HW)" (the share of the image the garment covers, the expected
-    explanation coverage of uniformly random pixels), as
-    :func:`overinterp.experiments.shared_interest.background_coverage` gives them. Per image: the
-    explanation coverage minus the random pixels' share. The measure is its mean, with a 95% interval
-    over replicates and images (each replicate its own images). Can hold: SIS on the background give an
-    interval below 0; can fail: SIS on the garment give one above 0."""
+    """The paper's 4.1.1 claim in Shared Interest's terms: the SIS of confidently classified images rely on
+    the background rather than the object. ``coverage``: one row per image counted, columns "model",
+    "replicate", "explanation coverage" (the share of its SIS's pixels on the garment) and "random pixels
+    (|G| / HW)" (the garment's share of the image), as
+    :func:`overinterp.experiments.shared_interest.background_coverage` gives them. The measure is the mean of
+    their difference (each replicate its own images). Can fail: SIS on the garment."""
     margin = Margin(high=0.0, words="SIS on the garment less often than random pixels")
     rows = {}
     for model, g in coverage.groupby("model", sort=False):
@@ -277,17 +227,13 @@ def sis_on_background(coverage: pd.DataFrame, tau: float, seed: int = 0, resampl
          "it is wholly above, inconclusive if it straddles 0. Images with an empty SIS are left out."), rows)
 
 
-# ----------------------------------------------------------------------------- 4.1 on Bayes-TrEx samples (chapter 16)
-
 def sparse_pixels(generated: Sequence[float], real: Sequence[float], tau: float,
                   bound: float = SIS_MEAN_SIZE_BELOW, min_images: int = 3, seed: int = 0) -> Verdict:
     """Are generated in-distribution images classified from sparse pixels, as real ones are (paper 4.1)?
-    ``generated`` / ``real``: SIS sizes (fractions of the image's pixels) at ``tau`` of the sampled
-    high-confidence images and of the SIS chapter's confident test images
-    (:func:`overinterp.experiments.bayes_trex.sis_comparison`). Claim C1's verdict
-    (:func:`overinterp.paper.verdicts.sis_size`: the 95% interval of the mean SIS size, images resampled,
-    against ``bound``) on the sampled images; the real images' row is shown beside them for comparison,
-    without an outcome. Cannot be tested with fewer than ``min_images`` sampled images that reach tau."""
+    ``generated`` / ``real``: SIS sizes (fractions of the pixels) at ``tau`` of the sampled high-confidence
+    images and of the SIS chapter's confident test images (:func:`overinterp.experiments.bayes_trex.sis_comparison`).
+    :func:`~overinterp.paper.verdicts.sis_size` on the sampled images; the real images' row is shown beside
+    them without an outcome. Cannot be tested with fewer than ``min_images`` sampled images that reach tau."""
     claim = (f"Images a generative model makes in-distribution, sampled where the classifier is confident, are "
              f"classified from sparse pixels as real test images are: at tau = {tau:g} the mean SIS is below "
              f"{100 * bound:g}% of the image (the paper's 4.1 finding for real CIFAR-10 test images).")
@@ -304,70 +250,19 @@ def sparse_pixels(generated: Sequence[float], real: Sequence[float], tau: float,
     return v
 
 
-# ----------------------------------------------------------------------------- the paper against its critiques (chapter 07b)
-
-from overinterp.paper.verdicts import FAR_MORE_POINTS, TOLERANCE_POINTS, retrain_near_full  # noqa: E402
-
-__all__ += ["BLANK_PRIOR_MULTIPLE", "BOUNDARY_RATIO", "dilation_keeps_prediction", "dilated_retraining_verdicts", "saliency_on_boundary",
-            "blank_uninformative", "mask_shape_leaks", "masked_miscalibrated", "search_beats_saliency"]
-
-#: The fully masked input counts as uninformative while its top-class probability is at most this multiple of the
-#: largest class prior (balanced classes: 2 / classes, 0.2 for ten). The SIS reference code asks that "the
-#: prediction on the fully-masked input is uninformative ... (e.g. ... tends to the mean or prior over the training
-#: data)"; twice the prior lets a model lean toward a class without deciding for it.
-BLANK_PRIOR_MULTIPLE = 2.0
-#: SmoothGrad "concentrates" on the mask's edge when the ring of masked pixels around the kept ones holds at
-#: least this multiple of its share of the area: a quarter more, so that a ring holding about its area's share
-#: (attribution that ignores the edge) decides "does not hold" rather than staying inconclusive forever.
-BOUNDARY_RATIO = 1.25
-
-
-def _drop_empty(groups: dict) -> dict:
-    """Per condition, the replicates where every condition has at least one value (a replicate without a
-    confident image has no SIS to dilate)."""
-    n = min(len(v) for v in groups.values())
-    ok = [r for r in range(n) if all(len(np.asarray(v[r]).ravel()) for v in groups.values())]
-    return {k: [np.asarray(v[r], float).ravel() for r in ok] for k, v in groups.items()}
-
-
-def _difference_rows(a: Mapping, b: Mapping, name: str, margin: Margin, labels: tuple, paired_images: bool,
-                     seed: int, resamples: int, scale: float = 100.0, ratio: bool = False) -> dict:
-    """Per model: the mean of ``a`` and of ``b`` (scaled) and the interval of a - b (``ratio``: a / b, unscaled)
-    (:func:`replicate_interval` over the replicates of each model, ``paired_images``: every replicate on the
-    same images); a model without a replicate that has values in both cannot be tested."""
-    rows = {}
-    for model in a:
-        g = _drop_empty({"a": _reps(a[model]), "b": _reps(b[model])})
-        if not g["a"]:
-            rows[model] = {labels[0]: math.nan, labels[1]: math.nan, name: math.nan, "95% low": math.nan,
-                           "95% high": math.nan, "margin": str(margin), "outcome": UNTESTABLE}
-            continue
-        stat = (lambda m: m["a"] / m["b"]) if ratio else (lambda m: scale * (m["a"] - m["b"]))
-        # a and b are shares (1/0 per image, or fractions): a difference stays within +-scale, a ratio above 0
-        iv = replicate_interval(g, stat, paired_images=paired_images, n_resamples=resamples, seed=seed,
-                                bounds=(0.0, math.inf) if ratio else (-scale, scale))
-        rows[model] = interval_row(iv, margin, name, replicates=len(g["a"]),
-                                   images=len(g["a"][0]) if paired_images else sum(map(len, g["a"])),
-                                   **{labels[0]: scale * np.mean([x.mean() for x in g["a"]]),
-                                      labels[1]: scale * np.mean([x.mean() for x in g["b"]])})
-    return rows
-
+# ----------------------------------------------------------------------------- the paper against its critiques (07b)
 
 def dilation_keeps_prediction(undilated: Mapping, dilated: Mapping, kernel: int, subsets: str,
                               paired_images: bool = True, seed: int = 0, resamples: int = 2000) -> Verdict:
     """Springer (2022): if the kept pixels are sufficient evidence, giving their neighbours back their true
-    values (the keep-mask dilated by ``kernel`` x ``kernel``) should not take the prediction away; Springer
-    finds that it does. ``undilated`` / ``dilated``: model -> per replicate, 1/0 per image (the class predicted
-    on the full image kept or not) on the ``subsets`` ("BS subsets": the replicates share the test images;
-    "SIS": each replicate its own confident images, ``paired_images=False``).
-
-    The measure is the change dilated - undilated in points; the claim that the kept pixels suffice holds
-    where it is at least -TOLERANCE_POINTS (chapter 4's flat margin for "about as accurate": a few hundred
-    images do not resolve finer). Can hold: a model that reads the kept pixels keeps (or gains) predictions
-    when true pixels come back; can fail: predictions that rest on the mask's edge collapse, tens of points."""
+    values (the keep-mask dilated by ``kernel`` x ``kernel``) should not take the prediction away.
+    ``undilated`` / ``dilated``: model -> per replicate, 1/0 per image (the full image's class kept) on the
+    ``subsets`` ("BS subsets": shared test images; "SIS": each replicate its own, ``paired_images=False``).
+    The measure is dilated - undilated in points, against chapter 4's flat margin. Can fail: predictions
+    that rest on the mask's edge collapse, tens of points."""
     margin = Margin(low=-TOLERANCE_POINTS, words=f"change at least −{TOLERANCE_POINTS:g} points")
-    rows = _difference_rows(dilated, undilated, "change (points)", margin, ("dilated (%)", "undilated (%)"),
-                            paired_images, seed, resamples)
+    rows = difference_rows(dilated, undilated, "change (points)", margin, ("dilated (%)", "undilated (%)"), seed,
+                           resamples, paired_images=paired_images, drop_empty=True)
     images = "the same test images" if paired_images else "each replicate's own confident test images"
     ceiling = (" An undilated SIS keeps the prediction by construction (every image 100%), so the change cannot "
                "be positive: its ceiling is 0 points, and the claim holds only where dilation costs at most "
@@ -387,18 +282,15 @@ def dilation_keeps_prediction(undilated: Mapping, dilated: Mapping, kernel: int,
 
 def dilated_retraining_verdicts(bs: Mapping, random: Mapping, full: Mapping, chance: float, kernel: int,
                                 seed: int = 0) -> tuple[Verdict, Verdict]:
-    """Springer's proposed test: section 4.2's two claims on models retrained on ``kernel``-dilated 5% BS
-    subsets (``bs``), on random masks with as many pixels (``random``) and on full images (``full``, chapter
-    5's control): model -> per retrained replicate, 1/0 per test image (each model on its kind of image).
-    The margins are section 4.2's (:func:`overinterp.paper.verdicts.retrain_beats_random`: at least
-    FAR_MORE_POINTS; ``retrain_near_full``: a drop of at most TOLERANCE_POINTS). Can hold: if the kept
-    pixels carry learnable patterns, dilation (which only adds true pixels) keeps them; can fail: patterns
-    that lived in the mask's exact edge vanish once it moves."""
+    """Springer's proposed test: section 4.2's two claims, with their margins, on models retrained on
+    ``kernel``-dilated 5% BS subsets (``bs``), on random masks with as many pixels (``random``) and on full
+    images (``full``): model -> per retrained replicate, 1/0 per test image. Can fail: patterns that lived in
+    the mask's exact edge vanish once it moves."""
     beats = retrain_beats_random(bs, random, seed=seed)
     near = retrain_near_full(bs, full, chance, seed=seed)
     for model, row in beats.numbers.iterrows():       # the most a BS model can beat random by: full - random
-        room = 100 * (np.mean([np.mean(x) for x in _reps(full[model])]) -
-                      np.mean([np.mean(x) for x in _reps(random[model])]))
+        room = 100 * (np.mean([np.mean(x) for x in replicates(full[model])]) -
+                      np.mean([np.mean(x) for x in replicates(random[model])]))
         beats.numbers.loc[model, "headroom (points)"] = room
         if room < FAR_MORE_POINTS:
             beats.numbers.loc[model, "outcome"] = UNTESTABLE
@@ -420,17 +312,15 @@ def dilated_retraining_verdicts(bs: Mapping, random: Mapping, full: Mapping, cha
 
 
 def saliency_on_boundary(attribution: Mapping, area: Mapping, seed: int = 0, resamples: int = 2000) -> Verdict:
-    """Springer (2022): SmoothGrad saliency of SIS images concentrates on the boundary between kept and
-    masked pixels. ``attribution`` / ``area``: model -> per replicate, per image the share of its SmoothGrad
-    attribution on the one-pixel ring of masked pixels around the kept ones, and the ring's share of the
-    image's area (the replicates share the test images). The measure is their difference in points; the
-    ring "concentrates" the attribution where it holds more than its share of the area (Springer gives no
-    size; a ratio of at least ``BOUNDARY_RATIO``). Can hold: maps drawn to the mask's edge; can
-    fail: maps on the kept pixels or spread over the image leave the ring less than its area."""
+    """Springer (2022): SmoothGrad saliency of SIS images concentrates on the boundary between kept and masked
+    pixels. ``attribution`` / ``area``: model -> per replicate, per image the share of its attribution on the
+    one-pixel ring of masked pixels around the kept ones, and the ring's share of the image's area (shared test
+    images). The measure is their ratio, against ``BOUNDARY_RATIO``. Can fail: maps on the kept pixels or
+    spread over the image."""
     margin = Margin(low=BOUNDARY_RATIO, words=f"the ring holds at least {BOUNDARY_RATIO:g} times its share of the area")
-    rows = _difference_rows(attribution, area, "ring ÷ area", margin,
-                            ("ring's share of the attribution (%)", "ring's share of the area (%)"), True, seed,
-                            resamples, ratio=True)
+    rows = difference_rows(attribution, area, "ring ÷ area", margin,
+                           ("ring's share of the attribution (%)", "ring's share of the area (%)"), seed, resamples,
+                           ratio=True, drop_empty=True)
     return from_rows(
         "SmoothGrad saliency of a masked subset image concentrates on the boundary between the kept and the masked "
         "pixels (Springer 2022, on SIS images of an ImageNet ResNet-50; here on the 5% BS subsets).",
@@ -447,11 +337,9 @@ def blank_uninformative(confidence: Mapping, classes: int, predicted: Mapping | 
                         seed: int = 0) -> Verdict:
     """The SIS reference code's check: "one should check that the function's prediction on the fully-masked
     input is uninformative". ``confidence``: row (architecture and mask value) -> the top-class probability of
-    each replicate on the fully masked image; ``classes``: the number of classes (the prior of each is taken
-    as 1 / classes, balanced); ``predicted``: row -> the classes predicted, for the table. The measure is the
-    mean top-class probability over the replicates (a t interval); uninformative up to
-    BLANK_PRIOR_MULTIPLE / classes. Can hold: a blank input spread over the classes; can fail: a blank
-    input classified confidently, which makes the empty set an SIS of that class."""
+    each replicate on the fully masked image; ``classes``: their number (balanced priors); ``predicted``: row ->
+    the classes predicted, for the table. Uninformative up to BLANK_PRIOR_MULTIPLE / classes. Can fail: a blank
+    classified confidently, which makes the empty set an SIS of that class."""
     high = BLANK_PRIOR_MULTIPLE / classes
     margin = Margin(high=high, words=f"top-class probability at most {high:g}")
     rows = {}
@@ -472,17 +360,15 @@ def blank_uninformative(confidence: Mapping, classes: int, predicted: Mapping | 
 
 
 def mask_shape_leaks(same: Mapping, blank: Mapping, fill: str, seed: int = 0, resamples: int = 2000) -> Verdict:
-    """Missingness bias (Jain et al. 2022): masking with a constant biases a CNN's predictions, and the mask's
-    pattern can push the model toward a class. ``same`` / ``blank``: model -> per replicate, per test image
-    (shared), 1/0 whether the input that keeps the shape of the replicate's own 5% BS mask, its kept pixels
-    set to ``fill``, is given the class the BS subset was given, and whether the fully masked input (no shape
-    at all) is given that class. The baseline is the blank, not the class prior: a blank called one class
-    already matches every subset of that class, so only what the shape adds beyond it is the shape's. The
-    measure is their difference in points, against a minimal effect of TOLERANCE_POINTS. Can hold: a shape
-    that carries its class beyond the blank; can fail: a shape read no better than the blank."""
+    """Missingness bias (Jain et al. 2022): the mask's pattern alone can push a CNN toward a class. ``same`` /
+    ``blank``: model -> per replicate, per shared test image, 1/0 whether the input that keeps the shape of the
+    replicate's own 5% BS mask (its kept pixels set to ``fill``) is given the BS subset's class, and whether
+    the fully masked input is. The baseline is the blank, not the prior: a blank called one class already
+    matches every subset of it. The measure is their difference in points, at least TOLERANCE_POINTS."""
     margin = Margin(low=TOLERANCE_POINTS, words=f"excess over the blank at least {TOLERANCE_POINTS:g} points")
-    rows = _difference_rows(same, blank, "excess over the blank (points)", margin,
-                            ("same class as the subset (%)", "blank's class the subset's (%)"), True, seed, resamples)
+    rows = difference_rows(same, blank, "excess over the blank (points)", margin,
+                           ("same class as the subset (%)", "blank's class the subset's (%)"), seed, resamples,
+                           drop_empty=True)
     return from_rows(
         "The shape of a 5% BS mask alone, without the kept pixels' values, moves the original model toward the "
         "class its BS subset was given (missingness bias, Jain et al. 2022: the masking pattern itself biases a "
@@ -499,18 +385,16 @@ def mask_shape_leaks(same: Mapping, blank: Mapping, fill: str, seed: int = 0, re
 
 def masked_miscalibrated(masked: Mapping, full: Mapping, images: int, bins: int = 15, seed: int = 0) -> Verdict:
     """ReCalX (Decker et al. 2025): models are miscalibrated on the masked inputs that perturbation-based
-    explanations feed them, which moves any confidence threshold such as the SIS's tau. ``masked`` / ``full``:
-    row (architecture and masked input) -> the expected calibration error (``bins`` equal-width bins, as a
-    fraction) of each replicate on the masked inputs and on the full images, over the same ``images`` test
-    images. The measure is masked - full in points; miscalibrated above 0 (ReCalX gives no size we could
-    confirm: a minimal increase of one point). The interval is a t interval over the replicates' differences: an ECE is not a mean over
-    images, so the image error the replicates share is not added (each replicate's own is in their
-    scatter). Can hold: overconfident subsets; can fail: subsets as well calibrated as full images."""
+    explanations feed them. ``masked`` / ``full``: row -> the expected calibration error (``bins`` equal-width
+    bins, a fraction) of each replicate on the masked inputs and on the full images (the same ``images`` test
+    images). The measure is masked - full in points, a t interval over the replicates' differences (an ECE is
+    not a mean over images: their shared error is only in the replicates' scatter)."""
+    margin = at_least("calibration")
     rows = {}
     for name in masked:
         m, f = np.asarray(masked[name], float), np.asarray(full[name], float)
         iv = replicate_interval({"d": [np.asarray([x]) for x in m - f]}, paired_images=False, seed=seed)
-        rows[name] = interval_row(iv, at_least("calibration"), "ECE increase (points)", 100, replicates=len(m), images=images,
+        rows[name] = interval_row(iv, margin, "ECE increase (points)", 100, replicates=len(m), images=images,
                                   **{"ECE on full images (%)": 100 * f.mean(), "ECE masked (%)": 100 * m.mean()})
     return from_rows(
         "Models are worse calibrated on masked inputs than on full images (ReCalX, Decker et al. 2025: models "
@@ -519,7 +403,7 @@ def masked_miscalibrated(masked: Mapping, full: Mapping, images: int, bins: int 
         f"for every architecture and masked input (each replicate's own 5% BS subsets; random 5% subsets), the 95% "
         f"interval (a t interval over the replicates) of the expected calibration error ({bins} equal-width bins) on "
         f"the masked inputs minus that on the full images, in points, against a minimal increase of "
-        f"{at_least('calibration').low:g} point: holds if the whole interval is at or above it, does not hold if it "
+        f"{margin.low:g} point: holds if the whole interval is at or above it, does not hold if it "
         "lies wholly below it, inconclusive if it contains it. The replicates share the "
         "test images, whose error an ECE difference cannot split off: the interval holds it only through the "
         "replicates' scatter.", rows)
@@ -527,14 +411,12 @@ def masked_miscalibrated(masked: Mapping, full: Mapping, images: int, bins: int 
 
 def search_beats_saliency(bs: Mapping, saliency: Mapping, frac: float, seed: int = 0, resamples: int = 2000) -> Verdict:
     """Is the sufficiency of 5% subsets a product of backward selection's search over masked inputs? ``bs`` /
-    ``saliency``: model -> per replicate, 1/0 per test image (shared) of the model's accuracy with the last
-    ``frac`` of its backward-selection order kept, and with the same number of its most salient pixels (the
-    absolute input gradient on the full image, which never sees a masked input). The measure is bs - saliency
-    in points; "far more" from FAR_MORE_POINTS (chapter 5's margin). Can hold: a search that finds what a
-    gradient does not; can fail: the most salient pixels do about as well."""
+    ``saliency``: model -> per replicate, 1/0 per shared test image, the accuracy with the last ``frac`` of the
+    backward-selection order kept, and with as many of the most salient pixels (the input gradient on the full
+    image). The measure is bs - saliency in points, at least FAR_MORE_POINTS (chapter 5's margin)."""
     margin = Margin(low=FAR_MORE_POINTS, words=f"difference at least {FAR_MORE_POINTS:g} points")
-    rows = _difference_rows(bs, saliency, "difference (points)", margin,
-                            ("backward-selection order (%)", "saliency order (%)"), True, seed, resamples)
+    rows = difference_rows(bs, saliency, "difference (points)", margin,
+                           ("backward-selection order (%)", "saliency order (%)"), seed, resamples, drop_empty=True)
     return from_rows(
         f"Backward selection's {100 * frac:g}% subsets are classified far more accurately than the same number of the "
         "most salient pixels by the input gradient on the full image (our question: whether the subsets' "

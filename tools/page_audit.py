@@ -1,4 +1,4 @@
-"""What a reader of the rendered book must not meet (pages a reader can trust, pages that do not read
+"""The page audit, tooling for the built book (not part of the library): what a reader of the rendered book must not meet (pages a reader can trust, pages that do not read
 as generated), checked on the built HTML pages as headless Chromium lays them out at a 1400 px
 wide window:
 
@@ -44,12 +44,12 @@ wide window:
   box of the main column (``article.bd-article``), so that part of it hides behind a scroll bar.
   Collapsed ``<details>`` are opened first; of nested overflowing elements the outermost is reported.
 - ``font``: a figure whose smallest text is under :data:`MIN_PX` CSS px at page width. The figure
-  says its own sizes: :func:`figure_png` (what :func:`overinterp.pages.chapter.figure` glues) writes
+  says its own sizes: :func:`overinterp.pages.plots.figure_png` (what :func:`overinterp.pages.chapter.figure` glues) writes
   into the PNG the smallest font size in points among the text its draw puts on the canvas and the
   dpi it was rendered at; on the page that text is ``pt × dpi / 72 × drawn width / PNG width`` px.
 - ``unmeasured``: a figure PNG without that record (glued some other way), so its fonts are unknown.
 
-``audit(html_dir)`` returns the defects; ``python -m overinterp.pages.audit _build/html`` prints one
+``audit(html_dir)`` returns the defects; ``python -m tools.page_audit _build/html`` prints one
 line per defect and exits 1 when there are any. The prose of an edition's page (``editions/<name>/``) is
 the Markdown of the commit that executed it, mended only by executing the edition again: its defects of
 the kinds of :data:`PROSE` are marked ``committed``, left out of ``audit(html_dir)`` and returned by
@@ -70,12 +70,14 @@ import tempfile
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from overinterp.pages.chapter import COUNTS
+from overinterp.pages.plots import FONT_KEY, figure_png, text_sizes
+
 __all__ = ["Defect", "MIN_PX", "WINDOW", "COUNTS", "LINKING", "ASSERTING", "PROSE", "text_sizes", "figure_png",
            "font_record", "probe", "missing_verbs", "debris", "table_numbers", "pages", "audit"]
 
 MIN_PX = 8.0           # smallest legible text in a figure, CSS px at page width
 WINDOW = (1400, 1000)  # the reader's window, px (width, height)
-FONT_KEY = "overinterp-fonts"  # the PNG text chunk holding a figure's font record
 # one match per repr: a <...> repr is taken whole, so "<matplotlib.text.Text object at 0x…>" counts once
 REPRS = re.compile(r"<(?:IPython\.|matplotlib|Figure size|Axes:)[^<>]*>?|<[\w.]+ object at 0x[0-9a-f]+>"
                    r"|\bVerdict\(|Styler at|\bText\(")
@@ -125,10 +127,6 @@ PROSE = {"verb", "placeholder", "count", "doubled", "decimals", "agreement"}
 RAW_FLOAT = re.compile(r"(?<![\w./])\d+\.(?:\d+000|\d{7,})(?!\w|\.\d)")
 EQUAL_RANGE = re.compile(r"(?<![\w.,])([+-]?\d+(?:\.\d+)?)–\1(?!\w|\.\d)")
 DECIMAL = re.compile(r"^[+-]?\d+\.\d+$")
-#: names of columns (or rows of a turned table) that count things: their cells are whole numbers
-COUNTS = {"replicates", "images", "sources", "other models", "members", "treated models", "control models", "tested",
-          "thresholds", "interval above 0", "interval below 0", "correct images", "incorrect images", "images larger",
-          "images smaller", "images with an SIS"}
 #: words by which a title asserts what the paper's claims found (a title that is a question may use them)
 ASSERTING = re.compile(r"\b(?:are|is) real\b|\bstruggles?\b|\bmitigates?\b|\breveals?\b|\bpredicts?\b|\bproves?\b"
                        r"|\bconfirms?\b|\bshows? that\b", re.I)
@@ -215,35 +213,6 @@ class Defect:
 
     def __str__(self) -> str:
         return f"{self.page}: {self.kind}: {self.detail}" + (" (committed edition)" if self.committed else "")
-
-
-def text_sizes(fig) -> list[float]:
-    """Font sizes in points of every piece of text a draw of ``fig`` puts on the canvas: hidden
-    artists, empty strings and the tick labels of an axis turned off draw nothing and do not count."""
-    from matplotlib.backends.backend_agg import RendererAgg
-    w, h = fig.get_size_inches() * fig.dpi
-    renderer, sizes = RendererAgg(int(w), int(h), fig.dpi), []
-    draw_text = renderer.draw_text
-
-    def spy(gc, x, y, s, prop, angle, ismath=False, mtext=None):
-        if s.strip():
-            sizes.append(prop.get_size_in_points())
-        return draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
-
-    renderer.draw_text = spy
-    fig.draw(renderer)
-    return sizes
-
-
-def figure_png(fig) -> bytes:
-    """``fig`` as the notebook's inline backend renders it (PNG at the figure's dpi, tight bounding
-    box), carrying its font record: the smallest drawn font size in points and that dpi."""
-    sizes = text_sizes(fig)
-    record = {"min_pt": min(sizes) if sizes else None, "dpi": float(fig.dpi)}
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=fig.dpi, bbox_inches="tight", facecolor=fig.get_facecolor(),
-                edgecolor=fig.get_edgecolor(), metadata={FONT_KEY: json.dumps(record)})
-    return buf.getvalue()
 
 
 def font_record(png: Path) -> tuple[dict | None, int]:

@@ -1,0 +1,126 @@
+"""The same claims at two seeds: the rows ``benchmarks/bench_verdicts.py`` writes, and the report page's values
+and tables of an edition's two-seed check."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from overinterp.paper.claims import CLAIMS
+from overinterp.paper.formatting import MISSING, span
+from overinterp.paper.verdicts import FAILS, HOLDS
+
+__all__ = ["FLIP", "SEEDS", "seed_rows", "overlapping", "seed_values", "seed_doc", "seed_table", "seed_changes"]
+
+#: two outcomes that contradict each other; "inconclusive at this scale" beside either is not a flip
+FLIP = frozenset({HOLDS, FAILS})
+#: an edition's two-seed check (``benchmarks/bench_verdicts.py --out``), in the edition's folder
+SEEDS = "verdicts-seeds.json"
+
+
+def seed_rows(by_seed: dict[int, list[dict]]) -> list[dict]:
+    """One row per (claim, model) of the verdicts rows of each seed (``{seed: rows}``): ``seeds`` (each
+    seed's row, None where it lacks one) and ``flip`` (one seed "holds", another "does not hold")."""
+    keys = list(dict.fromkeys((r["claim"], r["model"]) for recs in by_seed.values() for r in recs))
+    rows = []
+    for claim, model in keys:
+        per = {str(s): next((r for r in recs if (r["claim"], r["model"]) == (claim, model)), None)
+               for s, recs in by_seed.items()}
+        outcomes = {r["outcome"] for r in per.values() if r}
+        rows.append({"claim": claim, "model": model, "seeds": per, "flip": FLIP <= outcomes})
+    return rows
+
+
+def overlapping(seeds: list[int], replicates: int) -> list[tuple[int, int]]:
+    """Pairs of seeds whose replicates (seed, ..., seed + replicates - 1) overlap: not independent checks."""
+    return [(a, b) for i, a in enumerate(seeds) for b in seeds[i + 1:] if abs(a - b) < replicates]
+
+
+def _replicates(doc: dict) -> int | None:
+    """A two-seed document's replicates per seed, or its profile's (a file of schema < 3 does not record them)."""
+    from overinterp.config.profiles import PROFILES
+    return doc.get("replicates") or (PROFILES[doc["profile"]].replicates if doc.get("profile") in PROFILES else None)
+
+
+def _compared(doc: dict) -> tuple[str, str, list[dict], list[dict]]:
+    """(first seed, second seed, the rows both computed, those of them whose outcome differs)."""
+    s0, s1 = (str(s) for s in doc["seeds"][:2])
+    rows = [r for r in doc["rows"] if r["seeds"].get(s0) and r["seeds"].get(s1)]
+    return s0, s1, rows, [r for r in rows if r["seeds"][s0]["outcome"] != r["seeds"][s1]["outcome"]]
+
+
+def _short(claim: str) -> str:
+    return CLAIMS[claim].short if claim in CLAIMS else claim
+
+
+def seed_values(doc: dict | None, prefix: str) -> dict:
+    """Glue values of a two-seed document's first two seeds: the seeds and their replicates ('0–4 and 5–9'),
+    the outcomes both computed, which changed and which flipped; "—" for each without a document."""
+    keys = ("seeds", "replicates", "rows", "changed", "changed_which", "flips", "flips_which")
+    if not doc or not doc.get("rows"):
+        return {f"{prefix}_{k}": MISSING for k in keys}
+    s0, s1, rows, changed = _compared(doc)
+    flips = [r for r in changed if {r["seeds"][s0]["outcome"], r["seeds"][s1]["outcome"]} == FLIP]
+
+    def which(rs):
+        return "; ".join(f"{_short(r['claim'])}, {r['model']}: “{r['seeds'][s0]['outcome']}” then "
+                         f"“{r['seeds'][s1]['outcome']}”" for r in rs) or "none"
+    n = _replicates(doc)
+    return {f"{prefix}_seeds": f"{s0} and {s1}",
+            f"{prefix}_replicates": f"{span([int(s0), int(s0) + n - 1], 0)} and {span([int(s1), int(s1) + n - 1], 0)}"
+            if n else MISSING,
+            f"{prefix}_rows": len(rows), f"{prefix}_changed": len(changed), f"{prefix}_changed_which": which(changed),
+            f"{prefix}_flips": len(flips), f"{prefix}_flips_which": which(flips)}
+
+
+def seed_doc(path) -> dict | None:
+    """The two-seed check at ``path`` (``benchmarks/bench_verdicts.py --out``), None where none is committed."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def seed_table(files: dict) -> "pd.DataFrame":
+    """Each two-seed check of ``files`` ({label: path}) in a column of short facts (:func:`seed_values`, device,
+    date; overlapping replicates marked); which outcomes changed is :func:`seed_changes`' table, to fit the page."""
+    import pandas as pd
+    out = {}
+    for label, path in files.items():
+        doc = seed_doc(path)
+        v = seed_values(doc, "s")
+        n = _replicates(doc) if doc else None
+        overlap = bool(n and overlapping(doc.get("seeds", [])[:2], n))
+        out[label] = {"seeds": v["s_seeds"],
+                      "replicates": v["s_replicates"] + (" (overlapping: not independent)" if overlap else ""),
+                      "outcomes compared": v["s_rows"], "changed": v["s_changed"], "flipped": v["s_flips"],
+                      "device": (doc or {}).get("device", MISSING), "date": (doc or {}).get("date", MISSING)}
+    return pd.DataFrame(out, columns=list(files), dtype=object)
+
+
+def _unbroken(outcome: str) -> str:
+    """An outcome of a few short words ("does not hold") kept on one line; "inconclusive at this scale" may wrap."""
+    return outcome.replace(" ", "\u00a0") if len(outcome) <= 16 else outcome
+
+
+def seed_changes(files: dict) -> "pd.DataFrame":
+    """The outcomes that changed between the two seeds of each check of ``files`` (as :func:`seed_table`'s),
+    one row each: edition, claim, model, the outcome at each seed, the second marked "(flip)" where they
+    contradict each other; one row saying so where none changed, one of "—" where no check is committed."""
+    import pandas as pd
+    out = []
+    for label, path in files.items():
+        doc = seed_doc(path)
+        if not doc or not doc.get("rows"):
+            out.append({"edition": label, "claim": MISSING, "model": MISSING, "1st seed": MISSING,
+                        "2nd seed": MISSING})
+            continue
+        s0, s1, _, changed = _compared(doc)
+        for r in changed:
+            a, b = r["seeds"][s0]["outcome"], r["seeds"][s1]["outcome"]
+            out.append({"edition": label, "claim": _short(r["claim"]), "model": r["model"], "1st seed": _unbroken(a),
+                        "2nd seed": _unbroken(b) + (" (flip)" if {a, b} == FLIP else "")})
+        if not changed:
+            out.append({"edition": label, "claim": "no outcome changed", "model": MISSING, "1st seed": MISSING,
+                        "2nd seed": MISSING})
+    frame = pd.DataFrame(out, columns=["edition", "claim", "model", "1st seed", "2nd seed"])
+    # no row labels: a column of labels is laid out as narrow as one letter beside the claims, and breaks them
+    frame.index = [""] * len(frame)
+    return frame
