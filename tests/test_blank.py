@@ -11,6 +11,7 @@ import torch
 from overinterp.config.context import make_run
 from overinterp.experiments import blank as experiments_blank
 from overinterp.experiments import masked
+from overinterp.experiments import runs
 from overinterp.experiments.factors import black_value
 from overinterp.pages import blank as pages_blank
 from overinterp.zoo import data
@@ -100,7 +101,7 @@ def test_every_verdict_on_masked_inputs_carries_the_blank_check_and_its_engine(r
 def test_the_claims_with_the_blank_class_set_aside_count_only_the_other_images(run):
     check = experiments_blank.blank_check(run, which={experiments_blank.PAPER_FILL: experiments_blank.fills(run.dataset)[experiments_blank.PAPER_FILL]})
     r = experiments_blank.restricted(run, check)
-    _, Y = experiments_blank.A.selection(run, "test").load()
+    _, Y = runs.selection(run, "test").load()
     names = data.CLASSES[run.dataset]
     for model, row in r.called.iterrows():
         kept = ~torch.isin(Y, torch.tensor([names.index(c) for c in row["blank's classes"].split(", ")]))
@@ -130,7 +131,7 @@ def test_masked_claims_fine_tune_the_configured_replicates_and_decide_section_4_
     assert set(m.accurate.numbers.index) == {"small CNN"}
     assert {"own BS subsets (%)", "random subsets (%)"} <= set(m.models.columns)
     # the fine-tuned model is another artifact than its zoo model, and a second call loads it
-    zoo = experiments_blank.A.trained_model(run.dataset, "cnn", "tiny", seed=run.seed, device="cpu", progress=False)
+    zoo = runs.trained_model(run.dataset, "cnn", "tiny", seed=run.seed, device="cpu", progress=False)
     tuned = masked.masked_model(run, "cnn", run.seed, progress=False)
     assert not all(torch.equal(a, b) for a, b in zip(zoo.state_dict().values(), tuned.state_dict().values()))
     assert np.isfinite(m.models["clean accuracy (%)"]).all()
