@@ -1,6 +1,7 @@
 """The scale study: its prepare units, its rows and intervals, its JSON and the chapter's glue."""
 import json
 import re
+from pathlib import Path
 from dataclasses import asdict
 
 import numpy as np
@@ -132,3 +133,19 @@ def test_the_committed_standard_study_is_the_standard_profiles_and_feeds_the_cha
     assert used <= set(values), used - set(values)
     assert values["size_measures_n"] == values["width_measures_n"] == len(scale.SHORT)
     assert 0 <= values["size_apart_n"] <= values["size_measures_n"]
+
+
+def test_the_studys_largest_point_is_read_beside_the_standard_editions_sis_verdict():
+    """The study's largest training set and the standard edition's SIS verdict for its architecture, with whether
+    their intervals overlap; every value missing where the edition has no such row."""
+    from overinterp.pages import scale as scale_pages
+    rows = scale_pages.load(Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "scale-standard-cuda.json")
+    sis = rows[(rows["measure"] == "SIS size (%)") & (rows["curve"] == "size") & rows["setting"].str.startswith("pruned")]
+    last = sis.sort_values("training images").iloc[-1]
+    near = {"rows": [{"claim": "sis", "model": "ResNet20", "estimate": last["estimate"], "low": last["95% low"] - 1,
+                      "high": last["95% high"] + 1, "replicates": 5, "images": 200}]}
+    far = {"rows": [{**near["rows"][0], "low": last["95% high"] + 1, "high": last["95% high"] + 3}]}
+    v = scale_pages.edition_values(rows, near)
+    assert v["ed_overlap"] == "overlap" and v["pt_models"] == int(last["replicates"]) and v["ed_models"] == 5
+    assert scale_pages.edition_values(rows, far)["ed_overlap"] == "do not overlap"
+    assert set(scale_pages.edition_values(rows, None).values()) == {"—"}

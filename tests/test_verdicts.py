@@ -352,6 +352,19 @@ def test_rows_without_a_verdict_of_their_own_print_no_nan_and_the_claims_measure
     v = further_verdicts.size_verdict(pd.DataFrame(rows), min_images=8)
     text = v.per_model()
     assert "nan" not in text and text.startswith("**mean increase, per model.**")
-    assert re.search(r"all replicates: \d+\.\d \[", text)          # the pooled estimate, not "no estimate"
+    assert re.search(r"all replicates: \d+\.\d+ \[", text)          # the pooled estimate, not "no estimate"
     recs = records(v, "reduction_size")
     assert [r["margin"] for r in recs][:3] == ["", "", ""] and recs[-1]["margin"].startswith("≥")
+
+
+def test_a_verdicts_rows_share_one_precision_and_a_derived_margin_reads_in_four_digits():
+    """One precision rule per measure: a ratio near 1 in one row and 0.75 in another print to the same
+    decimals; a margin derived from the paper's numbers prints four significant digits."""
+    from overinterp.paper.decide import Margin, from_rows
+    from overinterp.paper.intervals import Interval
+    from overinterp.paper.verdicts import interval_row
+    m = Margin(high=0.5)
+    rows = {"A": interval_row(Interval(0.9, 0.8, 1.1), m, "share"), "B": interval_row(Interval(0.748, 0.511, 0.985), m, "share")}
+    text = from_rows("claim", "criterion", rows).per_model()
+    assert "A: 0.90 [0.80, 1.10]" in text and "B: 0.75 [0.51, 0.98]" in text
+    assert str(Margin(low=71.875)) == "≥ 71.88" and str(Margin(high=5.0)) == "≤ 5" and str(Margin(0.43, 2)) == "0.43 to 2"

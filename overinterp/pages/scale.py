@@ -19,7 +19,8 @@ from overinterp.paper.formatting import MISSING, number
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.store import code_version
 
-__all__ = ["rows_for", "document", "write", "load", "trend", "toward", "values", "table", "curves", "ORDER", "SHORT"]
+__all__ = ["rows_for", "document", "write", "load", "trend", "toward", "values", "edition_values", "table", "curves",
+           "ORDER", "SHORT"]
 
 #: the measures in the order the chapter discusses them, with the axis label of each
 ORDER = {"test accuracy (%)": "test accuracy (%)", "SIS size (%)": "mean SIS size at τ (% of pixels)",
@@ -165,6 +166,33 @@ def values(rows: pd.DataFrame, run=None) -> dict:
     out.update(_words(rows, out))
     return out
 
+
+
+def edition_values(rows: pd.DataFrame, edition: dict | None) -> dict:
+    """The study's largest training set (size curve, pruned SIS) beside the SIS verdict of the committed standard
+    edition (``edition``: its verdicts document) for the same architecture: ``pt_sis``/``ed_sis`` (mean SIS size,
+    %), ``pt_sis_iv``/``ed_sis_iv`` (95% intervals), ``pt_x`` (training images), ``pt_models`` and ``pt_images``
+    (SIS per model), ``ed_models`` and ``ed_images`` (test images), and ``ed_overlap``: "overlap" or "do not
+    overlap". Both are ResNet20 at the standard recipe, but other models and images: the two readings of one
+    recipe differ by what the intervals allow for, or more. Every value is :data:`MISSING` where either is absent."""
+    keys = ("pt_sis", "pt_sis_iv", "pt_x", "pt_models", "pt_images", "ed_sis", "ed_sis_iv", "ed_models", "ed_images",
+            "ed_overlap")
+    out = dict.fromkeys(keys, MISSING)
+    if "SIS size (%)" not in set(rows["measure"]) or not edition:
+        return out
+    arch = ARCH_NAMES.get(rows.attrs.get("config", {}).get("arch", "resnet20"), "ResNet20")
+    ed = next((r for r in edition.get("rows", []) if r["claim"] == "sis" and r["model"] == arch), None)
+    if ed is None or ed.get("low") is None:
+        return out
+    setting = _main_setting(rows, "SIS size (%)")
+    pt = rows[(rows["measure"] == "SIS size (%)") & (rows["curve"] == "size") & (rows["setting"] == setting)]
+    pt = pt.sort_values("training images").iloc[-1]
+    apart = pt["95% low"] > ed["high"] or pt["95% high"] < ed["low"]
+    return {"pt_sis": number(pt["estimate"], 1), "pt_sis_iv": f"[{number(pt['95% low'], 1)}, {number(pt['95% high'], 1)}]",
+            "pt_x": f"{int(pt['training images']):,}", "pt_models": int(pt["replicates"]),
+            "pt_images": int(pt["images per replicate"]), "ed_sis": number(ed["estimate"], 1),
+            "ed_sis_iv": f"[{number(ed['low'], 1)}, {number(ed['high'], 1)}]", "ed_models": int(ed["replicates"]),
+            "ed_images": int(ed["images"]), "ed_overlap": "do not overlap" if apart else "overlap"}
 
 #: each measure's unit after a number in a sentence, and the paper's number as the chapter names it
 UNIT = {"acc": "%", "sis": "%", "drop": " points", "conf": "", "bsrand": " points", "fullbs": " points"}

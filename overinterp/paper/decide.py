@@ -70,11 +70,12 @@ class Margin:
         return f"about {n}" if n else "over 100"
 
     def __str__(self) -> str:
+        # four significant digits: a derived edge reads "71.88", not "71.875"
         if math.isinf(self.low):
-            return f"≤ {self.high:g}"
+            return f"≤ {self.high:.4g}"
         if math.isinf(self.high):
-            return f"≥ {self.low:g}"
-        return f"{self.low:g} to {self.high:g}"
+            return f"≥ {self.low:.4g}"
+        return f"{self.low:.4g} to {self.high:.4g}"
 
 
 def combine(outcomes: Sequence[str]) -> str:
@@ -129,17 +130,20 @@ class Verdict:
         return "; ".join(parts)
 
     def per_model(self) -> str:
-        """Each row's estimate and interval against the margin, and its outcome: '✔ ResNet20: 2.0 [0.5, 3.1],
-        margin ≤ 5, holds'; "no estimate" or "no interval" where they do not exist (the book's one number
+        """Each row's estimate and interval against the margin, and its outcome: '✔ ResNet20: 2.00 [0.50, 3.10],
+        margin ≤ 5, holds', every row to the measure's one precision; "no estimate" or "no interval" where they do not exist (the book's one number
         rule, :func:`overinterp.paper.formatting.number`); empty where the table has no interval."""
         cols = list(self.numbers.columns)
         if "95% low" not in cols or "outcome" not in cols:
             return ""
         measure, out = cols[cols.index("95% low") - 1], []
+        # one precision for the measure, from its largest value: 1 decimal from 10, 2 from 1, else 3
+        finite = [abs(float(x)) for c in (measure, "95% low", "95% high") for x in self.numbers[c]
+                  if number(x) != MISSING]
+        top = max(finite, default=0.0)
+        d = 1 if top >= 10 else 2 if top >= 1 else 3
         for name, row in self.numbers.iterrows():
             ends = [row[measure], row["95% low"], row["95% high"]]
-            finite = [abs(float(x)) for x in ends if number(x) != MISSING]
-            d = 1 if finite and max(finite) >= 1 else 3
             est, lo, hi = (number(x, d) for x in ends)
             value = ("no estimate" if est == MISSING else
                      f"{est} [{lo}, {hi}]" if MISSING not in (lo, hi) else f"{est} (no interval)")
