@@ -187,6 +187,13 @@ def test_command_line_prints_defects_and_exits_1_only_when_there_are_any(tmp_pat
     assert (good.returncode, good.stdout.strip()) == (0, "no defects")
 
 
+
+def test_command_line_on_a_folder_without_pages_is_an_error_not_a_clean_book(tmp_path):
+    run = subprocess.run([sys.executable, "-m", "tools.page_audit", str(tmp_path / "missing")], capture_output=True,
+                         text=True)
+    assert run.returncode == 1 and run.stderr.strip() == (f"page audit: error: no HTML pages in {tmp_path / 'missing'} "
+                                                          "(build the book first: make book)")
+
 # --- pages that read generated ----------------------------------------------------------------
 
 def titled(folder: Path, title: str, body: str = "", name: str = "p.html", number: str = "") -> Path:

@@ -436,7 +436,10 @@ def audit(html_dir: Path, committed: bool = False) -> list[Defect]:
 
 
 if __name__ == "__main__":
-    defects = audit(Path(sys.argv[1] if len(sys.argv) > 1 else "_build/html"), committed=True)
+    folder = Path(sys.argv[1] if len(sys.argv) > 1 else "_build/html")
+    if not pages(folder):     # nothing audited is not a clean book
+        sys.exit(f"page audit: error: no HTML pages in {folder} (build the book first: make book)")
+    defects = audit(folder, committed=True)
     failing = [d for d in defects if not d.committed]
     print("\n".join(map(str, failing + [d for d in defects if d.committed])) or "no defects")
     sys.exit(1 if failing else 0)
