@@ -8,8 +8,8 @@ from overinterp.paper import further_verdicts
 import torch
 import torch.nn as nn
 
-from overinterp.experiments import input_reduction
-from overinterp.methods import input_reduction
+from overinterp.experiments import input_reduction as experiments_input_reduction
+from overinterp.methods import input_reduction as methods_input_reduction
 
 
 class Redundant(nn.Module):
@@ -50,7 +50,7 @@ def test_importance_is_gradient_times_input_minus_mask_value_at_the_reduced_inpu
     x = torch.arange(12.).view(1, 1, 3, 4) / 10
     keep = torch.ones(1, 12, dtype=torch.bool)
     keep[0, 3] = False
-    f, g = input_reduction.importance(m, x, keep, torch.tensor([0]), mask_value=0.05)
+    f, g = methods_input_reduction.importance(m, x, keep, torch.tensor([0]), mask_value=0.05)
     xr = torch.where(keep.view(1, 1, 3, 4), x, torch.tensor(0.05))
     z0 = (xr.flatten() * m.w.detach()).sum() - 1.0
     assert f.item() == pytest.approx(z0.item(), abs=1e-5)               # two classes: log-odds = z0 - z1
@@ -60,11 +60,11 @@ def test_importance_is_gradient_times_input_minus_mask_value_at_the_reduced_inpu
 
 def test_greedy_reduction_stops_where_gradient_misleads_but_beam_search_finds_the_minimal_subset():
     model = Redundant().eval()
-    greedy = input_reduction.reduce_inputs(model, ONES, beam=1, progress=False)
+    greedy = methods_input_reduction.reduce_inputs(model, ONES, beam=1, progress=False)
     # beam 1 removes pixel 0 (importance 0, lowest index), then pixel 1 (importance 0 again), which
     # flips the prediction: it stops with 11 pixels
     assert greedy.size.item() == 11 and greedy.keep[0].tolist() == [False] + [True] * 11
-    beam = input_reduction.reduce_inputs(model, ONES, beam=5, progress=False)
+    beam = methods_input_reduction.reduce_inputs(model, ONES, beam=5, progress=False)
     kept = beam.keep[0].nonzero().flatten().tolist()
     assert beam.size.item() == 5 and len(set(kept) & {0, 1}) == 1       # one of the pair and 4 others
     assert beam.log_odds.item() == pytest.approx(0.1, abs=1e-5)
@@ -83,7 +83,7 @@ def test_several_pixels_per_step_still_stop_pixel_by_pixel(fraction):
     m = Linear([0.1, 3.0, 0.5, 2.5, 0.2, 2.0, 0.3, 0.4], t=7.0).eval()
     x = torch.ones(2, 1, 2, 4)
     x[1] = 0                      # a blank image: class 1 (logit 0 > -7), reduced to its last pixel
-    red = input_reduction.reduce_inputs(m, x, beam=2, fraction=fraction, progress=False)
+    red = methods_input_reduction.reduce_inputs(m, x, beam=2, fraction=fraction, progress=False)
     assert red.keep[0].nonzero().flatten().tolist() == [1, 3, 5]
     assert red.log_odds[0].item() == pytest.approx(0.5, abs=1e-5)
     assert red.pred.tolist() == [0, 1] and red.size[1].item() == 1       # at least one pixel is kept
@@ -92,23 +92,23 @@ def test_several_pixels_per_step_still_stop_pixel_by_pixel(fraction):
 def test_beam_size_follows_their_footnote_and_bad_parameters_raise():
     """max(1, min(k, L - 3)): with 4 pixels left the beam is 1, so only the least important is tried."""
     m = Linear([1.0, 1.0, 1.0, 1.0], t=2.5).eval()          # any 3 pixels keep class 0, any 2 do not
-    red = input_reduction.reduce_inputs(m, torch.ones(1, 1, 2, 2), beam=5, progress=False)
+    red = methods_input_reduction.reduce_inputs(m, torch.ones(1, 1, 2, 2), beam=5, progress=False)
     assert red.size.item() == 3 and red.alive.sum().item() == 1
     with pytest.raises(ValueError, match="beam"):
-        input_reduction.reduce_inputs(m, torch.ones(1, 1, 2, 2), beam=0)
+        methods_input_reduction.reduce_inputs(m, torch.ones(1, 1, 2, 2), beam=0)
     with pytest.raises(ValueError, match="fraction"):
-        input_reduction.reduce_inputs(m, torch.ones(1, 1, 2, 2), fraction=1.0)
+        methods_input_reduction.reduce_inputs(m, torch.ones(1, 1, 2, 2), fraction=1.0)
     with pytest.raises(ValueError, match="eval"):
-        input_reduction.reduce_inputs(m.train(), torch.ones(1, 1, 2, 2))
+        methods_input_reduction.reduce_inputs(m.train(), torch.ones(1, 1, 2, 2))
 
 
 def test_entropy_and_eq2_loss_on_known_logits():
     logits = torch.tensor([[0.0, 0.0, 0.0, 0.0], [0.0, math.log(3), -math.inf, -math.inf]])
-    h = input_reduction.entropy(logits)
+    h = methods_input_reduction.entropy(logits)
     assert h[0].item() == pytest.approx(math.log(4))
     assert h[1].item() == pytest.approx(-(0.25 * math.log(0.25) + 0.75 * math.log(0.75)))   # 0 log 0 = 0
     regular, labels = torch.tensor([[math.log(3), 0.0]]), torch.tensor([0])                 # p = 3/4 on the label
-    loss = input_reduction.eq2_loss(regular, labels, logits, lam=0.5)
+    loss = methods_input_reduction.eq2_loss(regular, labels, logits, lam=0.5)
     assert loss.item() == pytest.approx(-math.log(0.75) - 0.5 * h.mean().item())
 
 
@@ -120,10 +120,10 @@ def test_finetuning_raises_the_entropy_on_reduced_inputs_and_keeps_batchnorm_sta
     reduced = torch.zeros(16, 1, 6, 6)
     reduced[:, 0, 0, 0] = 3.0
     model.eval()
-    before = input_reduction.entropy(model(reduced)).mean().item()
+    before = methods_input_reduction.entropy(model(reduced)).mean().item()
     stats = model[1].running_mean.clone()
-    hist = input_reduction.finetune(model, X, Y, reduced, steps=30, lam=1.0, lr=0.05, batch_size=16, progress=False)
-    assert len(hist) == 30 and input_reduction.entropy(model(reduced)).mean().item() > before
+    hist = methods_input_reduction.finetune(model, X, Y, reduced, steps=30, lam=1.0, lr=0.05, batch_size=16, progress=False)
+    assert len(hist) == 30 and methods_input_reduction.entropy(model(reduced)).mean().item() > before
     assert torch.equal(model[1].running_mean, stats) and not model.training
 
 
@@ -165,17 +165,17 @@ def test_tiny_profile_end_to_end_reductions_keep_the_prediction_and_the_finetune
     from overinterp.experiments.runs import trained_model
     run = make_run(device="cpu")
     c = run.profile.input_reduction
-    ex = input_reduction.experiment(run, progress=False)
-    X, _ = input_reduction.reduction_selection(run).load()
+    ex = experiments_input_reduction.experiment(run, progress=False)
+    X, _ = experiments_input_reduction.reduction_selection(run).load()
     imgs = ex["images"]
     assert len(imgs) == 2 * run.profile.replicates * len(X) == 2 * run.profile.replicates * c.images
     for r in range(run.profile.replicates):
         seed = run.seed + r
-        tuned = input_reduction.finetuned_model(run, c.arch, seed, progress=False)
+        tuned = experiments_input_reduction.finetuned_model(run, c.arch, seed, progress=False)
         orig = trained_model(run.dataset, c.arch, run.profile.name, seed=seed, device="cpu", progress=False)
         assert len(tuned.info["history"]) == c.steps and tuned.info["negatives"] >= c.train_images
-        assert "finetune" in input_reduction.finetune_config(run, c.arch, seed)
-        assert Store().load("model", input_reduction.finetune_config(run, c.arch, seed)) is not None
+        assert "finetune" in experiments_input_reduction.finetune_config(run, c.arch, seed)
+        assert Store().load("model", experiments_input_reduction.finetune_config(run, c.arch, seed)) is not None
         assert not torch.equal(next(tuned.parameters()), next(orig.parameters()))
         for name, model in (("original", orig), ("fine-tuned", tuned)):
             red = ex["reductions"][(r, name)]
@@ -184,15 +184,15 @@ def test_tiny_profile_end_to_end_reductions_keep_the_prediction_and_the_finetune
                 assert torch.equal(model(x).argmax(1), red.pred) and torch.equal(model(X).argmax(1), red.pred)
             rows = imgs[(imgs.replicate == r) & (imgs.model == name)]
             assert rows["reduced size"].tolist() == red.keep.sum(1).tolist()
-        bs = run_backselect(tuned, X, model_config=input_reduction.finetune_config(run, c.arch, seed),
-                            data_config=input_reduction.reduction_selection(run).key(), config=run.profile.engine("test"),
+        bs = run_backselect(tuned, X, model_config=experiments_input_reduction.finetune_config(run, c.arch, seed),
+                            data_config=experiments_input_reduction.reduction_selection(run).key(), config=run.profile.engine("test"),
                             shard_size=run.profile.shard_size, device="cpu", progress=False)   # loaded, not rerun
         sis = find_sis(bs, run.profile.sis_threshold)
         px = torch.where(sis.size >= 0, sis.mask.flatten(1).sum(1), -1)
         assert imgs[(imgs.replicate == r) & (imgs.model == "fine-tuned")]["SIS size"].tolist() == px.tolist()
     acc = ex["accuracy"]
     assert set(acc["model"]) == {"original", "fine-tuned"} and acc["test accuracy (%)"].between(0, 100).all()
-    t2 = input_reduction.table2(imgs, acc)
+    t2 = experiments_input_reduction.table2(imgs, acc)
     assert list(t2.index) == list(range(run.profile.replicates))
     assert further_verdicts.increases(imgs, "SIS size", "claim", "reduction_sis", min_images=1).numbers.index.tolist()[:2] == ["replicate 0",
                                                                                                  "replicate 1"]
@@ -207,14 +207,14 @@ def _two_models(orig_sizes, tuned_sizes):
 
 def test_size_and_confidence_values_for_the_prose_on_a_hand_made_table():
     images = _two_models([1, 1, 4, 10], [8, 8, 8, 8])
-    v = input_reduction.size_values(images, pixels=16)
+    v = experiments_input_reduction.size_values(images, pixels=16)
     assert v == {"size_orig": "4.0", "size_orig_pct": "25.0", "size_orig_median": "2", "n_one": 2, "n_rows": 4,
                  "size_tuned": "8.0"}
-    c = input_reduction.confidence_values(images)
+    c = experiments_input_reduction.confidence_values(images)
     assert (c["conf_full_orig"], c["conf_red_orig"], c["conf_red_tuned"], c["n_more"]) == ("0.90", "0.60", "0.70", 0)
 
 
 def test_size_verdict_quotes_feng_et_al_table2_from_the_papers_numbers():
     v = further_verdicts.size_verdict(_two_models([1, 2, 3], [2, 3, 4]), min_images=2)
     assert "(their Table 2: on all three tasks, e.g. SQuAD 2.27 to 4.97 words)." in v.claim
-    assert input_reduction.feng_lengths().loc["SQuAD"].tolist() == [11.5, 2.3]
+    assert experiments_input_reduction.feng_lengths().loc["SQuAD"].tolist() == [11.5, 2.3]

@@ -50,12 +50,12 @@ def test_an_exercise_is_read_with_its_title_and_what_it_changes(tmp_path):
     text = ("## Exercises\n\nIntro.\n\n````{exercise} A title\n:label: ex-99-a\n\nDo:\n\n```bash\n"
             "papermill book/99_x.ipynb out.ipynb -p tau 0.9\n```\n````\n\n````{solution} ex-99-a\n:class: dropdown\n\n"
             "**What you should see:** x.\n````\n\n````{exercise} Another\n:label: ex-99-b\n\n```python\n"
-            "from dataclasses import replace\nF.table(F.mask_sweep(run))\nA.model_stats(m)\n```\n````\n")
+            "from dataclasses import replace\nfactors.table(factors.mask_sweep(run))\nruns.model_stats(m)\n```\n````\n")
     nb = {"cells": [{"cell_type": "code", "source": ["x = 1"]}, {"cell_type": "markdown", "source": [text]}]}
     (tmp_path / "99_x.ipynb").write_text(json.dumps(nb))
     (tmp_path / "98_y.ipynb").write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": ["# no exercises"]}]}))
     assert exercises.exercises("99_x", tmp_path) == [exercises.Exercise("99_x", "ex-99-a", "A title", "-p tau 0.9"),
-                                              exercises.Exercise("99_x", "ex-99-b", "Another", "F.mask_sweep(…)")]
+                                              exercises.Exercise("99_x", "ex-99-b", "Another", "factors.mask_sweep(…)")]
     assert exercises.exercises("98_y", tmp_path) == []
 
 

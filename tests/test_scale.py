@@ -11,9 +11,9 @@ from overinterp.__main__ import main
 from overinterp.config.context import make_run
 from overinterp.config.profiles import get_profile
 from overinterp.experiments import runs
-from overinterp.experiments import scale
+from overinterp.experiments import scale as experiments_scale
 from overinterp.experiments.prepare import prepare
-from overinterp.pages import scale
+from overinterp.pages import scale as pages_scale
 from overinterp.pages.build import ROOT
 from overinterp.paper import numbers as paper
 
@@ -22,14 +22,14 @@ from overinterp.paper import numbers as paper
 def rows():
     run = make_run(profile="tiny", device="cpu")
     prepare(run, progress=False, study="scale")
-    return run, scale.study(run, progress=False)
+    return run, experiments_scale.study(run, progress=False)
 
 
 def test_the_plan_lists_each_distinct_point_once_models_first():
     run = make_run(profile="tiny", device="cpu")
-    c, units = run.profile.scale, scale.plan(run)
-    distinct = {(p.train_size, p.epochs, p.width) for p in scale.points(run)}
-    assert len(distinct) < len(scale.points(run))          # the curves share a point ...
+    c, units = run.profile.scale, experiments_scale.plan(run)
+    distinct = {(p.train_size, p.epochs, p.width) for p in experiments_scale.points(run)}
+    assert len(distinct) < len(experiments_scale.points(run))          # the curves share a point ...
     kinds = [u.kind for u in units]                     # ... computed once
     assert kinds == (["model"] * len(distinct) * c.replicates + ["backselect"] * len(distinct) * c.replicates
                      + ["retrained"] * len(distinct) * c.replicates)
@@ -38,10 +38,10 @@ def test_the_plan_lists_each_distinct_point_once_models_first():
 def test_a_point_with_the_profiles_recipe_reuses_the_zoos_models():
     """The standard study's point of all training images at width 8 and 10 epochs is the standard zoo."""
     run = make_run(profile="standard", device="cpu")
-    (pt,) = [p for p in scale.points(run) if p.train_size is None]
-    pr = scale.point_run(run, pt)
+    (pt,) = [p for p in experiments_scale.points(run) if p.train_size is None]
+    pr = experiments_scale.point_run(run, pt)
     assert runs.model_key(pr.dataset, "resnet20", pr.profile.name, 1) == runs.model_key(run.dataset, "resnet20", "standard", 1)
-    other = scale.point_run(run, scale.points(run)[0])
+    other = experiments_scale.point_run(run, experiments_scale.points(run)[0])
     assert runs.model_key(other.dataset, "resnet20", other.profile.name, 1) != runs.model_key(run.dataset, "resnet20",
                                                                                         "standard", 1)
 
@@ -52,7 +52,7 @@ def test_every_row_is_the_mean_of_its_replicates_inside_its_interval(rows):
     assert set(df["curve"]) == {"size", "width"}
     assert {"test accuracy (%)", "accuracy drop (points)", "confidence drop", "BS - random (points)",
             "full - BS (points)"} <= set(df["measure"])
-    assert set(df.loc[df["measure"] == "accuracy drop (points)", "setting"]) == set(scale.MASKS)
+    assert set(df.loc[df["measure"] == "accuracy drop (points)", "setting"]) == set(experiments_scale.MASKS)
     for _, r in df.iterrows():
         assert r["replicates"] == c.replicates == len(r["values"])
         assert np.isclose(np.mean(r["values"]), r["estimate"], atol=1e-3)
@@ -69,22 +69,22 @@ def test_the_shared_point_has_the_same_numbers_on_both_curves(rows):
 
 
 def test_the_papers_numbers_come_from_its_tables():
-    p = scale.paper_values("resnet20")
+    p = experiments_scale.paper_values("resnet20")
     full, bs = paper.TABLE1[("resnet20", "full", "full")][0][0], paper.TABLE1[("resnet20", "bs", "bs")][0][0]
     assert p["full - BS (points)"] == pytest.approx(full - bs)
     assert p["BS - random (points)"] == pytest.approx(bs - paper.TABLE1[("resnet20", "random", "random")][0][0])
     assert p["confidence drop"] == paper.CONFIDENCE_DROP["resnet20"][0]
-    assert scale.paper_values("cnn") == {"SIS size (%)": 100 * paper.SIS_MEAN_SIZE_BELOW}
+    assert experiments_scale.paper_values("cnn") == {"SIS size (%)": 100 * paper.SIS_MEAN_SIZE_BELOW}
 
 
 def test_the_json_round_trips_and_feeds_every_glue_of_the_chapter(rows, tmp_path):
     run, df = rows
     path = tmp_path / "scale.json"
-    scale.write(path, scale.document(run, df, 1.0, "cpu"))
-    back = scale.load(path)
+    pages_scale.write(path, pages_scale.document(run, df, 1.0, "cpu"))
+    back = pages_scale.load(path)
     assert back.attrs["profile"] == "tiny" and back.attrs["config"]["arch"] == run.profile.scale.arch
     assert np.allclose(back["estimate"], df["estimate"])
-    values = scale.values(back, run)
+    values = {**pages_scale.values(back, run), **pages_scale.edition_values(back, None)}
     cells = json.loads((ROOT / "book" / "06b_scale.ipynb").read_text())["cells"]
     prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     used = set(re.findall(r"\{glue:text\}`(\w+)`", prose))
@@ -95,10 +95,10 @@ def test_the_json_round_trips_and_feeds_every_glue_of_the_chapter(rows, tmp_path
 
 def test_a_missing_or_foreign_study_file_fails_in_one_line_naming_it(tmp_path, capsys):
     with pytest.raises(FileNotFoundError, match="nope.json"):
-        scale.load(tmp_path / "nope.json")
+        pages_scale.load(tmp_path / "nope.json")
     (tmp_path / "foreign.json").write_text(json.dumps({"rows": []}))
     with pytest.raises(ValueError, match="foreign.json"):
-        scale.load(tmp_path / "foreign.json")
+        pages_scale.load(tmp_path / "foreign.json")
     from overinterp.config.chapters import CHAPTERS, resolve
     with pytest.raises(ValueError, match="study="):
         resolve(CHAPTERS["06b_scale"](study=str(tmp_path / "nope.json")), get_profile("tiny"))
@@ -112,26 +112,27 @@ def test_prepare_lists_the_studys_units(capsys):
 
 def test_toward_words_a_move_only_when_the_end_points_are_apart():
     t = {"from": 10.0, "to": 2.0, "apart": True, "paper": 0.0}
-    assert scale.toward(t) == "toward the paper's number"
-    assert scale.toward({**t, "paper": 20.0}) == "away from the paper's number"
-    assert scale.toward({**t, "apart": False}) == "no move beyond the intervals"
-    assert scale.toward({**t, "paper": float("nan")}) == "no paper number"
+    assert pages_scale.toward(t) == "toward the paper's number"
+    assert pages_scale.toward({**t, "paper": 20.0}) == "away from the paper's number"
+    assert pages_scale.toward({**t, "apart": False}) == "no move beyond the intervals"
+    assert pages_scale.toward({**t, "paper": float("nan")}) == "no paper number"
 
 
 def test_the_committed_standard_study_is_the_standard_profiles_and_feeds_the_chapter():
     from overinterp.config.profiles import STANDARD_SCALE
     std = get_profile("standard")
     assert std.scale.results == STANDARD_SCALE == get_profile("quick").scale.results
-    rows = scale.load(ROOT / STANDARD_SCALE)
+    rows = pages_scale.load(ROOT / STANDARD_SCALE)
     cfg = {k: v for k, v in rows.attrs["config"].items() if k != "results"}
     want = json.loads(json.dumps({k: v for k, v in asdict(std.scale).items() if k != "results"}))
     assert rows.attrs["profile"] == "standard" and cfg == want
-    values = scale.values(rows)
+    from overinterp.pages.report import edition_verdicts
+    values = {**pages_scale.values(rows), **pages_scale.edition_values(rows, edition_verdicts())}
     cells = json.loads((ROOT / "book" / "06b_scale.ipynb").read_text())["cells"]
     prose = "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
     used = set(re.findall(r"\{glue:text\}`(\w+)`", prose)) - {"run_dataset", "run_profile"}
     assert used <= set(values), used - set(values)
-    assert values["size_measures_n"] == values["width_measures_n"] == len(scale.SHORT)
+    assert values["size_measures_n"] == values["width_measures_n"] == len(pages_scale.SHORT)
     assert 0 <= values["size_apart_n"] <= values["size_measures_n"]
 
 
