@@ -119,7 +119,7 @@ def wnids() -> list[str]:
 
 def photographs(names: Sequence[str] = PHOTOS) -> dict[str, np.ndarray]:
     """The named photographs as (H, W, 3) uint8 arrays, read from the installed packages."""
-    import skimage.data as D
+    import skimage.data as skimage_data
     from sklearn.datasets import load_sample_images
     sample = dict(zip(("china", "flower"), load_sample_images().images))
     out = {}
@@ -127,9 +127,9 @@ def photographs(names: Sequence[str] = PHOTOS) -> dict[str, np.ndarray]:
         if n in sample:
             a = sample[n]
         elif n == "motorcycle":
-            a = D.stereo_motorcycle()[0]        # the left image of the stereo pair
+            a = skimage_data.stereo_motorcycle()[0]        # the left image of the stereo pair
         elif n in PHOTOS:
-            a = getattr(D, n)()
+            a = getattr(skimage_data, n)()
         else:
             raise ValueError(f"unknown photograph {n!r}; valid names: {', '.join(PHOTOS)}")
         out[n] = np.stack([a] * 3, -1) if a.ndim == 2 else a[..., :3]
@@ -176,8 +176,9 @@ def load_folder(files: Sequence[tuple[Path, int]], size: int, resize: int) -> tu
     """(N, 3, size, size) normalised images and (N,) labels with the standard evaluation
     transforms: shorter side resized to ``resize`` (bilinear), centre crop ``size``."""
     from PIL import Image
-    from torchvision import transforms as T
-    tf = T.Compose([T.Resize(resize), T.CenterCrop(size), T.ToTensor(), T.Normalize(MEAN, STD)])
+    from torchvision import transforms
+    tf = transforms.Compose([transforms.Resize(resize), transforms.CenterCrop(size), transforms.ToTensor(),
+                             transforms.Normalize(MEAN, STD)])
     images = [tf(Image.open(f).convert("RGB")) for f, _ in files]
     return torch.stack(images), torch.tensor([c for _, c in files])
 
