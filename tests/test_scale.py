@@ -138,7 +138,8 @@ def test_the_committed_standard_study_is_the_standard_profiles_and_feeds_the_cha
 
 def test_the_studys_largest_point_is_read_beside_the_standard_editions_sis_verdict():
     """The study's largest training set and the standard edition's SIS verdict for its architecture, with whether
-    their intervals overlap; every value missing where the edition has no such row."""
+    their intervals overlap, in sentences that say which is missing where the edition has no such row or the
+    study no SIS size."""
     from overinterp.pages import scale as scale_pages
     rows = scale_pages.load(Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "scale-standard-cuda.json")
     sis = rows[(rows["measure"] == "SIS size (%)") & (rows["curve"] == "size") & rows["setting"].str.startswith("pruned")]
@@ -149,4 +150,9 @@ def test_the_studys_largest_point_is_read_beside_the_standard_editions_sis_verdi
     v = scale_pages.edition_values(rows, near)
     assert v["ed_overlap"] == "overlap" and v["pt_models"] == int(last["replicates"]) and v["ed_models"] == 5
     assert scale_pages.edition_values(rows, far)["ed_overlap"] == "do not overlap"
-    assert set(scale_pages.edition_values(rows, None).values()) == {"—"}
+    assert "The two intervals overlap." in v["ed_beside"] and v["pt_sis"] in v["ed_beside"]
+    alone = scale_pages.edition_values(rows, None)
+    assert {alone[k] for k in alone if k.startswith("ed_") and k != "ed_beside"} == {"—"}
+    assert alone["pt_sis"] == v["pt_sis"] and "No committed standard edition" in alone["ed_beside"]
+    none = scale_pages.edition_values(rows[rows["measure"] != "SIS size (%)"], near)
+    assert {none[k] for k in none if k != "ed_beside"} == {"—"} and "measured no SIS size" in none["ed_beside"]

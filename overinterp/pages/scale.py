@@ -172,27 +172,36 @@ def edition_values(rows: pd.DataFrame, edition: dict | None) -> dict:
     """The study's largest training set (size curve, pruned SIS) beside the SIS verdict of the committed standard
     edition (``edition``: its verdicts document) for the same architecture: ``pt_sis``/``ed_sis`` (mean SIS size,
     %), ``pt_sis_iv``/``ed_sis_iv`` (95% intervals), ``pt_x`` (training images), ``pt_models`` and ``pt_images``
-    (SIS per model), ``ed_models`` and ``ed_images`` (test images), and ``ed_overlap``: "overlap" or "do not
-    overlap". Both are ResNet20 at the standard recipe, but other models and images: the two readings of one
-    recipe differ by what the intervals allow for, or more. Every value is :data:`MISSING` where either is absent."""
+    (SIS per model), ``ed_models`` and ``ed_images`` (test images), ``ed_overlap`` ("overlap" or "do not
+    overlap") and ``ed_beside``, the sentences that read them. Both are ResNet20 at the standard recipe, but other
+    models and images: the two readings of one recipe differ by what the intervals allow for, or more. Where
+    either is absent every number is :data:`MISSING` and ``ed_beside`` says which is."""
     keys = ("pt_sis", "pt_sis_iv", "pt_x", "pt_models", "pt_images", "ed_sis", "ed_sis_iv", "ed_models", "ed_images",
             "ed_overlap")
     out = dict.fromkeys(keys, MISSING)
-    if "SIS size (%)" not in set(rows["measure"]) or not edition:
-        return out
     arch = ARCH_NAMES.get(rows.attrs.get("config", {}).get("arch", "resnet20"), "ResNet20")
-    ed = next((r for r in edition.get("rows", []) if r["claim"] == "sis" and r["model"] == arch), None)
-    if ed is None or ed.get("low") is None:
-        return out
-    setting = _main_setting(rows, "SIS size (%)")
+    setting = _main_setting(rows, "SIS size (%)") if "SIS size (%)" in set(rows["measure"]) else None
     pt = rows[(rows["measure"] == "SIS size (%)") & (rows["curve"] == "size") & (rows["setting"] == setting)]
+    if pt.empty:
+        return {**out, "ed_beside": "This study measured no SIS size (no test image was confident enough at its "
+                                    "points), so it has none to set beside the standard edition's SIS verdict."}
+    ed = next((r for r in (edition or {}).get("rows", []) if r["claim"] == "sis" and r["model"] == arch), None)
     pt = pt.sort_values("training images").iloc[-1]
+    out.update({"pt_sis": number(pt["estimate"], 1), "pt_x": f"{int(pt['training images']):,}",
+                "pt_sis_iv": f"[{number(pt['95% low'], 1)}, {number(pt['95% high'], 1)}]",
+                "pt_models": int(pt["replicates"]), "pt_images": int(pt["images per replicate"])})
+    study = (f"At its largest training set, {out['pt_x']} images, the study measures the mean SIS size (pruned) of "
+             f"{out['pt_models']} {arch} models, {out['pt_images']} SIS each: {out['pt_sis']}% {out['pt_sis_iv']}.")
+    if ed is None or ed.get("low") is None:
+        return {**out, "ed_beside": f"{study} No committed standard edition holds an SIS verdict with an interval "
+                                    f"for {arch} to set beside it."}
     apart = pt["95% low"] > ed["high"] or pt["95% high"] < ed["low"]
-    return {"pt_sis": number(pt["estimate"], 1), "pt_sis_iv": f"[{number(pt['95% low'], 1)}, {number(pt['95% high'], 1)}]",
-            "pt_x": f"{int(pt['training images']):,}", "pt_models": int(pt["replicates"]),
-            "pt_images": int(pt["images per replicate"]), "ed_sis": number(ed["estimate"], 1),
-            "ed_sis_iv": f"[{number(ed['low'], 1)}, {number(ed['high'], 1)}]", "ed_models": int(ed["replicates"]),
-            "ed_images": int(ed["images"]), "ed_overlap": "do not overlap" if apart else "overlap"}
+    out.update({"ed_sis": number(ed["estimate"], 1), "ed_sis_iv": f"[{number(ed['low'], 1)}, {number(ed['high'], 1)}]",
+                "ed_models": int(ed["replicates"]), "ed_images": int(ed["images"]),
+                "ed_overlap": "do not overlap" if apart else "overlap"})
+    return {**out, "ed_beside": f"{study} The standard edition's verdict on section 4.1's bound (chapter 2) measures "
+                                f"{out['ed_models']} {arch} models of that recipe on {out['ed_images']} test images: "
+                                f"{out['ed_sis']}% {out['ed_sis_iv']}. The two intervals {out['ed_overlap']}."}
 
 #: each measure's unit after a number in a sentence, and the paper's number as the chapter names it
 UNIT = {"acc": "%", "sis": "%", "drop": " points", "conf": "", "bsrand": " points", "fullbs": " points"}
