@@ -29,31 +29,21 @@ INSTALL_TAG = "install-overinterp"
 
 def install_cell(repository: str, branch: str = "main") -> str:
     """The source of a chapter's install cell: where ``overinterp`` does not import (a notebook opened in
-    Google Colab), clone ``repository`` at ``branch`` and ``pip install -e`` it with the ``book`` extra, so the
-    chapter runs where it was launched; where it imports (this repository's environment, Binder, papermill's
-    build) the cell does nothing. Tagged ``remove-cell`` (hidden in the rendered page) and
-    :data:`INSTALL_TAG`; an empty ``repository`` makes the cell say what to do instead of installing."""
-    return f"""\
-# Colab: where overinterp does not import, clone the book's repository and install it with the
-# `book` extra; elsewhere this does nothing (`python -m overinterp chapters --write` writes it).
-def _install(repository={repository!r}, branch={branch!r}):
-    import os, subprocess, sys
-    try:
-        import overinterp  # noqa: F401
-        return
-    except ImportError:
-        if not repository:
-            raise RuntimeError("overinterp is not installed and this notebook names no repository: pip install "
-                               "the project, or set repository.url in _config.yml and run chapters --write")
-    clone = os.path.abspath("overinterp-book")
-    if not os.path.isdir(clone):
-        subprocess.run(["git", "clone", "--depth", "1", "--branch", branch, repository, clone], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", clone + "[book]"], check=True)
-    sys.path.insert(0, clone)
-
-
-_install()
-del _install"""
+    Google Colab), clone ``repository`` at ``branch`` and ``pip install -e`` it with the ``book`` extra (editable:
+    the chapters read the committed results beside the package); where it imports (this repository's
+    environment, Binder, papermill's build) the cell does nothing. Tagged ``remove-cell`` (hidden in the rendered
+    page) and :data:`INSTALL_TAG`; an empty ``repository`` makes the cell say what to do instead of installing."""
+    if repository:
+        body = (f'    subprocess.run(["git", "clone", "-q", "--depth", "1", "-b", {json.dumps(branch)},\n'
+                f'                    {json.dumps(repository)}, "overinterp-book"], check=True)\n'
+                '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", "overinterp-book[book]"], check=True)\n'
+                '    sys.path.insert(0, os.path.abspath("overinterp-book"))')
+    else:
+        body = ('    raise RuntimeError("overinterp is not installed and this notebook names no repository: pip install "\n'
+                '                       "the project, or set repository.url in _config.yml and run chapters --write")')
+    return ("# Colab: where overinterp does not import, clone the book and install it (`overinterp chapters --write`)\n"
+            "import importlib.util, os, subprocess, sys\n"
+            'if importlib.util.find_spec("overinterp") is None:\n' + body)
 
 
 def installs_from(notebook: str | Path, url: str, branch: str) -> bool:
