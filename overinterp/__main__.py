@@ -1,11 +1,7 @@
-"""Command line: ``python -m overinterp COMMAND``; ``--help`` lists the commands (:func:`commands`).
+"""Command line: ``python -m overinterp COMMAND`` (:func:`commands` lists them).
 
-Every command builds its images and artifact keys with the library functions the chapters call
-(:mod:`overinterp.experiments.runs`), so what it computes, here or on another machine in shards, is what a
-chapter then loads from the artifact store. Its flags come from the chapters' config dataclasses
-(:class:`overinterp.config.chapters.RunConfig`, :class:`overinterp.engine.backselect.BackSelectConfig`). A bad
-parameter, missing data or a damaged artifact ends with one line naming it and exit code 2. The top-level
-help imports neither torch nor the library (:func:`top_parser`); chapters are named by the sidebar's number.
+Commands compute with the same functions and config dataclasses as the chapters, so their results are the
+artifacts a chapter loads. A bad parameter, missing data or a damaged artifact ends with one line and exit code 2.
 """
 from __future__ import annotations
 
@@ -27,12 +23,12 @@ DESCRIPTION = ("The command line of the overinterp book, a reproduction of Carte
 
 
 def _chapters(first: str, last: str) -> str:
-    """'chapters 1-4': the sidebar's numbers of the notebooks ``first`` to ``last``."""
+    """'chapters 1-4': the sidebar numbers of notebooks ``first`` to ``last``."""
     return f"chapters {chapter_number(first)}-{chapter_number(last)}"
 
 
 def commands() -> dict[str, str]:
-    """Every command and its one-line, plain-text description (the top-level help lists them)."""
+    """``{command: one-line description}``."""
     return {
         "train": "train one model of the zoo (cached in the artifact store)",
         "backselect": "backward selection of a set's images, in resumable shards",
@@ -46,8 +42,7 @@ def commands() -> dict[str, str]:
 
 
 def _parser(required: bool) -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
-    """The top-level parser and its subcommands' action: the description, then every command on one line
-    with its description (:func:`commands`)."""
+    """The top-level parser, listing :func:`commands`, and its subparsers action."""
     import textwrap
     width = max(map(len, commands()))
     table = "\n".join(f"  {name:<{width}}  {line}" for name, line in commands().items())
@@ -88,9 +83,7 @@ RUN_FIELDS = {f.name for f in fields(RunConfig)}
 
 
 def _run(args, local_rank: int | None = None):
-    """The chapters' :class:`overinterp.config.context.Run` for these arguments (checked by the same
-    :func:`overinterp.config.context.make_run`; artifact store from --artifacts); under torchrun,
-    ``cuda`` / ``auto`` means the GPU of the process's ``local_rank``."""
+    """The chapters' ``Run`` for ``args``; with ``local_rank`` (torchrun), an unindexed cuda device is its GPU."""
     import torch
 
     from overinterp.config.context import make_run
@@ -107,7 +100,7 @@ def cmd_train(args) -> int:
     from overinterp.zoo.train import accuracy
     run = _run(args)
     model = runs.trained_model(run.dataset, args.arch, run.profile.name, run.seed, device=run.device)
-    info, test = model.info, data.load(run.dataset, "test")     # the whole test set: training no longer scores it
+    info, test = model.info, data.load(run.dataset, "test")     # the whole test set: training does not score it
     acc = accuracy(model, test.images, test.labels, device=run.device)
     print(json.dumps({"dataset": run.dataset, "arch": args.arch, "profile": run.profile.name, "seed": run.seed,
                       "test_acc": acc, "train_seconds": info["seconds"], "device": info["device"],
@@ -196,8 +189,7 @@ def cmd_scale(args) -> int:
 
 
 def only_chapters(names) -> list[str] | None:
-    """``book --only``'s names as notebook stems ('03_sis', 'book/03_sis.ipynb' -> '03_sis'); a ValueError
-    names one that is not a chapter of _toc.yml, with the valid names."""
+    """``book --only``'s names as notebook stems ('book/03_sis.ipynb' -> '03_sis'); ValueError if not in _toc.yml."""
     if names is None:
         return None
     valid, out = toc_chapters(), []
@@ -302,9 +294,7 @@ def _command(sub, name: str, func, description: str, common: bool = True) -> arg
 
 
 def top_parser() -> argparse.ArgumentParser:
-    """The top-level parser: the description and every command with its one line, and no command's options,
-    so ``python -m overinterp --help`` (or no command, or an unknown one) answers without importing torch
-    or the library. :func:`build_parser` is the whole parser."""
+    """The top-level parser, without command options, so ``--help`` imports neither torch nor the library."""
     parser, sub = _parser(required=False)
     for name in commands():
         sub.add_parser(name, add_help=False)

@@ -1,35 +1,7 @@
-"""Artifact store: results kept with the config that produced them.
-
-Every expensive result of the pipeline (a trained model, a backward-selection
-run, a retrained model) is saved under ``<root>/<kind>/<key>/`` where ``key`` is a
-hash of the producing config *and of the kind's code version* (:data:`VERSIONS`,
-bumped whenever a change of the code changes that kind's results, so an old
-result is never loaded by new code). ``<root>`` is ``$OVERINTERP_ARTIFACTS`` or
-``./artifacts``. Writes are atomic (temp file in the same folder, then
-``os.replace``), so a reader never sees a half-written file, and a stored
-artifact whose config differs from the one asked for is never returned
-(:class:`ArtifactMismatch`). Each file also records the git commit that wrote it.
-
-**Integrity.** Every file :meth:`Store.save` writes gets a checksum beside it,
-``<name>.sha256`` (``sha256sum`` format, written atomically after the file), and
-:meth:`Store.load` verifies it: a damaged file (truncated, overwritten) raises
-:class:`CorruptArtifact`, whose one-line message names the file. A file written before
-checksums existed has no ``.sha256``: it is not verified by hash, but a file torch cannot
-read still raises :class:`CorruptArtifact`, and the first load that reads it records its
-checksum, so it is verified from then on. A store opened with ``repair=True`` (the command
-line's ``--repair``, ``$OVERINTERP_REPAIR=1``; the book build sets it) moves a damaged file
-aside to ``<name>.corrupt-<timestamp>`` and answers as if it were absent, so the caller
-computes it again.
-
-**Packs.** :func:`pack` writes a store into one ``.tar.gz`` with a manifest (every file's
-SHA-256, the profile, the library and artifact versions, the commit); :func:`unpack` checks
-all of it in a temporary folder beside the store before moving any file into place.
-
-**Access log.** When ``$OVERINTERP_STORE_LOG`` names a file, every :meth:`Store.load` and
-:meth:`Store.save` appends one JSON line to it (:func:`log_access`: the event -- ``save``, ``load``
-or ``miss`` for a load that found nothing --, the kind, the key folder ``kind/key``, the file name,
-the time and ``$OVERINTERP_CHAPTER``, which the book build sets to each chapter's notebook stem).
-``benchmarks/bench_chapters.py`` reads it to find which chapter's results each chapter loads.
+"""Artifact store: expensive results kept in ``<root>/<kind>/<key>/`` (root ``$OVERINTERP_ARTIFACTS`` or
+``./artifacts``), ``key`` hashing the config and the kind's code version (:data:`VERSIONS`). Writes are atomic
+and checksummed (``<name>.sha256``); a damaged file raises :class:`CorruptArtifact`, or with ``repair`` is set
+aside and treated as absent. :func:`pack` / :func:`unpack` move a store as one verified ``.tar.gz``.
 
     store = Store()
     cfg = {"arch": "resnet20", "seed": 0, ...}
@@ -58,17 +30,17 @@ __all__ = ["Store", "ArtifactMismatch", "CorruptArtifact", "PackError", "VERSION
            "atomic_save", "to_plain", "code_version", "sha256", "pack", "unpack", "library_versions", "log_access",
            "LOG_ENV", "CHAPTER_ENV"]
 
-#: the environment variables of the access log: the file it appends to, and the chapter running
+#: environment variables of the access log: its file, and the running chapter
 LOG_ENV, CHAPTER_ENV = "OVERINTERP_STORE_LOG", "OVERINTERP_CHAPTER"
 
 #: Code version of each artifact kind, part of its key. Bump a kind when its results change.
 VERSIONS = {
-    "model": 2,       # 2: InputDropout evaluates with masks shared by the batch; augmentation drawn per epoch
-    "retrained": 2,   # as "model"
-    "backselect": 2,  # 2: ranks by float64 log-odds (was float32 softmax, which saturates at 1.0)
-    "input_reduction": 1,  # input reduction with beam search (overinterp.methods.input_reduction, Feng et al. 2018)
-    "vae": 1,         # generative model of Bayes-TrEx (overinterp.methods.bayes_trex)
-    "bayes_trex": 1,  # NUTS chains of Bayes-TrEx in a VAE latent space
+    "model": 2,       # a trained classifier
+    "retrained": 2,   # a classifier trained on pixel subsets (section 4.2)
+    "backselect": 2,  # a backward-selection run, ranked by float64 log-odds (float32 softmax saturates at 1.0)
+    "input_reduction": 1,  # input reduction with beam search (Feng et al. 2018)
+    "vae": 1,         # Bayes-TrEx's generative model
+    "bayes_trex": 1,  # Bayes-TrEx's NUTS chains in a VAE latent space
 }
 
 
@@ -77,7 +49,7 @@ class ArtifactMismatch(RuntimeError):
 
 
 class CorruptArtifact(RuntimeError):
-    """A stored file fails its checksum or cannot be read; ``path`` names it (so does the one-line message)."""
+    """A stored file fails its checksum or cannot be read; ``path`` names it."""
 
     def __init__(self, path: str | os.PathLike, why: str):
         self.path, self.why = Path(path), why
@@ -86,7 +58,7 @@ class CorruptArtifact(RuntimeError):
 
 
 class PackError(RuntimeError):
-    """An artifact pack cannot be unpacked (damaged, tampered, from other code versions); one-line message."""
+    """An artifact pack cannot be unpacked (damaged, tampered, or from other code versions)."""
 
 
 def to_plain(config: Any) -> Any:
@@ -134,8 +106,7 @@ def sha256(path: str | os.PathLike) -> str:
 
 
 def atomic_write(path: str | os.PathLike, write: Callable) -> Path:
-    """Write through ``write(binary file object)`` to a temp file beside ``path``, then rename
-    it into place: a reader sees the old file or the new one, never half of one."""
+    """Write ``path`` through ``write(binary file)`` to a temp file, then rename: readers never see half a file."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -162,18 +133,15 @@ def atomic_save(obj: Any, path: str | os.PathLike) -> Path:
 class Store:
     """A folder of artifacts keyed by config hash (see module docstring)."""
 
-    #: the folder a ``Store()`` opens when none is given, before ``$OVERINTERP_ARTIFACTS`` and ./artifacts
-    #: (the command line's ``--artifacts`` sets it)
+    #: root when none is given, before ``$OVERINTERP_ARTIFACTS`` (set by ``--artifacts``)
     default_root: str | os.PathLike | None = None
-    #: whether a ``Store()`` repairs damaged files when none is said, before ``$OVERINTERP_REPAIR``
-    #: (the command line's ``--repair`` sets it)
+    #: repair when not said, before ``$OVERINTERP_REPAIR`` (set by ``--repair``)
     default_repair: bool | None = None
 
     @classmethod
     @contextmanager
     def using(cls, root: str | os.PathLike | None, repair: bool | None = None):
-        """Within the block, ``Store()`` opens ``root`` (None: no change) and repairs damaged files when
-        ``repair`` (None: no change); the command line's ``--artifacts`` and ``--repair``."""
+        """Within the block, ``Store()`` defaults to ``root`` and ``repair`` (None: unchanged)."""
         old = cls.default_root, cls.default_repair
         cls.default_root = root or cls.default_root
         cls.default_repair = cls.default_repair if repair is None else repair
@@ -223,8 +191,7 @@ class Store:
         return d
 
     def save(self, kind: str, config: Any, payload: Any, name: str = "result.pt") -> Path:
-        """Atomically save ``payload`` with its config, the kind's version and the git commit, then
-        its checksum (``<name>.sha256``)."""
+        """Atomically save ``payload`` with its config, version and git commit, then its checksum; the file."""
         d = self.check(kind, config)
         f = atomic_save({**self.versioned(kind, config), "code_version": code_version(), "payload": payload}, d / name)
         record_checksum(f)
@@ -232,8 +199,8 @@ class Store:
         return f
 
     def load(self, kind: str, config: Any, name: str = "result.pt", map_location: str = "cpu") -> Any:
-        """The saved payload, or ``None`` when absent; raises on a config or version mismatch, and
-        :class:`CorruptArtifact` on a damaged file (with ``repair``: moves it aside, returns ``None``)."""
+        """The saved payload, or None when absent; :class:`ArtifactMismatch` on another config or version,
+        :class:`CorruptArtifact` on a damaged file (with ``repair``: set aside, None)."""
         f = self.dir(kind, config) / name
         if not f.exists():
             log_access("miss", self.root, f)
@@ -291,9 +258,7 @@ class Store:
                 and not any(p.startswith(".") for p in rel) and ".corrupt-" not in f.name]
 
     def verify_all(self) -> list[tuple[Path, str]]:
-        """Check every file with a checksum (and read every ``.pt`` without one): every damaged one and why,
-        not only the first. With ``repair`` they are moved aside (the chapters recompute them when they next
-        run)."""
+        """Every damaged file and why (checksums verified, unchecksummed ``.pt`` read); ``repair`` sets them aside."""
         bad = []
         for f in self.files():
             if f.suffix == ".sha256":
@@ -321,10 +286,8 @@ class Store:
 
 
 def log_access(event: str, root: Path, f: Path) -> None:
-    """Append ``{"event", "kind", "key", "name", "chapter", "time"}`` as one JSON line to the file
-    ``$OVERINTERP_STORE_LOG`` names (nothing when it is unset): ``f`` is ``root/kind/key/name``, ``key``
-    is written ``kind/key``, ``chapter`` is ``$OVERINTERP_CHAPTER`` (None outside the book build).
-    One ``write`` of one line in append mode, so processes sharing the log do not interleave lines."""
+    """Append ``{"event", "kind", "key", "name", "chapter", "time"}`` as one JSON line (one write, so processes
+    do not interleave) to ``$OVERINTERP_STORE_LOG`` if set; ``chapter``: ``$OVERINTERP_CHAPTER`` or None."""
     log = os.environ.get(LOG_ENV)
     if not log:
         return
@@ -336,18 +299,18 @@ def log_access(event: str, root: Path, f: Path) -> None:
 
 
 def checksum_file(f: Path) -> Path:
-    """Where the checksum of the stored file ``f`` is kept: ``<name>.sha256`` beside it."""
+    """``f``'s checksum file, ``<name>.sha256`` beside it."""
     return f.with_name(f.name + ".sha256")
 
 
 def record_checksum(f: Path, digest: str | None = None) -> None:
-    """Write ``f``'s checksum beside it, atomically, in ``sha256sum`` format (``sha256sum -c`` checks it)."""
+    """Atomically write ``f``'s checksum beside it, in ``sha256sum -c`` format."""
     line = f"{digest or sha256(f)}  {f.name}\n"
     atomic_write(checksum_file(f), lambda fh: fh.write(line.encode()))
 
 
 def verify(f: Path) -> None:
-    """Raise :class:`CorruptArtifact` when ``f`` differs from its recorded checksum (none recorded: passes)."""
+    """Raise :class:`CorruptArtifact` if ``f`` differs from its recorded checksum (none recorded: passes)."""
     side = checksum_file(f)
     for attempt in range(2):  # a second look: another process may have just rewritten the file and its checksum
         try:
@@ -366,18 +329,14 @@ def verify(f: Path) -> None:
 
 
 def safe_load(f: Path, map_location: str = "cpu") -> Any:
-    """``torch.load`` that unpickles tensors and plain values only (``weights_only=True``), so a
-    file from someone else's pack cannot run code when it is read; ``TorchVersion`` (a ``str``
-    that older engine results stored) is the one class allowed beside them."""
+    """``torch.load(weights_only=True)``, so a foreign pack's file cannot run code; also allows ``TorchVersion``."""
     from torch.torch_version import TorchVersion
     with torch.serialization.safe_globals([TorchVersion]):
         return torch.load(f, map_location=map_location, weights_only=True)
 
 
 def read_verified(f: Path, map_location: str = "cpu", record: bool = True) -> Any:
-    """``torch.load`` of a stored file after :func:`verify`; a file torch cannot read raises
-    :class:`CorruptArtifact` too. A file without a checksum (written before checksums existed)
-    gets one recorded once it has been read."""
+    """``f`` loaded after :func:`verify` (unreadable: :class:`CorruptArtifact`); ``record`` adds a missing checksum."""
     verify(f)
     try:
         blob = safe_load(f, map_location)
@@ -408,11 +367,8 @@ def library_versions() -> dict:
 
 
 def pack(file: str | os.PathLike, store: Store | None = None, profile: str | None = None) -> dict:
-    """Write ``store`` (every intact entry of the current artifact versions) into the gzip'd tar
-    ``file``, with ``manifest.json``: each file's SHA-256 and size, the profile, :func:`library_versions`,
-    the artifact versions and the commit. Entries of older artifact versions (dead keys) are left out;
-    a damaged file stops the pack (:class:`CorruptArtifact`). The store is only read: a file written
-    before checksums existed is read by torch and its checksum shipped in the pack. Returns the manifest."""
+    """Write ``store``'s current-version entries (only reading it) into the ``.tar.gz`` ``file`` with a
+    ``manifest.json`` (SHA-256s, profile, versions, commit); returns the manifest."""
     import io
     store = store or Store()
     files, extra, stale = {}, {}, set()
@@ -476,11 +432,8 @@ def _check_versions(manifest: dict, file) -> list[str]:
 
 
 def unpack(file: str | os.PathLike, store: Store | None = None) -> dict:
-    """Verify the pack ``file`` completely, then move its files into ``store``: the archive is read
-    into a temporary folder inside the store's root (same filesystem), every file is checked against
-    the manifest's SHA-256 and the manifest against this code's versions, and only then are the files
-    moved into place (``os.replace``). Files the store already holds are kept. A damaged, tampered or
-    foreign pack raises :class:`PackError` with the store unchanged. Returns a summary."""
+    """Verify the pack ``file`` in a temporary folder, then move its files into ``store`` (existing ones kept);
+    returns a summary. A damaged, tampered or foreign pack raises :class:`PackError`, the store unchanged."""
     import zlib
     store = store or Store()
     file = Path(file)

@@ -1,24 +1,15 @@
-"""Chapter parameters: one dataclass per chapter, the single source of its papermill parameters.
+"""Chapter parameters: one dataclass per chapter, the single source of the notebook's papermill
+``parameters`` cell (:func:`parameters_cell`; ``python -m overinterp chapters --write``) and of the
+command line's flags (:func:`add_arguments`), so both accept the same names and defaults.
 
-Every chapter's ``parameters`` cell is generated from its dataclass (:func:`parameters_cell`; a
-test checks that the notebook holds exactly that text, ``python -m overinterp chapters --write``
-rewrites them, each followed by the install cell of :mod:`overinterp.pages.launch`), and the command
-line derives its flags from the same dataclasses (:func:`add_arguments`), so papermill, ``python -m
-overinterp book`` and the other commands accept the same names with the same defaults.
-
-A field's metadata says what the parameter is (``help``), which profile value a ``None`` stands
-for (``inherit``, a dotted path into :class:`overinterp.config.profiles.Profile`) and how it is
-checked (``check``: "tau" an SIS threshold strictly between 0 and 1, "threshold" in [0, 1], "fraction"
-in (0, 1], "min2" an integer >= 2, "path" a folder and "file" a file, relative to the repository root
-unless absolute, or a tuple of valid values). :func:`resolve` applies both, in this one place:
+Field metadata: ``help``; ``inherit``, the dotted :class:`~overinterp.config.profiles.Profile` path a
+``None`` stands for; ``check`` ("tau" in (0, 1), "threshold" in [0, 1], "fraction" in (0, 1], "min2" an
+integer >= 2, "path" a folder, "file" a file -- relative to the repository root unless absolute -- or a
+tuple of valid values). :func:`resolve` applies both; a bad value raises :class:`ParameterError`:
 
     p = resolve(SIS(tau=None), get_profile("quick"))     # p.tau == 0.99, the profile's
 
-A bad value raises :class:`ParameterError`, a ``ValueError`` whose message is one line naming the
-parameter and what is valid; in a notebook (papermill) IPython shows that line instead of a traceback.
-
-The chapters' numbers are the sidebar's (:func:`chapter_number`, read from ``_toc.yml``), not the file
-names': every message that names a chapter by number uses it.
+Chapter numbers are the sidebar's (:func:`chapter_number`, from ``_toc.yml``), not the file names'.
 """
 from __future__ import annotations
 
@@ -41,8 +32,8 @@ TOC = ROOT / "_toc.yml"
 
 
 class ParameterError(ValueError):
-    """A chapter parameter that is not valid. The message is one line naming the parameter and what is
-    valid; IPython (a notebook, papermill) shows that line in place of the traceback (``_render_traceback_``)."""
+    """An invalid chapter parameter: a one-line message naming it and what is valid, which IPython shows in
+    place of the traceback."""
 
     def _render_traceback_(self) -> list[str]:
         return [f"{type(self).__name__}: {self}"]
@@ -65,9 +56,7 @@ class RunConfig:
 
 TAU = "SIS threshold; None: the profile's (0.99, the paper's, except for tiny)"
 TAUS = "SIS thresholds (Figures 5 and 6)"
-#: what the "tau" check asks of an SIS threshold: the predicted class's probability (softmax) that the subset
-#: alone must reach, compared as log-odds >= logit(tau) (overinterp.engine.sis); a softmax never reaches 1
-#: (logit 1 is infinite) and the empty subset reaches 0, so only 0 < tau < 1 selects anything
+#: the "tau" check: tau compares as log-odds >= logit(tau), so only 0 < tau < 1 selects anything
 TAU_RANGE = ("must lie strictly between 0 and 1 (the SIS threshold is the probability of the predicted class "
              "that the subset must reach: a softmax never reaches 1, and the empty subset reaches 0)")
 
@@ -248,20 +237,16 @@ CHAPTERS = {
 }
 
 
-#: The chapters whose paper-scale run (the ``gpu`` and ``paper`` profiles) needs a GPU, the ones the book
-#: offers to open in Google Colab: each trains the zoo's models or runs backward selection on them, or, run
-#: alone, first computes what such a chapter stores (every one of them needs 02_model_zoo:
-#: benchmarks/results/chapters-quick-cpu.json, "needs"), and the ImageNet chapter backselects a
-#: pre-trained Inception-v3 (paper: 299 x 299 pixels). Not the pages that read committed results only: the
-#: verdicts and editions (the introduction), the benchmark files (speed, instructors).
+#: chapters whose paper-scale run (``gpu``, ``paper``) needs a GPU, offered in Colab: each trains or backselects
+#: zoo models (or, run alone, first computes what such a chapter stores), or backselects Inception-v3 (ImageNet);
+#: not the pages that only read committed results
 GPU_CHAPTERS = frozenset({
     "02_model_zoo", "03_sis", "04_pixel_subsets", "05_retraining", "06_why", "06b_scale", "07_humans",
     "07b_critiques", "08_sis_accuracy", "09_robust", "10_ensembles", "11_input_dropout", "12_imagenet",
     "14_shared_interest", "15_input_reduction", "16_bayes_trex"})
 
 def thresholds(taus, tau: float | None = None) -> tuple[float, ...]:
-    """A chapter's SIS thresholds: ``taus`` and the verdict's ``tau`` (when given), as floats, each once,
-    increasing."""
+    """``taus`` and the verdict's ``tau`` (when given) as floats, each once, increasing."""
     return tuple(sorted({float(t) for t in taus} | ({float(tau)} if tau is not None else set())))
 
 
@@ -304,23 +289,18 @@ def chapter_stem(chapter: str) -> str:
 
 
 def toc_chapters(toc: Path | None = None) -> list[str]:
-    """The notebook stems of ``toc`` (default: the book's ``_toc.yml``) in reading order, the root first: the
-    chapters ``python -m overinterp book`` executes and ``--only`` names."""
+    """The notebook stems of ``toc`` (default: the book's ``_toc.yml``) in reading order, the root first."""
     return [stem for stem, _ in _toc(Path(toc or TOC).resolve())]
 
 
 def chapter_number(chapter: str, toc: Path | None = None) -> int | None:
-    """The number the rendered book's sidebar and titles give ``chapter`` (a notebook stem or file name, e.g.
-    ``03_sis`` or ``book/03_sis.ipynb``): its place among the chapters of the numbered parts of ``toc``
-    (default: the book's ``_toc.yml``), counted on across parts as Jupyter Book 1.x does; None for a page
-    outside them (the introduction, the book's root). ``03_sis`` is chapter 2: the file names' numbers are
-    not the sidebar's."""
+    """The sidebar's number of ``chapter`` (stem or file name), counted across the numbered parts of ``toc`` as
+    Jupyter Book 1.x does; None for an unnumbered page. ``03_sis`` is chapter 2."""
     return dict(_toc(Path(toc or TOC).resolve())).get(chapter_stem(chapter))
 
 
 def chapter_label(chapter: str, toc: Path | None = None) -> str:
-    """How a message names a chapter: 'chapter 2 (03_sis)', by the sidebar's number and the notebook's stem;
-    the stem alone for an unnumbered page."""
+    """'chapter 2 (03_sis)': how a message names a chapter; the stem alone for an unnumbered page."""
     stem = chapter_stem(chapter)
     n = chapter_number(stem, toc)
     return f"chapter {n} ({stem})" if n else stem
@@ -373,8 +353,8 @@ def resolve(params, profile):
 
 
 def parameters_cell(cls: type, width: int = 78) -> str:
-    """The source of a chapter's papermill ``parameters`` cell: per field its help as a comment,
-    wrapped at ``width`` columns so the cell fits the page, then ``name = default``."""
+    """A chapter's papermill ``parameters`` cell: per field its help as a comment wrapped at ``width``,
+    then ``name = default``."""
     import textwrap
     out = []
     for f in dataclasses.fields(cls):
@@ -384,9 +364,8 @@ def parameters_cell(cls: type, width: int = 78) -> str:
 
 
 def _parser(name: str, default, annotation: str = ""):
-    """argparse type of the flag ``--name``: the text as the type of ``default`` (tuples as
-    comma-separated numbers, 'None' as None; a None default takes the type its annotation names
-    first, e.g. ``float | None``); an error names the flag."""
+    """argparse type of ``--name``: the type of ``default`` (tuples: comma-separated numbers; 'None': None;
+    a None default: the annotation's first type)."""
     named = {"float": float, "int": int, "bool": bool}.get(str(annotation).split("|")[0].strip(), str)
     kind = float if isinstance(default, tuple) else type(default) if default is not None else named
 
@@ -408,9 +387,8 @@ def _parser(name: str, default, annotation: str = ""):
 
 
 def add_arguments(parser: argparse.ArgumentParser, cls: type, inherit: str | None = None) -> argparse.ArgumentParser:
-    """Add one ``--name`` flag per field of the dataclass ``cls`` (``-`` for ``_``), default and help
-    from the field. With ``inherit`` (what the defaults come from, in words) every flag defaults to
-    None, meaning "the value of ``inherit``"."""
+    """One ``--name`` flag per field of ``cls``; with ``inherit`` (the defaults' source, in words) every flag
+    defaults to None, meaning "the value of ``inherit``"."""
     for f in dataclasses.fields(cls):
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         shown = inherit if inherit else default

@@ -1,10 +1,5 @@
-"""The run context of one chapter execution: dataset, profile, device and seed, checked.
-
-Every experiment takes a :class:`Run`; :func:`make_run` validates a chapter's parameters (a
-:class:`overinterp.config.chapters.ParameterError`, a ``ValueError``, names the bad parameter and the
-valid values in one line, which a notebook shows without a traceback) and builds it. The book's chapters
-call :func:`overinterp.pages.chapter.setup`, which makes the run and shows it in a box.
-"""
+"""The run context every experiment takes: dataset, profile, device and seed, checked by :func:`make_run`
+(a bad value raises :class:`~overinterp.config.chapters.ParameterError`)."""
 from __future__ import annotations
 
 import numbers

@@ -1,24 +1,14 @@
-"""Named parameter sets: how big a run is (paper section 3.2 and S1 for ``paper``).
-
-A profile fixes the dataset default, the model zoo (architectures, widths,
-replicates), how much data and how many epochs, and how backward selection is
-run. A notebook's papermill parameters ``dataset`` / ``profile`` pick one.
+"""Named parameter sets: how big a run is (paper 3.2; S1 for ``paper``). A profile fixes the default
+dataset, the zoo (architectures, widths, replicates), data sizes, epochs and the backward-selection
+engine; a notebook's papermill parameters ``dataset`` / ``profile`` pick one.
 
 * ``tiny``  -- seconds; what the tests run. Numbers are meaningless.
-* ``quick`` -- the book's default: Fashion-MNIST on a 2-core laptop CPU, the whole
-  book aimed at 45 minutes on the slower AMD EPYC machine (benchmarks/results/book-quick-cpu.json).
-  Models are narrowed (8 initial filters), 3 replicates, trained 3 epochs on all 60,000 training images
-  without augmentation: a stated criterion (``min_accuracy``: every model at least 88% on the whole test
-  set; 2 epochs cleared it by too little) at 1.5x the cost of 60 epochs on 1,500 images, which reach
-  only 82-84%, measured by benchmarks/bench_quick_recipe.py. They stop short of the loss plateau. One engine (gradient k=8) for
-  test and training images; retraining uses 600 training images, 30 epochs of batch 64.
-* ``gpu``   -- Fashion-MNIST at the paper's widths and recipe on one GPU (the paper-scale
-  edition of the book): exact backward selection on a stated sample of test and
-  OOD images, ``pruned`` on the retraining images. Measured on one H100
-  (benchmarks/results/gpu-profile-cuda.json): about 13.6 GPU-hours, of which exact
-  selection (9-18 s per 28x28 image) is 12.9 h and the 9 models 27 min.
-* ``paper`` -- CIFAR-10 with the paper's hyperparameters (200 epochs, 5 replicates,
-  full widths, exact backward selection on every image). Needs a GPU.
+* ``quick`` -- the book's default: Fashion-MNIST in ~45 minutes of a 2-core CPU; 8 initial filters,
+  3 replicates, 3 epochs on all training images (criterion ``min_accuracy`` 88%), gradient k=8.
+* ``standard`` -- Fashion-MNIST, all training images, the paper's recipe and replicates, on a 2-core CPU.
+* ``gpu``   -- Fashion-MNIST at the paper's widths and recipe on one GPU: exact backward selection,
+  ``pruned`` on the retraining images; ~13.6 H100-hours (benchmarks/results/gpu-profile-cuda.json).
+* ``paper`` -- CIFAR-10 with the paper's hyperparameters (S1), exact selection on every image. Needs a GPU.
 """
 from __future__ import annotations
 
@@ -35,8 +25,7 @@ __all__ = ["TrainConfig", "FactorConfig", "MaskedTrainingConfig", "ScaleConfig",
 
 @dataclass(frozen=True)
 class FactorConfig:
-    """The one-factor-at-a-time sweeps of the chapter "Why it holds or fails here"
-    (:mod:`overinterp.experiments.factors`): each varies one choice of ours away from the profile's."""
+    """One-factor-at-a-time sweeps of the "why" chapter (:mod:`overinterp.experiments.factors`)."""
     arch: str = "resnet20"             # the architecture whose choices are varied
     images: int = 40                   # test images for the gradient / pruned / mask-value / model sweeps
     pruned_images: int | None = None   # first test images run by pruned backward selection (None: ``images``)
@@ -50,11 +39,9 @@ class FactorConfig:
 
 @dataclass(frozen=True)
 class MaskedTrainingConfig:
-    """Counterfactual training (Hase, Xie and Bansal, NeurIPS 2021) of the chapter on the fully masked input
-    (:mod:`overinterp.experiments.masked`): zoo models fine-tuned on batches doubled with a masked copy at the
-    same labels, the removed share of pixels drawn per batch from ``removed``, its positions at random, the
-    paper's mask value, so that masked inputs are in distribution. Accepted where the clean test accuracy
-    stays within ``max_drop`` points of the original model's and the blank is uninformative."""
+    """Counterfactual training (Hase et al. 2021; :mod:`overinterp.experiments.masked`): zoo models fine-tuned on
+    batches doubled with a randomly masked copy at the same labels, so masked inputs are in distribution.
+    Accepted where clean accuracy drops at most ``max_drop`` points and the blank is uninformative."""
     archs: tuple | None = None         # the architectures fine-tuned (None: the profile's zoo)
     replicates: int | None = None      # replicates of each, seeds seed, seed+1, ... (None: the profile's)
     removed: tuple = (0.5, 0.8, 0.9, 0.95)   # shares of pixels masked, one drawn per batch (Hase et al.)
@@ -66,9 +53,8 @@ class MaskedTrainingConfig:
 
 @dataclass(frozen=True)
 class RobustConfig:
-    """Adversarially robust models of the chapter "Adversarially robust models" (paper 4.5,
-    :mod:`overinterp.experiments.robust`): l-inf PGD adversarial training (Madry et al. 2018) of one zoo
-    architecture, evaluated by a longer PGD with restarts. Sizes in [0, 1] pixel units."""
+    """l-inf PGD adversarial training (Madry et al. 2018) of one zoo architecture, evaluated by a longer PGD
+    with restarts (paper 4.5, :mod:`overinterp.experiments.robust`). Sizes in [0, 1] pixel units."""
     arch: str = "resnet20"             # the architecture trained robust (the paper: Madry's wide ResNet)
     epsilon: float | None = None       # l-inf radius; None: the dataset's (robust.EPSILON: 8/255, Fashion-MNIST 0.1)
     steps: int = 7                     # PGD steps per training batch (Madry's CIFAR-10 model: 7)
@@ -84,9 +70,8 @@ class RobustConfig:
 
 @dataclass(frozen=True)
 class BayesTrExConfig:
-    """Bayes-TrEx (Booth et al. 2021, :mod:`overinterp.experiments.bayes_trex`): a VAE of the training images
-    (their Table 6: fully connected, 400 hidden units, 5 latent dimensions), NUTS in its latent
-    space on the relaxed level sets (their eqs. 6-9, sigma = 0.05), backward selection of samples."""
+    """Bayes-TrEx (Booth et al. 2021, :mod:`overinterp.experiments.bayes_trex`): NUTS in a VAE's latent space on
+    the relaxed level sets (their eqs. 6-9), backward selection of the samples."""
     arch: str = "resnet20"             # the zoo classifier inspected (replicate ``seed``)
     latent: int = 5                    # VAE latent dimensions (Booth et al.: 5)
     hidden: int = 400                  # VAE hidden units (Booth et al.: 400)
@@ -108,9 +93,8 @@ class BayesTrExConfig:
 
 @dataclass(frozen=True)
 class InputReductionConfig:
-    """Input reduction and its mitigation (Feng et al. 2018, :mod:`overinterp.experiments.input_reduction`):
-    beam-search reduction of test images by one zoo architecture, then fine-tuning by their Eq. 2
-    (log-likelihood + lambda * entropy on reduced training images), every replicate."""
+    """Input reduction (Feng et al. 2018, :mod:`overinterp.experiments.input_reduction`): beam-search reduction
+    of test images, then fine-tuning by their Eq. 2 (log-likelihood + lambda * entropy on reduced images)."""
     arch: str = "resnet20"             # the zoo architecture reduced and fine-tuned
     images: int = 200                  # first test images of the test selection reduced (before and after)
     beam: int = 5                      # maximum beam size on the test images (Feng et al. 2.2: 5)
@@ -126,8 +110,7 @@ class InputReductionConfig:
 
 @dataclass(frozen=True)
 class SharedInterestConfig:
-    """Shared Interest (Boggust et al., :mod:`overinterp.experiments.shared_interest`): coverage of the garment's
-    silhouette by explanation regions of every zoo model on the test selection."""
+    """Shared Interest (Boggust et al., :mod:`overinterp.experiments.shared_interest`): silhouette coverage."""
     images: int | None = None          # first images of the test selection (None: all of it)
     methods: tuple = ("saliency", "integrated_gradients")  # Captum saliency methods
     ig_steps: int = 50                 # Integrated Gradients steps (Captum's default: 50)
@@ -149,8 +132,7 @@ class SharedInterestConfig:
 
 @dataclass(frozen=True)
 class MitigationConfig:
-    """The two mitigations of the chapters "Ensembles" and "Input dropout" (paper 4.6, S2 and the
-    paper code's input dropout, :mod:`overinterp.experiments.mitigation`). Ensembles are built from the zoo."""
+    """Ensembles and input dropout (paper 4.6, S2; :mod:`overinterp.experiments.mitigation`)."""
     dropout_arch: str = "resnet20"     # the architecture trained with input dropout
     keep_prob: float = 0.8             # probability a pixel is kept in training (the paper code's default)
     dropout_samples: int = 16          # fixed dropout masks averaged at evaluation (train.InputDropout)
@@ -171,10 +153,9 @@ class ImageNetConfig:
 
 @dataclass(frozen=True)
 class ScaleConfig:
-    """The scale study (:mod:`overinterp.experiments.scale`, the chapter "How the claims move
-    with scale"): Part I's headline measures and their spread between replicates for models of ``arch``
-    trained on more images and made wider, the profile's recipe (``Profile.train``) otherwise. A point
-    is (training images, epochs, initial filters); ``None`` training images: all of them."""
+    """The scale study (:mod:`overinterp.experiments.scale`): Part I's measures and their spread for models of
+    ``arch`` trained on more images and made wider, ``Profile.train`` otherwise. A point is (training
+    images, epochs, initial filters); ``None`` training images: all of them."""
     arch: str = "resnet20"             # the architecture studied
     sizes: tuple = ((1500, 60), (6000, 20), (None, 10))  # (training images, epochs) of the size curve
     width: int = 8                     # initial filters along the size curve
@@ -211,8 +192,7 @@ class Profile:
     train: TrainConfig = field(default_factory=TrainConfig)
     backselect: BackSelectConfig = field(default_factory=BackSelectConfig)  # paper 3.3: exact, pixels, mean pixel
     backselect_train: BackSelectConfig | None = None  # for the retraining images (4.2); None = ``backselect``
-    sis_engine: BackSelectConfig | None = None  # the SIS sizes of 4.1 (C1): the first sis_images confident test
-                                               # images per replicate by this engine; None: ``backselect``'s runs
+    sis_engine: BackSelectConfig | None = None  # engine of 4.1's SIS sizes (C1); None: ``backselect``'s runs
     shard_size: int = 256              # images per saved shard of a backward-selection run (part of its key)
     sis_images: int = 100              # confidently classified test images for the SIS chapter
     sis_threshold: float = 0.99        # tau of the SIS chapter (paper 4.1: 0.99)
@@ -220,10 +200,8 @@ class Profile:
     retrain: TrainConfig | None = None  # recipe of the models retrained on subsets (4.2); None = ``train``
     retrain_replicates: int | None = None  # models retrained per kind and architecture (4.2); None = ``replicates``
     retrain_augment_rows: bool = True  # also retrain with augmentation (Table S1)
-    min_accuracy: float | None = None  # the profile's criterion: every zoo model at least this test accuracy (%)
-                                       # on the whole test set (chapter 1 reports whether it is met)
-    min_confident: float | None = None  # ... and at least this share (%) of the test images classified with
-                                        # confidence >= sis_threshold (the SIS chapters need confident images)
+    min_accuracy: float | None = None  # criterion: every zoo model >= this accuracy (%) on the whole test set
+    min_confident: float | None = None  # ... and >= this share (%) of test images at confidence >= sis_threshold
     factors: FactorConfig = field(default_factory=FactorConfig)
     mitigation: MitigationConfig = field(default_factory=MitigationConfig)
     masked: MaskedTrainingConfig = field(default_factory=MaskedTrainingConfig)
@@ -275,75 +253,43 @@ PROFILES = {p.name: p for p in [
         dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
         widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
         replicates=3, train_size=None, test_size=300, min_accuracy=88.0, min_confident=30.0,
-        # 3 replicates: the verdicts' t intervals are over replicates, with R - 1 degrees of freedom (two: t = 12.7).
-        # A criterion, not the loss plateau: every model >= 88% on the whole test set, and 30% of test images at
-        # >= 0.99, which keeps the SIS chapter's sample well inside every model's confident images. One thread of
-        # the slower AMD EPYC, whole test set (benchmarks/results/quick-recipe-cpu.json): 90,000 image passes
-        # (7,500 x 12 epochs, seed 0) give VGG16 83.5%, ResNet18 86.5%, far from the plateau (loss 0.42, 0.27), and
-        # 60 epochs on 1,500 images 82-84%; all 60,000 x 2 epochs give VGG16 89.4 / 88.7 / 87.9% (seeds 0-2; seed 0:
-        # mean confidence 0.89, 39% at >= 0.99), too close to 88% to survive a change of threads; x 3 epochs VGG16
-        # 90.8 / 90.0 / 89.6%, ResNet20 90.9 / 89.6%, ResNet18 91.1 / 91.7% (seeds 0-1). ``book``'s
-        # two 1-thread processes (its --jobs default) pay for most of the third epoch. Augmentation off: it lowers
-        # accuracy and confidence at this length (measured)
+        # 3 replicates: the t intervals have R - 1 degrees of freedom (R = 2: t = 12.7). A criterion, not the loss
+        # plateau: >= 88% accuracy and 30% of test images at >= 0.99 keep the SIS sample inside every model's
+        # confident images; 2 epochs cleared it too narrowly, 3 by ~2 points (benchmarks/results/quick-recipe-cpu.json).
+        # No augmentation: it lowers accuracy and confidence at this length
         train=TrainConfig(epochs=3, augment=False),
         # one engine for test and training images, as the paper runs one procedure on all images (4.2)
         backselect=BackSelectConfig("gradient", k=8), sis_images=20,
-        # input dropout: ResNet20 only, 2 replicates (as the robust models: not 3, to pay for the zoo's third);
-        # 4 masks at evaluation, accuracy on 2000 test images (the whole test set costs ~25 s of the budget)
+        # input dropout: 2 replicates and 2000 test images to fit the CPU budget
         mitigation=MitigationConfig(dropout_samples=4, accuracy_images=2000, dropout_replicates=2),
-        # counterfactual training within ~2 CPU-minutes: ResNet20's 3 replicates, one epoch of 20,000 images
-        # (each batch doubled by its masked copy); the standard profile fine-tunes every architecture
+        # counterfactual training within ~2 CPU-minutes
         masked=MaskedTrainingConfig(archs=("resnet20",), epochs=1, train_size=20000),
-        # retraining: 27 models (3 kinds x 3 architectures x 3 replicates) plus the "why" chapter's controls;
-        # chapter 5 counts those that reach the plateau. 600 images at batch 64, so that the full-image control
-        # trains like a zoo model on as many images: 300 at batch 128 stop it after 90 SGD steps (VGG16 42%; training
-        # accuracy 0.39 on full images, 0.88 at batch 64 x 60: benchmarks/results/retrain-cpu.json). lr 0.02, not the
-        # paper's 0.1: at 0.1 VGG16 fits only 61-70% of its 600 full images in 30 epochs and reaches 57-65% on 2,000
-        # test images, so the BS subsets "beat" a control that never learned; at 0.02 it fits 100% and reaches
-        # 79.0-79.6%, beside ResNet20 76-78% and ResNet18 77-78% at either rate (1 thread, 3 seeds, the first 600
-        # images of the seeded sample). Neither bf16 autocast nor torch.compile is faster end to end on this 2-core
-        # AMD EPYC (benchmarks/results/train-precision-cpu.json)
+        # retraining: 600 images at batch 64 so the full-image control gets enough SGD steps to learn; lr 0.02, not
+        # the paper's 0.1: at 0.1 VGG16 fits only 61-70% of its full images, so subsets "beat" a control that never
+        # learned (benchmarks/results/retrain-cpu.json)
         retrain_images=600, retrain=TrainConfig(epochs=30, batch_size=64, augment=False, lr=0.02),
         retrain_augment_rows=False,
-        # adversarial training within ~150 s of the 2-core CPU, on 1500 training images: see the
-        # chapter "Adversarially robust models"
+        # adversarial training within ~150 s of the 2-core CPU
         robust=RobustConfig(steps=3, step_size=0.5, epochs=10, replicates=2, train_size=1500, eval_images=300,
                             eval_steps=10,
                             eval_restarts=2, sis_images=40),
-        # the "why" chapter within ~7 CPU minutes: exact backward selection of ResNet20 takes ~80 s per image here
-        # (batch norms fused), so the chapter reads it from bench_backselect.py --only fidelity (this source model,
-        # the first 8 images of its sample); the gpu profile runs it in the sweep. The sweeps train on 1500 images,
-        # 60 epochs (the loss plateau there) ending the epoch sweep; widths at 12 epochs (width 16 costs ~4x width 8).
-        # Pruned backward selection (m = 16) on the first 28 of the 40 images: ~2.6 s per image on the 2-core AMD
-        # EPYC (103 s for 40 in a 45.8-min build; a build with 28 took 48.1 min there, its models 10-25% slower)
+        # the "why" chapter within ~7 CPU minutes: exact selection (~80 s per image) is read from
+        # bench_backselect.py --only fidelity instead; 60 epochs reach the loss plateau on 1500 images
         factors=FactorConfig(images=40, pruned_images=28, exact_images=0, epochs=(3, 12, 60), widths=(4, 8, 16),
                              width_epochs=12, train_size=1500),
-        # Bayes-TrEx within ~200 s of the 2-core CPU: 2 VAEs of 12000 images x 8 epochs, 4 targets x
-        # 2 chains x (30 warmup + 30 samples) NUTS steps of at most 2**5 leapfrog steps, 16 backselected samples.
-        # Chain sizes measured (CPU s of sampling on one thread; per target T-shirt, Coat,
-        # T-shirt|Dress, Bag: largest R-hat, smallest ESS; mixed = methods.bayes_trex.MIXING):
-        #   4 targets, 30+30, depth 5     86 s   R-hat 1.57 4.05 9.66 2.54   ESS 2.0 1.1 1.0 1.2   none mixed
-        #   4 targets, 100+100, depth 5  331 s   R-hat 1.34 1.21 6.04 1.27   ESS 7.4 8.4 1.1 10    none mixed
-        #   no Coat, 50+50, depth 5      134 s   R-hat 1.59 -    13.6 1.44   ESS 5.3 -   1.0 4.3   none mixed
-        #   no Coat, 30+30, depth 6      103 s   R-hat 2.68 -    3.19 3.25   ESS 1.2 -   1.1 1.1   none mixed
-        # None mixes within 4x the budget, so the cheapest stays. The T-shirt|Dress chains sit 4.4-13.5
-        # within-chain sds apart at every size, each by the training image's code it started from; the
-        # high-confidence chains overlap once longer (<= 1.1 sds at 100+100) but still move slowly.
+        # Bayes-TrEx within ~200 s of the 2-core CPU: no chain size within 4x this budget mixed (R-hat >= 1.2 for
+        # some target at 100+100 samples), so the cheapest stays
         bayes_trex=BayesTrExConfig(vae_epochs=8, vae_train_size=12000, high_classes=(0, 4), chains=2,
                                    warmup=30, samples=30, max_tree_depth=5, init_pool=500, sis_images=16),
-        # input reduction: ~80 CPU-s on one thread from an empty store (measured: 64 negatives and 40 steps of
-        # fine-tuning per replicate ~42 s, 40 test images reduced by 4 models + their SIS ~36 s); beam 2, not 5
+        # input reduction within ~80 CPU-s: beam 2, not 5
         input_reduction=InputReductionConfig(images=40, beam=2, fraction=0.25, train_images=64, train_beam=1,
                                              steps=40, batch_size=64),
-        # Integrated Gradients of 6 models x 500 images: ~160 CPU-s at 16 steps, so 4 Gauss-Legendre steps
+        # Integrated Gradients of 6 models x 500 images: ~160 CPU-s at 16 steps, so 4
         shared_interest=SharedInterestConfig(ig_steps=4),
-        # ImageNet: EfficientNet-Lite0 (offline weights) on the shipped photographs classified with >= 0.5;
-        # pixels, k = 200 (~0.12 CPU-s per image-step: 4 photos x 251 steps ~ 120 CPU-s); Inception-v3 timed 1 step
+        # ImageNet: EfficientNet-Lite0 (offline weights) on the shipped photographs; k = 200: ~120 CPU-s
         imagenet=ImageNetConfig(model="efficientnet_lite0", images=8, min_confidence=0.5,
                                 backselect=BackSelectConfig("gradient", k=200), timing_images=1, timing_steps=1),
-        # the quick profile's own scale study is small (750 and 1500 images x 60 epochs, widths 4 and 8; ~18 CPU-min:
-        # the chapter's exercise computes it); the chapter shows the standard profile's (1,500 -> 60,000 images,
-        # width 8 -> 32)
+        # its own scale study is small (~18 CPU-min, the chapter's exercise); the chapter shows the standard's
         scale=ScaleConfig(sizes=((750, 60), (1500, 60)), widths=(4, 8), width_size=(1500, 60), test_images=300,
                           sis_images=5, retrain_images=300, retrain=TrainConfig(epochs=30, augment=False),
                           results=STANDARD_SCALE)),
@@ -351,31 +297,19 @@ PROFILES = {p.name: p for p in [
         name="standard", doc="Fashion-MNIST models trained on all 60,000 images, computed on a 2-core CPU (the standard edition)",
         dataset="fashion-mnist", archs=("resnet20", "resnet18", "vgg16"),
         widths=(("resnet20", 8), ("resnet18", 8), ("vgg16", 8)),
-        # all 60,000 training images, the paper's recipe (S1: SGD, Nesterov, random crop and flip) and number of
-        # replicates. Width 8 x 10 epochs: on the slower 2-core AMD EPYC (2 threads, fp32, batch 128) ResNet20 trains
-        # 1053 img/s at width 8, 533 at width 16; width 8 costs ~570 s (ResNet20), ~360 s (ResNet18), ~210 s (VGG16)
-        # per model, the two-seed check's 10 replicates (seeds 0 and 5) ~3.2 h of the edition's 5 h, so width 16 does
-        # not fit. ResNet20 w8, all images: 92.1% after 8 epochs augmented, 92.9% without (shared/FINDINGS.md). Whole
-        # test set (benchmarks/results/models-standard-cpu.json): ResNet20 91.7-92.3%, ResNet18 91.5-92.1%, VGG16
-        # 90.0-91.3%, short of the 93% criterion: a width-16 ResNet20 pilot reaches 92.8% for 3.6x the time, and the
-        # zoo alone takes 2.3 h of the 5 h (4.6 process-hours of two 1-thread processes)
+        # the paper's recipe (S1) and replicates; width 8 x 10 epochs, as width 16 (2x slower) does not fit the 5-hour
+        # CPU budget. The models reach 90.0-92.3%, short of the 93% criterion (models-standard-cpu.json)
         replicates=5, train_size=None, test_size=1000, shard_size=250, min_accuracy=93.0, min_confident=30.0,
         train=TrainConfig(epochs=10),
         backselect=BackSelectConfig("gradient", k=8), sis_images=40,
-        # C1 from pruned backward selection: m = 16 gave SIS 1.055x exact at tau 0.99 (0.9: 1.16x) where gradient
-        # k=8 gives ~1.4x (benchmarks/results/backselect-cpu.json, fidelity: the quick ResNet20, 8 images, 4.6 s
-        # per image); the first 40 confident test images of each replicate (replicates before images: 600 images
-        # in all, ~1 h of the budget at ~6 s per image)
+        # C1 from pruned selection: SIS 1.06x exact's at tau 0.99, where gradient k=8 gives ~1.4x
+        # (benchmarks/results/backselect-cpu.json)
         sis_engine=BackSelectConfig("pruned", m=16),
-        # retraining: 3 models per kind and architecture, not 5: replicates retrained on one source's subsets differ by
-        # their seed alone (the paper's Table 1: sd 0.02-1.3 points), and 45 models of 10,000 images x 20 epochs take
-        # ~95 min of the 2-core machine; 27 take ~57
+        # retraining: 3 models per kind, not 5: retrained replicates differ by their seed alone (Table 1: sd
+        # 0.02-1.3 points), and 45 models take ~95 min of the CPU, 27 ~57
         retrain_images=10000, retrain=TrainConfig(epochs=20), retrain_replicates=3, retrain_augment_rows=False,
         mitigation=MitigationConfig(accuracy_images=None),
-        # ResNet20 at 1,500 / 6,000 / 60,000 images (width 8) and widths 8 / 16 / 32 (6,000 images), 3 replicates:
-        # its models of widths 8 and 16 trained here (130-380 s each at one thread on the slower machine; width 8 on
-        # all images: the standard zoo's ResNet20), the rest -- width-32 models, 15 backward selections, 15 retrained
-        # sets -- in 569 s of a lent H200 (scripts/gpu_scale.sh)
+        # widths 8 and 16 trained on the CPU, width 32 and the selections on a GPU (scripts/gpu_scale.sh)
         scale=ScaleConfig(results=STANDARD_SCALE)),
     Profile(
         name="gpu", doc="Fashion-MNIST at the paper's widths and recipe on one GPU (~14 h of an H100)",
@@ -386,8 +320,7 @@ PROFILES = {p.name: p for p in [
         sis_images=32, retrain_images=10000,
         robust=RobustConfig(epochs=10, replicates=2),
         imagenet=ImageNetConfig(model="efficientnet_lite0", min_confidence=0.5),
-        # NUTS evaluates the classifier once per leapfrog step, one chain at a time: the paper-scale
-        # defaults (10 classes x 4 chains x 2500 steps) would take hours; a first guess for ~10 GPU minutes
+        # NUTS evaluates the classifier per leapfrog step, one chain at a time: the defaults would take hours
         bayes_trex=BayesTrExConfig(high_classes=(0, 4), chains=2, warmup=100, samples=200, max_tree_depth=6,
                                    sis_images=32)),
     Profile(

@@ -1,57 +1,32 @@
 """Backward selection (BackSelect) on image batches: the engine of paper 3.3, 4.1, S1, S5.
 
-Backward selection ranks the features of one image by how little the model's
-confidence needs them (SIS, Carter et al. 2019; paper 3.3): starting from the
-full image, repeatedly mask the remaining feature whose masking leaves
-``f`` highest, until every feature is masked. Here
+From the full image, repeatedly mask the remaining feature whose masking leaves ``f`` highest, until every
+feature is masked (SIS, Carter et al. 2019; paper 3.3). Here
 
-* ``f(x)`` is the confidence in class ``pred``, the class predicted on the
-  *unmasked* image (never the true label), for any ``nn.Module`` classifier
-  (``models.Ensemble`` included). The engine ranks and stores it as **log-odds**,
-  ``z_c - logsumexp_{j != c} z_j`` = log(p / (1 - p)), computed in float64 from the
-  logits: monotone in the softmax probability p, so the order is the paper's, but
-  it does not saturate where float32 softmax returns exactly 1.0 (a logit margin
-  above ~17, which converged models reach), where every candidate would tie and
-  the gradient p(1 - p) would vanish;
-* a feature is one pixel with all its channels (paper S1), or a ``block`` x
-  ``block`` square of pixels for coarse runs; features are numbered row-major on
-  the feature grid ``(Hf, Wf) = (ceil(H/block), ceil(W/block))``;
-* masking replaces a feature by ``mask_value`` in normalised space; the default 0
-  is the mean pixel (paper 3.3).
+* ``f`` is the confidence in ``pred``, the class predicted on the *unmasked* image (never the label), as
+  float64 **log-odds** ``z_c - logsumexp_{j != c} z_j`` = log(p / (1 - p)): the paper's order, but no
+  float32 softmax saturation at 1.0, where every candidate would tie and the gradient would vanish;
+* a feature is a pixel with all its channels (S1), or a ``block`` x ``block`` square, numbered row-major
+  on the grid ``(Hf, Wf) = (ceil(H/block), ceil(W/block))``;
+* masking sets a feature to ``mask_value`` in normalised space; 0 is the mean pixel (3.3).
 
-Mask polarity: every boolean mask in this API is a *keep* mask, True = the
-feature/pixel is visible, False = masked (replaced by ``mask_value``).
-Tie-breaking: among candidates giving the same log-odds, the lowest feature index
-is masked first (as the reference ``sis.py``: ``np.argmax`` over candidates in
-row-major order); the ``gradient`` method breaks ties in the gradient the same way.
+Mask polarity: every boolean mask is a *keep* mask, True = visible, False = masked.
+Tie-breaking: among equal log-odds the lowest feature index is masked first (the reference ``sis.py``'s
+``np.argmax``); ``gradient`` breaks ties in the gradient the same way.
 
-Methods (``method=``):
-
-* ``"exact"`` -- the reference BackSelect. All images step in lockstep; the
-  candidates (image, remaining feature) of all images are concatenated and
-  evaluated in chunks of ``chunk_size`` forward passes. P(P+1)/2 forwards per image.
-* ``"gradient"`` -- Batched Gradient BackSelect (paper S5): per step one forward
-  and backward pass gives the gradient of the log-odds w.r.t. the mask ``M`` (1 = masked);
-  the ``k`` remaining features with the largest gradient are masked together.
-  ``values`` is then known only after whole blocks: NaN inside a block.
-* ``"pruned"`` (beyond the paper) -- per step, only the ``m`` remaining features the
-  mask gradient ranks best are evaluated exactly; identical to ``exact`` once
-  ``m`` >= the number of remaining features (then no gradient is computed at all).
+Methods: ``"exact"`` -- the reference, all candidates of all images in chunks of ``chunk_size`` forwards,
+P(P+1)/2 per image. ``"gradient"`` -- Batched Gradient BackSelect (S5): one forward and backward per step,
+the ``k`` features with the largest d f / d M (M: 1 = masked) masked together; ``values`` NaN inside a
+block. ``"pruned"`` (beyond the paper) -- only the ``m`` features the mask gradient ranks best are
+evaluated exactly; identical to ``exact`` once ``m`` >= the features left.
 
     res = backselect(model, images)                  # images (B, C, H, W), normalised
     res.order[:, -40:]                               # the 40 pixels masked last: kept in a 40-pixel subset
     res.values[:, -41]                               # p once all but those 40 are masked (step P - 41)
-    sis = find_sis(res, 0.99)                        # overinterp.engine.sis
 
-The model must be a deterministic function of each image: in eval mode, and with an
-output that does not depend on the other images of the batch (checked on two images
-before every run; ``InputDropout`` shares its evaluation masks across the batch).
-The forwards run on a copy of the model with its batch norms folded into the
-convolutions (:func:`overinterp.zoo.models.fuse_conv_bn`), under ``torch.inference_mode``,
-in ``channels_last`` (for conv nets; 3x faster for the CNN on CPU too), bf16 autocast
-only with ``autocast=True`` (off where exactness is claimed), with TF32 matmuls and
-convolutions off on CUDA; on CUDA a chunk that runs out of memory is split in half and
-retried. Same code on every device: the device is the images'.
+The model must be in eval mode and batch-independent (checked before every run). Forwards run on a copy
+with batch norms folded, in ``channels_last`` for conv nets, TF32 off, bf16 only with ``autocast=True``;
+a CUDA chunk that runs out of memory is halved. The device is the images'.
 """
 from __future__ import annotations
 
@@ -69,19 +44,16 @@ __all__ = ["METHODS", "DEFAULT_M", "DEFAULT_CHUNK", "BackSelectConfig", "BackSel
            "features_to_pixels", "apply_keep", "log_odds", "logit", "check_batch_independent"]
 
 METHODS = ("exact", "gradient", "pruned")
-# pruned: candidates evaluated exactly per step. 16 = the smallest m whose mean SIS size stayed within 1.1x of
-# exact's (1.01x at tau 0.9, 1.05x at 0.99; m = 8: 1.07x, 1.19x), for the quick CNN on 32 Fashion-MNIST test
-# images, at 1/49 of exact's time (benchmarks/results/backselect-cpu.json)
+# pruned: the smallest m whose mean SIS size stays within 1.1x of exact's, at 1/49 of its time
+# (benchmarks/results/backselect-cpu.json)
 DEFAULT_M = 16
-# forward passes per chunk: 128 was fastest for both the CNN and ResNet20 on 28x28 on the 2-core CPU
-# (benchmarks/bench_backselect.py); on CUDA a chunk that runs out of memory is halved
+# forward passes per chunk: 128 fastest on the 2-core CPU (benchmarks/bench_backselect.py)
 DEFAULT_CHUNK = {"cpu": 128, "cuda": 4096}
 
 
 @dataclass(frozen=True)
 class BackSelectConfig:
-    """What determines a backward selection's result: a profile's engine, a notebook's
-    parameters, part of a run's artifact key."""
+    """What determines a backward selection's result (part of a run's artifact key)."""
     method: str = field(default="exact", metadata={"help": "exact | gradient (paper S5) | pruned (beyond the paper)"})
     block: int = field(default=1, metadata={"help": "feature = block x block pixels; 1 = a pixel with all channels (S1)"})
     k: int = field(default=1, metadata={"help": "gradient: features masked per step (paper S5: 100 on ImageNet)"})
@@ -113,17 +85,11 @@ class BackSelectConfig:
 
 @dataclass
 class BackSelectResult:
-    """Backward selection of B images; tensors on the device of the input images.
-
-    ``order[b, t]`` is the feature masked at step t (first masked first, the most
-    important feature last); ``log_odds[b, t]`` is the log-odds of ``pred`` after
-    masking it (NaN where a gradient block was masked as a whole), float64. The first
-    ``n_fixed[b]`` entries are the features that were already masked on entry
-    (``keep=False``), in ascending order, with value ``full_log_odds``; they never
-    enter a SIS or pixel subset. ``values`` and ``confidence`` are the same as
-    softmax probabilities, for plots and tables (they round to 1.0 near certainty:
-    rank and threshold with the log-odds).
-    """
+    """Backward selection of B images, on the images' device. ``order[b, t]``: the feature masked at step t
+    (the most important last); ``log_odds[b, t]``: float64 log-odds of ``pred`` after it (NaN inside a
+    gradient block). The first ``n_fixed[b]`` entries are the features masked on entry, ascending, valued
+    ``full_log_odds``; never in a SIS or subset. ``values`` and ``confidence`` are probabilities for plots
+    (they round to 1.0: threshold with the log-odds)."""
     order: torch.Tensor          # (B, P) int64 feature indices
     log_odds: torch.Tensor       # (B, P) float64 log-odds of pred after each removal
     pred: torch.Tensor           # (B,) int64 class whose confidence is f
@@ -262,11 +228,8 @@ class _Evaluator:
             lo = hi
 
     def mask_grad(self, x, keep, target, pix_feat, mv, need_grad=True):
-        """f (log-odds) and d f / d M at the current mask M = ~keep (S5), per image.
-
-        x (B, C, H, W) unmasked; keep (B, P) bool; pix_feat (H*W,) feature of each pixel.
-        Returns f (B,) and grad (B, P) (None when ``need_grad`` is False).
-        """
+        """f (B,) log-odds and d f / d M (B, P) (None without ``need_grad``) at the mask M = ~keep (S5);
+        x (B, C, H, W) unmasked, keep (B, P) bool, pix_feat (H*W,) the feature of each pixel."""
         B, C, H, W = x.shape
         f = x.new_empty(B, dtype=torch.float64)
         grad = x.new_empty(keep.shape) if need_grad else None
@@ -294,11 +257,8 @@ def _check_eval(model: nn.Module) -> None:
 
 @torch.inference_mode()
 def check_batch_independent(model: nn.Module, images: torch.Tensor, rtol: float = 1e-3, atol: float = 1e-3) -> None:
-    """Refuse a model whose output for an image depends on the rest of its batch.
-
-    Two forwards: the first image alone, and second in a batch behind another image
-    (itself when there is one image). Float rounding of batched kernels passes; per-position
-    randomness (a dropout mask drawn per batch row) or batch statistics do not."""
+    """Refuse a model whose output for an image depends on the rest of its batch: the first image alone vs
+    second in a batch (float rounding passes; per-row randomness or batch statistics do not)."""
     x0, other = images[:1], images[1:2] if len(images) > 1 else images[:1]
     alone = model(x0).double()
     behind = model(torch.cat([other, x0])).double()[1:]
@@ -342,22 +302,13 @@ def backselect(model: nn.Module, images: torch.Tensor, method: str = "exact", bl
                keep: torch.Tensor | None = None, target: torch.Tensor | None = None, mask_value=0.0,
                autocast: bool = False, channels_last: bool | None = None, fuse: bool = True,
                max_steps: int | None = None) -> BackSelectResult:
-    """Backward selection of every image in ``images`` (B, C, H, W) (see module docstring).
-
-    method: "exact" | "gradient" (k features per step, paper S5) | "pruned" (m exact
-        candidates per step). block: feature = block x block pixels (:class:`BackSelectConfig`).
-    chunk_size: forward passes per batch (default :data:`DEFAULT_CHUNK` for the device;
-        for "gradient" images per batch).
-    keep: optional (B, P) bool, False = feature already masked (SIS-collection rounds).
-    target: optional (B,) class whose log-odds are f (default: argmax on ``images``).
-    mask_value: scalar or (C,) value of a masked pixel (0 = the mean pixel).
-    autocast: bf16 autocast (not exact; off by default). channels_last: run the forwards in
-        channels_last (on the engine's copy of the model, in place without ``fuse``); default: when
-        the model has a Conv2d. fuse: fold batch norms into the convolutions before them
-        (:func:`overinterp.zoo.models.fuse_conv_bn`; the same function up to float rounding).
+    """Backward selection of ``images`` (B, C, H, W); method, block, k, m: :class:`BackSelectConfig`.
+    chunk_size: forwards per batch (default :data:`DEFAULT_CHUNK`; "gradient": images per batch).
+    keep: optional (B, P) bool, False = masked on entry. target: optional (B,) class of f (default: argmax).
+    mask_value: scalar or (C,). autocast: bf16 (not exact). channels_last: default when the model has a
+    Conv2d (in place on the model without ``fuse``). fuse: fold batch norms (same function up to rounding).
     max_steps: stop after this many removals (partial result, order -1 beyond; for timing).
-    The images' device and the model's dtype are used; the model must be in eval mode and
-    batch-independent (:func:`check_batch_independent`).
+    Uses the images' device and the model's dtype; the model must be in eval mode and batch-independent.
     """
     BackSelectConfig(method, block, k, m)  # validates
     if images.dim() != 4:
@@ -464,8 +415,8 @@ def _select_loop(ev: _Evaluator, s: _State, m: int | None, steps: int, progress:
 
 
 def _gradient_loop(ev: _Evaluator, s: _State, k: int, steps: int, progress: bool) -> None:
-    """Batched Gradient BackSelect (paper S5): mask the k features with the largest d f / d M per step
-    (f the log-odds: the same ranking as d p / d M where p does not saturate, a per-image factor 1/(p(1-p)))."""
+    """Batched Gradient BackSelect (paper S5): mask the k features with the largest d f / d M per step (f the
+    log-odds: the ranking of d p / d M up to a per-image factor)."""
     B, P = s.keep.shape
     _, _, pix = s.geometry()
     ar = torch.arange(P, device=s.x.device)

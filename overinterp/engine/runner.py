@@ -1,29 +1,14 @@
-"""Backward selection over a whole data split, in resumable shards (paper 4.1: the 5%
-pixel subsets of *every* CIFAR-10 image; 3.3 for the procedure).
+"""Backward selection over a whole data split in resumable shards (paper 4.1: *every* image's 5% subset).
 
-A run is keyed in the artifact store (``overinterp.store``, kind ``backselect``,
-whose code version is the engine's) by everything that determines its result: the
-model (its config and a hash of its weights), the images (a
-:class:`~overinterp.zoo.data.Selection` key, their count, shape and a hash of the
-tensor), the engine (:class:`~overinterp.engine.backselect.BackSelectConfig` and dtype) and
-the shard size. The images are cut into shards of ``shard_size``; each finished
-shard is written atomically as ``shard-NNNNN.pt`` with what produced it (device,
-torch version, dtype, chunk size, engine version), so a run that is killed resumes
-where it stopped by skipping finished shards. A shard written under another config
-or engine version raises :class:`ArtifactMismatch` instead of being mixed in.
-Processes can split the work by shard range (``shards=range(0, 10)`` /
-``--shards 0:10``); whichever finds every shard present assembles them into
-``result.pt``.
-
-Not in the key: device and chunk size, which change results only by
-floating-point rounding (at most the order of exact ties of f); each shard records them.
+A run is keyed in the store (kind ``backselect``) by the model (config, weights hash), the images
+(selection key, count, shape, hash), the engine config and dtype, and the shard size; not by device or
+chunk size, which change results only by rounding (each shard records them). Finished shards are saved
+atomically, so a killed run resumes; a shard of another config or engine version raises
+:class:`ArtifactMismatch`. Processes may split the shards (``shards=range(0, 10)``); whichever finds all
+present assembles ``result.pt``.
 
     res = run_backselect(model, images, model_config=cfg, data_config=selection.key(),
                          config=BackSelectConfig("pruned", m=16), shard_size=256)
-
-The book's runs go through :func:`overinterp.experiments.runs.backselect_model`
-(:func:`~overinterp.experiments.runs.backselect_set` for a zoo model, which the command line,
-``python -m overinterp backselect --help``, calls too).
 """
 from __future__ import annotations
 
@@ -95,14 +80,10 @@ def run_backselect(model: nn.Module, images: torch.Tensor, *, model_config: dict
                    shards: range | None = None, store: Store | None = None, device=None,
                    chunk_size: int | None = None, progress: bool = True,
                    after_shard=None, target: torch.Tensor | None = None) -> BackSelectResult | None:
-    """Backward selection of every image of ``images`` (N, C, H, W), resumable (module docstring).
-
-    ``shards``: the range of shard indices this call computes (default: all). ``device``:
-    where the engine runs (default: the model's). ``after_shard(i)`` is called after shard
-    ``i`` is saved. ``target`` (N,): the class whose confidence is f for each image instead of
-    the predicted one (a control of the retraining chapter); in the key only when given.
-    Returns the assembled result (on the CPU) once every shard exists,
-    else None (other processes still working on their ranges).
+    """Backward selection of ``images`` (N, C, H, W), resumable. ``shards``: the shard indices computed here
+    (default: all); ``device``: default the model's; ``after_shard(i)``: called once shard i is saved;
+    ``target`` (N,): the class of f instead of the prediction (in the key only when given).
+    Returns the assembled result (CPU) once every shard exists, else None (others still working).
     """
     store = store or Store()
     cfg = run_config(model, images, model_config, data_config, config, shard_size)
@@ -140,8 +121,7 @@ def run_backselect(model: nn.Module, images: torch.Tensor, *, model_config: dict
 
 
 def assemble(store: Store, cfg: dict, total: int) -> BackSelectResult | None:
-    """Concatenate all shards into ``result.pt`` (None while some are missing). Refuses shards
-    written by another engine version."""
+    """Concatenate all shards into ``result.pt`` (None while some are missing; refuses other engine versions)."""
     if not all(store.exists(KIND, cfg, _shard_name(i)) for i in range(total)):
         return None
     parts = [store.load(KIND, cfg, _shard_name(i)) for i in range(total)]  # raises on a foreign shard

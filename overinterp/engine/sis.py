@@ -1,22 +1,12 @@
 """Sufficient input subsets and pixel subsets from a backward selection (paper 3.3, 4.1, S1, S5).
 
-A sufficient input subset (SIS) for threshold tau is a minimal set of features S
-such that ``f(x_S) >= tau`` with every other feature masked (paper 3.3); FindSIS
-takes it from a backward selection as the *shortest suffix* of the removal order
-whose features, kept alone, bring f to >= tau (walking back from the
-last-removed feature). f is compared in log-odds, ``log_odds >= logit(tau)``: the
-same test as ``p >= tau``, without float32 softmax rounding p to 1.0. There is no
-SIS when f < tau on the input itself (the reference convention); when even the
-fully masked input reaches tau the SIS is empty. SIS-collection (paper 3.3, S5)
-repeats BackSelect + FindSIS on the input with the earlier SIS masked, so the SIS
-of one image are disjoint; it stops for an image once its SIS is empty.
-
-For ``gradient`` results FindSIS only cuts at block boundaries (the values inside
-a block are NaN), as Batched Gradient FindSIS pops whole blocks (S5).
-
-Pixel subsets (paper 3.3, 4.1): the last ``frac`` of the features in the removal
-order are kept, the rest masked; :func:`random_subset` keeps as many uniformly
-random features per image (seeded), the paper's baseline.
+A sufficient input subset (SIS) for threshold tau is a minimal feature set S with ``f(x_S) >= tau``, all
+else masked (3.3). FindSIS takes the *shortest suffix* of the removal order that reaches tau, compared as
+``log_odds >= logit(tau)`` (no float32 rounding of p to 1.0). No SIS when f < tau on the input (the
+reference convention); an empty SIS when the fully masked input reaches tau. For ``gradient`` results it
+cuts only at block boundaries (S5). SIS-collection repeats BackSelect + FindSIS with earlier SIS masked,
+so one image's SIS are disjoint. Pixel subsets (3.3, 4.1) keep the last ``frac`` of the order;
+:func:`random_subset` (the baseline) as many seeded random features.
 
 Masks are keep masks: True = the pixel is in the SIS / subset and visible.
 
@@ -58,11 +48,8 @@ def _suffix_log_odds(res: BackSelectResult) -> torch.Tensor:
 
 
 def find_sis(result: BackSelectResult, threshold: float, min_size: torch.Tensor | None = None) -> SIS:
-    """FindSIS: the shortest suffix of ``result.order`` with f >= ``threshold`` (see module docstring).
-
-    ``min_size`` (B,) optionally forces at least that many features (used to grow a SIS
-    that fails a verification forward pass by rounding).
-    """
+    """FindSIS: the shortest suffix of ``result.order`` with f >= ``threshold``; ``min_size`` (B,) forces at
+    least that many features (to grow a SIS that fails verification by rounding)."""
     if (result.order < 0).any():
         raise ValueError("result is partial (backselect(max_steps=...)); FindSIS needs the full order")
     B, P = result.order.shape
@@ -84,8 +71,7 @@ def sis_size(result: BackSelectResult, threshold: float) -> torch.Tensor:
 
 
 def sis_size_pct(result: BackSelectResult, threshold: float, sis: SIS | None = None) -> np.ndarray:
-    """(B,) SIS size in % of the image's pixels; NaN where the image has no SIS (f < threshold
-    on the whole input). ``sis``: :func:`find_sis` (result, threshold) when already at hand."""
+    """(B,) SIS size in % of the image's pixels; NaN where there is none. ``sis``: find_sis's, if at hand."""
     sis = find_sis(result, threshold) if sis is None else sis
     size = 100 * sis.mask.flatten(1).float().mean(1).cpu().numpy()
     return np.where(sis.size.cpu().numpy() >= 0, size, np.nan)
@@ -106,10 +92,8 @@ def _batches(model: nn.Module, images: torch.Tensor, batch_size: int) -> torch.T
 
 def class_probability(model: nn.Module, images: torch.Tensor, target: torch.Tensor | None = None,
                       batch_size: int = 512) -> tuple:
-    """(softmax probability of ``target`` (B,), argmax class (B,)) of ``model`` on ``images``.
-
-    ``target`` defaults to the argmax. For tables and plots; compare with a threshold
-    near 1 by :func:`class_log_odds` instead (float32 softmax saturates at 1.0)."""
+    """(softmax probability of ``target`` (default: the argmax) (B,), argmax class (B,)), for tables and
+    plots; threshold near 1 with :func:`class_log_odds` (float32 softmax saturates)."""
     probs = _batches(model, images, batch_size).softmax(-1)
     pred = probs.argmax(1)
     t = pred if target is None else target.to(probs.device)
@@ -123,18 +107,15 @@ def class_log_odds(model: nn.Module, images: torch.Tensor, target: torch.Tensor,
 
 def is_sufficient(model: nn.Module, images: torch.Tensor, result: BackSelectResult, sis: SIS,
                   threshold: float) -> torch.Tensor:
-    """(B,) bool: a forward pass on each image with only its SIS visible reaches ``threshold``
-    (True where there is no SIS to check)."""
+    """(B,) bool: the image with only its SIS visible reaches ``threshold`` (True where there is no SIS)."""
     x = apply_keep(images.to(result.mask_value.dtype), sis.mask.to(images.device), result.mask_value.to(images.device))
     f = class_log_odds(model, x, result.pred.to(images.device)).to(sis.size.device)
     return (sis.size < 0) | (f >= logit(threshold))
 
 
 def _verified(model, images, result: BackSelectResult, threshold: float, sis: SIS) -> SIS:
-    """Check each SIS by a forward pass (:func:`is_sufficient`); a SIS that misses tau (the
-    batch-dependent rounding of the engine's forwards) grows, for that image only, to the next
-    suffix that passes. An image whose SIS cannot be verified (not even the whole input passes)
-    keeps the whole input as its SIS, with a warning naming it."""
+    """Check each SIS by a forward pass; one that misses tau (batched rounding) grows to the next suffix
+    that passes, or, failing that, becomes the whole input with a warning."""
     P = result.order.shape[1]
     checked = torch.zeros_like(sis.size, dtype=torch.bool)
     while True:
@@ -157,18 +138,11 @@ def _verified(model, images, result: BackSelectResult, threshold: float, sis: SI
 
 def sis_collection(model: nn.Module, images: torch.Tensor, threshold: float, method: str = "exact",
                    block: int = 1, max_sis: int | None = None, mask_value=0.0, **kwargs) -> list:
-    """SIS-collection (paper 3.3; Batched Gradient SIScollection for method="gradient", S5).
-
-    Every round runs :func:`backselect` on the images that still have a SIS, with all
-    earlier SIS masked (``keep``) and f fixed to the class predicted on the unmasked
-    image, then FindSIS; each SIS is verified by a forward pass (f >= tau). An image
-    whose fully masked input already reaches tau has one SIS, the empty one, and no
-    backward selection is run for it. Stops per image when no SIS is left, after an
-    empty SIS, or after ``max_sis``.
-
-    Returns one (J_b, H, W) bool tensor per image (True = pixel in that SIS), disjoint,
-    in the order found. ``kwargs`` go to :func:`backselect` (k, m, chunk_size, progress...).
-    """
+    """SIS-collection (paper 3.3; Batched Gradient SIScollection for "gradient", S5): rounds of backselect
+    with earlier SIS masked and f fixed to the unmasked prediction, then verified FindSIS. An image whose
+    blank input reaches tau has only the empty SIS. Stops per image when none is left, after an empty
+    one, or after ``max_sis``; ``kwargs`` go to :func:`backselect`. Returns one (J_b, H, W) bool tensor per
+    image (True = pixel in that SIS), disjoint, in the order found."""
     B, _, H, W = images.shape
     if max_sis is not None and max_sis < 1:
         raise ValueError(f"max_sis must be >= 1 or None, got {max_sis}")
@@ -196,19 +170,16 @@ def sis_collection(model: nn.Module, images: torch.Tensor, threshold: float, met
 
 
 def subset_size(n_features: int, frac: float) -> int:
-    """Features kept by a ``frac`` subset: ceil(frac * P), at least 1 (5% of 1024 -> 52, of 784 -> 40), as the
-    paper's code (``sis_training_util.py``: ``self.pixels_to_keep = int(np.ceil(1024 * self.frac_to_keep))``).
-    A product within 1e-9 of an integer counts as that integer (0.3 * 1000 is 300, not 301)."""
+    """Features kept by a ``frac`` subset: ceil(frac * P), at least 1 (5% of 784 -> 40), as the paper's
+    ``sis_training_util.py``; within 1e-9 of an integer counts as it (0.3 * 1000 is 300, not 301)."""
     if not 0 < frac <= 1:
         raise ValueError(f"frac must lie in (0, 1], got {frac}")
     return max(1, math.ceil(frac * n_features - 1e-9))
 
 
 def pixel_subset(result: BackSelectResult, images: torch.Tensor, frac: float) -> tuple:
-    """Backward-selection pixel subset (paper 3.3): keep the last ``frac`` of the features
-    in the removal order (never those masked on entry), mask the rest.
-
-    Returns (masked images (B, C, H, W), keep mask (B, H, W))."""
+    """Backward-selection pixel subset (paper 3.3): the last ``frac`` of the order kept (never those masked
+    on entry). Returns (masked images (B, C, H, W), keep mask (B, H, W))."""
     B, P = result.order.shape
     n = torch.full((B,), subset_size(P, frac), device=result.order.device).minimum(P - result.n_fixed)
     keep = features_to_pixels(_last_features(result.order, n), result.image_size, result.block)
@@ -217,10 +188,8 @@ def pixel_subset(result: BackSelectResult, images: torch.Tensor, frac: float) ->
 
 
 def random_subset(images: torch.Tensor, frac: float, seed: int = 0, block: int = 1, mask_value=0.0) -> tuple:
-    """The paper's baseline: as many features as :func:`pixel_subset` keeps, uniformly at random
-    per image from a seeded CPU generator (same subsets on every device).
-
-    Returns (masked images (B, C, H, W), keep mask (B, H, W))."""
+    """The paper's baseline: as many features as :func:`pixel_subset`, uniformly at random from a seeded CPU
+    generator (same on every device). Returns (masked images (B, C, H, W), keep mask (B, H, W))."""
     B, _, H, W = images.shape
     hf, wf = feature_grid(H, W, block)
     n = subset_size(hf * wf, frac)

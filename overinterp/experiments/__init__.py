@@ -1,5 +1,3 @@
-"""The paper's experiments and the related methods' as cached runs for the chapters: each function
-takes a :class:`overinterp.config.context.Run`, computes what is missing and keeps it in the artifact
-store, so chapters (and the command line) share models and backward selections. :mod:`.runs` holds
-the zoo's runs (models, selections, backward selections, subsets, retraining); the others, one
-chapter's experiments each."""
+"""The paper's experiments and related methods as cached runs: each function takes a
+:class:`overinterp.config.context.Run` and computes what the artifact store lacks, so chapters and the command
+line share models and selections. :mod:`.runs` holds the zoo's runs; the others, one chapter each."""

@@ -1,10 +1,7 @@
-"""Chapter 16's runs of Bayes-TrEx (Booth et al., AAAI 2021, ``bayes-trex.txt`` among the project's
-papers; the method is :mod:`overinterp.methods.bayes_trex`, its cached VAEs and chains
-:mod:`overinterp.experiments.bayes_trex_cache`): the chains of the chapter's targets; the tables of what
-they found beside Booth et al.'s Table 2 and the test set (their 4.10); the backward selection of sampled
-images and the SIS sizes that decide "generated images are classified from sparse pixels too" (the
-paper's 4.1; :func:`sis_comparison`, decided by :func:`overinterp.paper.further_verdicts.sparse_pixels`);
-the values the chapter's prose glues.
+"""Chapter 16: Bayes-TrEx (Booth et al., AAAI 2021; method in :mod:`overinterp.methods.bayes_trex`, cached
+VAEs and chains in :mod:`.bayes_trex_cache`): the targets' chains, the tables beside Booth et al.'s Table 2 and
+the test set (their 4.10), and the SIS sizes of sampled images that decide "generated images are classified
+from sparse pixels too" (the paper's 4.1; :func:`sis_comparison`).
 
     vaes = vaes(run)                                   # "all" classes and "held out"
     targets, mis_name = chapter_targets(run, names)    # name -> (Target, which VAE)
@@ -48,20 +45,14 @@ HIGH_COL = f"f_c ≥ {HIGH_LEVEL:g}"                   # criteria named where a 
 MIS_COL = f"f_c ≥ {MISCLASSIFIED_LEVEL:g}"
 AMB_COL = f"both in {BAND[0]:g}–{BAND[1]:g}"
 APART = 2.0        # chains "sit apart": chain means at least 2 pooled within-chain sds apart in some latent dimension
-DARK_LEVEL = 0.1    # near-black: mean pixel intensity below 0.1 (Fashion-MNIST's test images: 0.29 on average; 2% of
-                    # its T-shirts, dark garments whose outline still shows, are below it)
+DARK_LEVEL = 0.1    # near-black: mean pixel intensity (Fashion-MNIST test mean 0.29; 2% of its T-shirts are below)
 
 
 def confidence_table(logits: dict[str, torch.Tensor], targets: dict[str, Target], chains: dict[str, Chains],
                      level: float = HIGH_LEVEL, band: tuple = BAND, mis_level: float = MISCLASSIFIED_LEVEL,
                      criteria: MixingCriteria = MIXING) -> pd.DataFrame:
-    """Per target (row name): Booth et al.'s Table 2 -- mean and std of the target classes'
-    confidence over all samples --, the share (%) of samples meeting each criterion that applies
-    (columns named by it: high targets f_c >= ``level`` and f_c >= ``mis_level``, ambiguous ones
-    both classes within ``band``; NaN where it does not apply), and the chains' diagnostics:
-    acceptance (mean over chains), divergences (sum), largest r_hat and smallest ESS over the latent
-    dimensions, the largest :func:`chain_separation`, whether they mixed by ``criteria`` and why not,
-    seconds. ``logits[name]``: (C*S, K) of the samples."""
+    """Per target: Booth et al.'s Table 2 (mean, std of the target classes' confidence), share (%) meeting
+    each criterion (NaN: n/a) and chain diagnostics. ``logits[name]``: (C*S, K)."""
     rows = {}
     for name, t in targets.items():
         p = torch.softmax(logits[name].double(), 1)
@@ -92,11 +83,8 @@ def test_set_counts(logits: torch.Tensor, labels: torch.Tensor, targets: dict[st
                     held_out: dict[str, int] | None = None, level: float = HIGH_LEVEL, band: tuple = BAND,
                     misclassified_level: float = MISCLASSIFIED_LEVEL, classes: Sequence[str] | None = None
                     ) -> pd.DataFrame:
-    """How many test images (``logits`` (N, K), ``labels`` (N,)) lie in each target's level set
-    (:func:`in_level_set`); for the targets named in ``held_out`` (name -> class), the images of
-    *another* class that the classifier puts in that class with f_c >= ``misclassified_level``
-    (Booth et al. 4.10's confident misclassifications). Columns: the criterion in words (class
-    names from ``classes``), test images, test images meeting it, and their share (%)."""
+    """Test images (``logits`` (N, K), ``labels`` (N,)) in each target's level set; for ``held_out``
+    targets, other classes' images put in it with f_c >= ``misclassified_level`` (Booth et al. 4.10)."""
     held_out = held_out or {}
     rows = {}
     for name, t in targets.items():
@@ -115,9 +103,7 @@ def test_set_counts(logits: torch.Tensor, labels: torch.Tensor, targets: dict[st
 
 # ----------------------------------------------------------------------------- the chapter's runs
 def classifier(run) -> tuple[nn.Module, dict]:
-    """The inspected zoo model (``profile.bayes_trex.arch``, replicate ``run.seed``), trained now if the
-    store lacks it (with gradients on, whatever the caller's mode), and its artifact key with its
-    weights' fingerprint."""
+    """The inspected zoo model (trained if missing) and its artifact key with the weights' fingerprint."""
     arch, p = run.profile.bayes_trex.arch, run.profile
     with torch.enable_grad():   # callers run under no_grad; a model not yet in the store is trained here
         model = runs.trained_model(run.dataset, arch, p.name, seed=run.seed, device=run.device, progress=False)
@@ -133,10 +119,7 @@ def vaes(run, store: Store | None = None, progress: bool = True) -> dict[str, VA
 
 def run_target(run, target: Target, vae: VAE, held_out: int | None = None, store: Store | None = None,
                progress: bool = True) -> Chains:
-    """The chains of ``target`` in the latent space of ``vae`` (trained without ``held_out``),
-    started at :func:`initial_points` of ``init_pool`` training images of its distribution; cached.
-    ``info["init"]``: the start points (chains, latent), recomputed (deterministic, a second or so)
-    when the store's chains predate keeping them."""
+    """Cached chains of ``target`` in ``vae``'s latent space; ``info["init"]``: start points (chains, latent)."""
     vc, cc = vae_settings(run.profile.bayes_trex), chains_settings(run.profile.bayes_trex)
     clf, clf_key = classifier(run)
     gen = decoder(vae, run.dataset)
@@ -168,10 +151,8 @@ def sample_logits(run, vae: VAE, chains: Chains, batch_size: int = 500) -> torch
 
 def sample_backselect(run, vae: VAE, chains: dict[str, Chains], n: int, store: Store | None = None,
                       progress: bool = True):
-    """Backward selection (the profile's engine, :func:`overinterp.engine.runner.run_backselect`, cached) of
-    ``n`` decoded samples of the high-confidence targets in ``chains``: for each target, the about
-    n / targets distinct samples of its chains on which the classifier is most confident in the target
-    class. Returns (images (n', C, H, W) normalised, target name per image, BackSelectResult)."""
+    """Cached backward selection of ~n / targets most confident distinct samples per high target.
+    Returns (images (n', C, H, W) normalised, target name per image, BackSelectResult)."""
     clf, clf_key = classifier(run)
     per = max(1, math.ceil(n / max(1, len(chains))))
     images, names = [], []
@@ -194,10 +175,8 @@ def sample_backselect(run, vae: VAE, chains: dict[str, Chains], n: int, store: S
 @torch.no_grad()
 def vae_quality(run, vaes: dict[str, VAE], images: torch.Tensor, labels: torch.Tensor, held_out: int,
                 n_prior: int = 1000, n_eval: int | None = 2000) -> pd.DataFrame:
-    """Per VAE ("all classes", "without <held-out>"): training images, epochs, test -ELBO (nats per image),
-    the classifier's accuracy (%) on the first ``n_eval`` of a seeded permutation of the test images it
-    models and on their reconstructions g(mu(x)), and the share (%) of ``n_prior`` prior samples
-    g(z), z ~ N(0, I) (seeded), it calls the held-out class."""
+    """Per VAE: training images, epochs, test -ELBO (nats/image), accuracy (%) on test images and their
+    reconstructions, share (%) of ``n_prior`` prior samples called the held-out class."""
     clf, _ = classifier(run)
     if n_eval is not None and n_eval < len(labels):
         idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))[:n_eval]
@@ -226,12 +205,7 @@ def vae_quality(run, vaes: dict[str, VAE], images: torch.Tensor, labels: torch.T
 
 def table2(table: pd.DataFrame, targets: dict[str, Target], misclassification: str | None,
            ours_label: str = "ours") -> pd.DataFrame:
-    """:func:`confidence_table` shown like Booth et al.'s Table 2: their Fashion-MNIST mean ± std of
-    the target classes' confidence where they have a row for the target (``BOOTH_TABLE2``; the
-    misclassification row only for the held-out target, "—" where they have none), ours beside it
-    only where the chains mixed ("not mixed: not comparable" where they have a row, "not mixed"
-    elsewhere), and the share of samples meeting each criterion, the criterion in the header
-    (blank where it does not apply)."""
+    """:func:`confidence_table` like Booth et al.'s Table 2: theirs ("—" if none), ours where mixed, shares."""
     shares = [c for c in (HIGH_COL, MIS_COL, AMB_COL) if c in table]
     rows = {}
     for name, t in targets.items():
@@ -257,9 +231,7 @@ def _fmt(x: float, digits: int) -> str:
 
 
 def diagnostics(table: pd.DataFrame) -> pd.DataFrame:
-    """The chain diagnostics of :func:`confidence_table`, as shown: samples, mean acceptance,
-    divergent transitions, largest R̂, smallest ESS, how far apart the chains sit (within-chain sds),
-    whether they mixed, seconds; rounded, "n/a" where a statistic needs more samples."""
+    """:func:`confidence_table`'s chain diagnostics, rounded; "n/a" where more samples are needed."""
     return pd.DataFrame({
         "samples": table["samples"].astype(int), "accept.": [_fmt(x, 2) for x in table["acceptance"]],
         "divergent": table["divergences"].astype(int), "max R̂": [_fmt(x, 2) for x in table["max r_hat"]],
@@ -271,11 +243,8 @@ def diagnostics(table: pd.DataFrame) -> pd.DataFrame:
 
 def near_black_counts(images: dict[str, torch.Tensor], logits: dict[str, torch.Tensor], targets: dict[str, Target],
                       n_show: int, level: float = DARK_LEVEL, confident: float = HIGH_LEVEL) -> dict:
-    """Near-black samples (:func:`~overinterp.methods.bayes_trex.near_black` at ``level``) among the
-    high-confidence targets' samples on which the classifier has f_c >= ``confident``: of those the
-    samples figure shows (:func:`~overinterp.methods.bayes_trex.spread_samples`, ``n_show`` per
-    target) and of all kept ones. ``images[name]``: (C*S, 1, H, W) decoded samples in [0, 1],
-    ``logits[name]``: (C*S, K). Returns counts: shown_confident, shown_dark, kept_confident, kept_dark."""
+    """Near-black (mean < ``level``) confident (f_c >= ``confident``) high-target samples, shown and
+    kept. ``images[name]``: (C*S, 1, H, W) in [0, 1]; ``logits[name]``: (C*S, K)."""
     out = dict.fromkeys(("shown_confident", "shown_dark", "kept_confident", "kept_dark"), 0)
     for name, t in targets.items():
         if t.kind != HIGH:
@@ -294,9 +263,7 @@ def near_black_counts(images: dict[str, torch.Tensor], logits: dict[str, torch.T
 def near_black_values(vaes: dict[str, VAE], chains: dict[str, Chains], logits: dict, targets: dict[str, Target],
                       n_show: int, test_images: torch.Tensor, test_labels: torch.Tensor, names,
                       level: float = DARK_LEVEL) -> dict:
-    """:func:`near_black_counts` of the chains' samples (``chains[name]`` decoded by ``vaes[name]``), the
-    level, and for reference the test images' (``test_images`` in [0, 1]) mean intensity and how many are
-    that dark, in all and of the high-confidence targets' classes."""
+    """:func:`near_black_counts` of the decoded chains and the test images' dark counts, for the prose."""
     with torch.no_grad():
         decoded = {k: vaes[k].decode(ch.flat().to(next(vaes[k].parameters()).device)).cpu() for k, ch in chains.items()}
     counts = near_black_counts(decoded, logits, targets, n_show, level)
@@ -312,8 +279,8 @@ def near_black_values(vaes: dict[str, VAE], chains: dict[str, Chains], logits: d
 
 # ----------------------------------------------------------------------------- the chapter, step by step
 def chapter_targets(run, names) -> tuple[dict[str, tuple[Target, str]], str]:
-    """The profile's targets, name -> (Target, "all" | "held out": the VAE sampled), and the name of
-    the misclassification target (high confidence in the held-out class, VAE without it)."""
+    """The targets, name -> (Target, "all" | "held out": the VAE sampled), and the misclassification
+    target's name."""
     cfg = run.profile.bayes_trex
     targets = {high(c).name(names): (high(c), "all") for c in cfg.high_classes}
     targets.update({ambiguous(i, j).name(names): (ambiguous(i, j), "all") for i, j in cfg.ambiguous_pairs})
@@ -328,8 +295,7 @@ def target_map(targets: dict) -> dict[str, Target]:
 
 
 def run_targets(run, targets: dict, vaes: dict[str, VAE], progress: bool = False) -> tuple[dict, dict]:
-    """(chains, logits) per target name: :func:`run_target` in the target's VAE, then
-    :func:`sample_logits` of its samples, target after target."""
+    """(chains, logits) per target name: :func:`run_target` then :func:`sample_logits`."""
     chains, logits = {}, {}
     for name, (t, which) in targets.items():
         held = run.profile.bayes_trex.held_out if which == "held out" else None
@@ -339,8 +305,7 @@ def run_targets(run, targets: dict, vaes: dict[str, VAE], progress: bool = False
 
 
 def test_comparison(run, split, targets: dict, mis_name: str, logits: dict, table: pd.DataFrame):
-    """Booth et al.'s 4.10 counts on the test set beside the chains: (:func:`test_set_counts` of every
-    target with the share of chain samples meeting the same criterion, values for the prose)."""
+    """(:func:`test_set_counts` beside chain samples' shares, prose values); Booth et al.'s 4.10."""
     held_out = run.profile.bayes_trex.held_out
     tl = batched_logits(classifier(run)[0], split.images, device=run.device)     # (N, K), on the CPU
     counts = test_set_counts(tl, split.labels, target_map(targets), held_out={mis_name: held_out},
@@ -360,11 +325,8 @@ def test_comparison(run, split, targets: dict, mis_name: str, logits: dict, tabl
 
 
 def sis_comparison(run, targets: dict, chains: dict, vae: VAE, tau: float) -> dict:
-    """The SIS at ``tau`` of sampled high-confidence images (:func:`sample_backselect` of the
-    "all"-classes targets' chains, decoded by ``vae``) and of the SIS chapter's confident test images.
-    Returns images, target names and classes, the FindSIS result of the samples, the SIS sizes
-    (fractions of the pixels) of both ("generated", "real": what
-    :func:`overinterp.paper.further_verdicts.sparse_pixels` decides from), and values for the prose."""
+    """SIS at ``tau`` of sampled high-confidence images and of the SIS chapter's test images (paper 4.1):
+    images, which, classes, sis, SIS sizes (pixel fractions) "generated" and "real", prose values."""
     cfg = run.profile.bayes_trex
     high_chains = {k: chains[k] for k, (t, w) in targets.items() if t.kind == HIGH and w == "all"}
     Xs, which, res = sample_backselect(run, vae, high_chains, cfg.sis_images, progress=False)
@@ -380,8 +342,7 @@ def sis_comparison(run, targets: dict, chains: dict, vae: VAE, tau: float) -> di
 
 # ----------------------------------------------------------------------------- values the prose glues
 def setup_values(run, p, names) -> dict:
-    """The chapter's settings, for the prose: the classifier, the VAE and chain sizes, the held-out
-    class, tau (``p.tau``) and the level-set criteria."""
+    """The chapter's settings for the prose."""
     cfg = run.profile.bayes_trex
     out = {"arch": ARCH_NAMES.get(cfg.arch, cfg.arch)}
     out.update({k: getattr(cfg, k) for k in ("latent", "hidden", "vae_epochs", "sigma", "chains", "warmup", "samples",
@@ -406,11 +367,8 @@ def quality_values(run, quality: pd.DataFrame, names) -> dict:
 
 def diagnostics_values(table: pd.DataFrame, chains: dict[str, Chains], n_show: int,
                        criteria: MixingCriteria = MIXING, apart: float = APART) -> dict:
-    """For the prose: seconds of sampling in all, samples shown per target, the mixing criteria, how
-    many targets mixed, the largest R̂; of the targets that did not mix, how many have chains that
-    sit apart (:func:`chain_separation` at least ``apart`` within-chain sds in some latent dimension)
-    with every chain nearest its own start (:func:`nearest_start`; chains without start points count
-    as not), and the largest separation, with its target."""
+    """Sampling summary for the prose: seconds, mixing, largest R̂, unmixed targets whose chains sit
+    ``apart`` (each nearest its start), largest separation."""
     worst = table["max r_hat"].max()
     unmixed = [k for k in table.index if not table.loc[k, "mixed"]]
 

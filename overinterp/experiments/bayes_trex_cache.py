@@ -1,7 +1,5 @@
-"""Bayes-TrEx's artifacts (chapter 16; the method is :mod:`overinterp.methods.bayes_trex`): the VAEs and
-the NUTS chains, each trained or sampled once and kept in the artifact store under a key built from a whole
-config (:class:`~overinterp.methods.bayes_trex.VAEConfig`, :class:`~overinterp.methods.bayes_trex.ChainsConfig`),
-so that a change of any field trains or samples anew. :mod:`overinterp.experiments.bayes_trex` runs them.
+"""Bayes-TrEx's cached artifacts (chapter 16): the VAEs and NUTS chains, keyed by their whole config so that
+any change trains or samples anew. :mod:`overinterp.experiments.bayes_trex` runs them.
 
     vae = trained_vae("fashion-mnist", vae_settings(profile.bayes_trex), held_out=8)
     chains = cached_chains(chains_config(vae_key, classifier_key, target, cfg, seed), sample, target)
@@ -46,17 +44,14 @@ def chains_settings(cfg: BayesTrExConfig) -> ChainsConfig:
 
 
 def vae_config(dataset: str, cfg: VAEConfig, held_out: int | None = None, seed: int = 0) -> dict:
-    """Everything that determines a trained VAE, its artifact key: the whole ``cfg``, the data set,
-    the held-out class and the seed."""
+    """The VAE's artifact key: ``cfg``, data set, held-out class, seed."""
     return {"dataset": dataset, **asdict(cfg), "held_out": held_out, "seed": seed}
 
 
 def trained_vae(dataset: str, cfg: VAEConfig, held_out: int | None = None, seed: int = 0,
                 store: Store | None = None, progress: bool = True) -> VAE:
-    """The VAE of ``dataset``'s training images (without class ``held_out`` when given), the first
-    ``cfg.train_size`` of a seeded permutation, from the store or trained now
-    (:func:`overinterp.zoo.train.cached_training`, kind ``vae``). ``vae.info``: training history,
-    test -ELBO (nats per image, on the test images it models), seconds and training images."""
+    """Cached VAE of ``dataset``'s training images (without ``held_out``; first ``cfg.train_size`` seeded).
+    ``vae.info``: history, test -ELBO (nats per image), seconds, training images."""
     key = vae_config(dataset, cfg, held_out, seed)
     X, Y = pixels(dataset, "train")
     if held_out is not None and not 0 <= held_out < len(data.CLASSES[dataset]):
@@ -83,15 +78,13 @@ def trained_vae(dataset: str, cfg: VAEConfig, held_out: int | None = None, seed:
 # ----------------------------------------------------------------------------- the chains, cached
 def chains_config(generator_config: dict, classifier_config: dict, target: Target, cfg: ChainsConfig,
                   seed: int) -> dict:
-    """The artifact key of a set of chains: generator, classifier (with its weights' fingerprint),
-    target, the whole ``cfg`` (sigma, chain sizes, start pool) and the seed."""
+    """The chains' artifact key: generator, classifier (with weights' fingerprint), target, ``cfg``, seed."""
     return {"generator": generator_config, "classifier": classifier_config,
             "target": [target.kind, list(target.classes)], **asdict(cfg), "seed": seed}
 
 
 def cached_chains(key: dict, sample: Callable[[], Chains], target: Target, store: Store | None = None) -> Chains:
-    """``sample()`` unless the store holds the chains of ``key`` (then loaded); the chains' start
-    points (``info["init"]``) are kept with them."""
+    """The stored chains of ``key``, else ``sample()`` and store them (with ``info["init"]``)."""
     store = store or Store()
     saved = store.load(KIND, key)
     if saved is None:

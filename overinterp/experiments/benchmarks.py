@@ -1,9 +1,7 @@
-"""The committed benchmark results of backward selection, read (paper 3.3, S5): the files that
-``benchmarks/bench_backselect.py`` writes (``benchmarks/results/backselect-<device>.json``, ``"schema": 2``).
-
-Each reader (:func:`efficiency`, :func:`fidelity`, ...) returns one row per device and measured case, with empty
-columns where no file has the section; a file not of this schema raises a one-line ``ValueError`` naming it.
-:mod:`overinterp.pages.speed` shows them.
+"""Reads the committed backward-selection benchmark results (paper 3.3, S5) that
+``benchmarks/bench_backselect.py`` writes (``benchmarks/results/backselect-<device>.json``, schema 2).
+Each reader returns one row per device and case, empty columns where no file has the section; a file of
+another schema raises ``ValueError``. :mod:`overinterp.pages.speed` shows them.
 """
 from __future__ import annotations
 
@@ -27,8 +25,7 @@ RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results"
 SCHEMA = 2  # the structure of the result files read here (bench_backselect.SCHEMA)
 SECTIONS = ("efficiency", "reference_style_baseline", "fidelity", "projections", "inception_v3_gradient_sis")
 _LISTS = ("efficiency", "reference_style_baseline", "projections", "fusion")  # the sections that are JSON arrays
-#: whether an engine folded batch norms, where a file does not record it (the committed CPU file's efficiency
-#: rows did not, its fidelity section did)
+#: whether an engine folded batch norms where a file does not say (the committed CPU file: efficiency no, fidelity yes)
 FOLDED_WHEN_UNRECORDED = {"efficiency": False, "fidelity": True}
 _TEXT = {"device", "model", "method", "setting", "dataset", "arch", "profile", "chosen_m_rule", "chosen_m_reason",
          "shape", "model_key", "fold_setting", "folded", "eff_folded", "fid_folded"}  # not numeric when empty
@@ -51,8 +48,8 @@ def _read(path: Path) -> dict:
 
 
 def load_results(folder: str | Path = RESULTS) -> dict[str, dict]:
-    """Every ``backselect-*.json`` of ``folder`` keyed by what produced it (the GPU's name, or 'CPU (<model>, <n>
-    threads)'), smoke runs only where no other file exists: its JSON with ``file``, ``path`` and ``smoke``."""
+    """Every ``backselect-*.json`` in ``folder`` by device label (smoke runs only if alone), with
+    ``file``, ``path``, ``smoke``."""
     paths = sorted(Path(folder).glob("backselect-*.json"))
     if not paths:
         raise FileNotFoundError(f"no backselect-*.json in {folder}: run benchmarks/bench_backselect.py")
@@ -70,9 +67,7 @@ def load_results(folder: str | Path = RESULTS) -> dict[str, dict]:
 
 
 def files(results: dict) -> pd.DataFrame:
-    """One row per file: what produced it, the dates of the first and last commit that wrote it (None without its
-    git history: a shallow clone's one commit would date every file), the 1-min load average at start and end,
-    whether its CPU was shared (a note says so, or the load exceeded its threads), the sections it lacks."""
+    """Per file: device, first/last commit date (None without git history), load, shared CPU, missing sections."""
     def git(path, *args):
         try:
             done = subprocess.run(["git", *args], cwd=path.parent, capture_output=True, text=True, timeout=20)
@@ -96,10 +91,8 @@ def files(results: dict) -> pd.DataFrame:
 
 
 def _table(results: dict, section: str, rows_of, columns: str | list[str]) -> pd.DataFrame:
-    """For each file with ``section``, a row per ``(record, computed)`` that ``rows_of(label, file's JSON)`` yields:
-    ``device`` (the file's label), then ``columns``, each computed's value or else the record's field of that name
-    ('name=field': of that field), then computed's other keys, sorted. Without any row, empty numeric columns (so
-    that sorting and ranges still work); a missing or mistyped field raises a one-line ``ValueError``."""
+    """A row per ``(record, computed)`` of ``rows_of(label, json)``: ``device``, ``columns`` ('name=field'
+    renames), computed's other keys; without rows, empty numeric columns; malformed: ``ValueError``."""
     fields = dict((c.split("=") + [c])[:2] for c in (columns.split() if isinstance(columns, str) else columns))
     names, rows = ["device", *fields], []
     for label, d in results.items():
@@ -119,8 +112,7 @@ def setting(run: dict) -> tuple[str, str, float]:
 
 
 def exact_vs_reference(results: dict) -> pd.DataFrame:
-    """Exact BackSelect against a per-image implementation shaped like the reference ``sis.py`` on the same model,
-    images and steps: same order?, evaluations/s, speedups; ``arch`` and ``shape`` of the model's efficiency row."""
+    """Exact BackSelect against a per-image reference-style ``sis.py``: same order?, evaluations/s."""
     def rows(label, d):
         known = {e.get("model"): (e.get("arch"), tuple(e.get("shape", ()))) for e in d.get("efficiency", [])}
         for r in d["reference_style_baseline"]:
@@ -137,14 +129,13 @@ def macs(arch: str, shape: tuple, width: int | None) -> int:
     """Multiply-adds of one forward pass of ``arch`` (``width`` initial filters) on one (C, H, W) input."""
     return count_macs(build_model(arch, shape[0], 10, width), tuple(shape))
 def initial_filters(arch: str, width: int | None) -> int:
-    """``width``, or where it is None the paper's initial filters of ``arch`` (the default of its class)."""
+    """``width``, or if None the paper's initial filters of ``arch``."""
     return width if width is not None else inspect.signature(ARCHS[arch]).parameters["width"].default
 
 
 def efficiency(results: dict) -> pd.DataFrame:
-    """Exact BackSelect's evaluations/s over plain inference images/s of the same random model, timed alternately
-    per round: the ratio's median (the efficiency), min and max, the two rates' median, min and max, a full exact
-    run's seconds of one image at the fastest and slowest round, and the benchmark's ``ratio_of_bests``."""
+    """Exact BackSelect's evaluations/s over plain images/s, timed alternately per round: ratio median (the
+    efficiency), min, max; both rates; a full exact run's s/image at fastest and slowest."""
     def rows(label, d):
         for r in d["efficiency"]:
             ratios, engine, plain = ([x[k] for x in r["rounds"]] for k in ("ratio", "engine_evals_s", "plain_img_s"))
@@ -162,8 +153,7 @@ def efficiency(results: dict) -> pd.DataFrame:
 
 
 def fusion(results: dict) -> pd.DataFrame:
-    """Batch norms folded into the convolutions against the model as trained, per trained model and method: the
-    folded engine's speedup per round (the two timed alternately), median, min and max."""
+    """Speedup of batch norms folded into convolutions, per model and method: per-round median, min, max."""
     def rows(label, d):
         for r in d["fusion"]:
             per, (method, set_, _) = r["speedups_per_round"], setting(r)
@@ -174,10 +164,8 @@ def fusion(results: dict) -> pd.DataFrame:
 
 
 def exact_check(results: dict) -> pd.DataFrame:
-    """The fidelity section's exact run (``measured`` s/image) against what each efficiency row of its architecture
-    and input shape predicts: a full exact run at the fastest and slowest engine round (``s_*``), scaled by the
-    two models' multiply-adds (``scaled_*``) and, where only one engine folded batch norms, by folding's median
-    speedup on the fidelity model with ``pruned`` (:func:`fusion`; ``folded_*``, NaN where not measured)."""
+    """The fidelity section's exact s/image (``measured``) against each efficiency row's prediction: raw,
+    by multiply-adds (``scaled_*``), and by folding's speedup (``folded_*``; NaN: unmeasured)."""
     eff, fus, fid, ctx = efficiency(results), fusion(results), fidelity(results), fidelity_context(results)
 
     def rows(label, d):
@@ -210,8 +198,7 @@ def exact_check(results: dict) -> pd.DataFrame:
 
 
 def fidelity_context(results: dict) -> pd.DataFrame:
-    """Per device, what the fidelity section ran on: trained model, images of ``shape`` (C, H, W), ``features``
-    per image (blocks of ``block`` pixels), threads, accuracies, the m chosen for ``pruned``, its rule, reason."""
+    """Per device, the fidelity section's model, shape, features, threads, accuracies, chosen m."""
     def rows(label, d):
         sec, info = d["fidelity"], d["info"]
         block = sec.get("block", 1)
@@ -228,9 +215,8 @@ def fidelity_context(results: dict) -> pd.DataFrame:
 
 
 def fidelity(results: dict) -> pd.DataFrame:
-    """``gradient`` (S5) and ``pruned`` against ``exact`` on the same trained model's images: s/image, speedup over
-    exact, per tau the mean SIS size over exact's where both find one (``size_ratio_tau<t>``), whether every SIS
-    was verified (f >= tau), the 5% subsets' IoU with exact's, accuracy and confidence."""
+    """``gradient`` (S5) and ``pruned`` against ``exact``: s/image, speedup, SIS size ratio per tau,
+    verified, 5% subsets' IoU, accuracy, confidence."""
     def rows(label, d):
         runs = d["fidelity"]["runs"]
         exact_s = [r["s_per_image"] for r in runs if r["method"] == "exact"][0]
@@ -247,8 +233,7 @@ def fidelity(results: dict) -> pd.DataFrame:
 
 
 def projections(results: dict) -> pd.DataFrame:
-    """Projected hours of a full backward selection of every image of a dataset, per method: exact from its forward
-    rate, pruned (an upper bound) and gradient from a few timed lockstep steps of a batch."""
+    """Projected hours of a full backward selection of a whole dataset, per method (pruned: an upper bound)."""
     def rows(label, d):
         for w in d["projections"]:
             for r in w["runs"]:
@@ -259,9 +244,8 @@ def projections(results: dict) -> pd.DataFrame:
 
 
 def s5(results: dict) -> pd.DataFrame:
-    """The paper's S5 figure (first row) beside each of our measurements of Batched Gradient BackSelect, scaled to
-    its 32 images: Inception-v3 at the paper's size and k, the fidelity section's model, the projections.
-    ``closest`` marks per device the row nearest the paper's setting: measured first, then fewest steps apart."""
+    """The paper's S5 figure beside our Batched Gradient BackSelect, scaled to 32 images; ``closest``: per device
+    the row nearest the paper's setting."""
     p = PAPER_S5
     paper_steps = math.ceil(p["pixels"] / p["k"])
     rows = [{"who": "paper", "device": None, "model": p["model"], "data": p["data"], "features": p["pixels"],
@@ -300,9 +284,7 @@ def s5(results: dict) -> pd.DataFrame:
 
 
 def claim_measures(results: dict, tau: float = 0.99) -> pd.DataFrame:
-    """For the chapter "Why it holds or fails here", C1 and C2 per method of the fidelity section: the mean SIS
-    size at ``tau`` (% of the pixels, over the images where the method finds one), accuracy (%) on the full images
-    and on the 5% subsets."""
+    """C1, C2 per fidelity method: mean SIS size at ``tau`` (% of pixels), accuracy (%) full and 5% subsets."""
     def rows(label, d):
         sec = d["fidelity"]
         pixels = sec["shape"][1] * sec["shape"][2] * sec.get("block", 1) ** 2

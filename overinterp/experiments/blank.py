@@ -1,22 +1,12 @@
-"""The fully masked input: the precondition of every claim on masked inputs.
+"""The fully masked input, precondition of every claim on masked inputs (section 4.1). google-research
+``sis.py``: "one should check that the function's prediction on the fully-masked input is uninformative";
+a confident blank makes heavily masked inputs lean to its class (missingness bias, Jain et al. 2022).
 
-The SIS reference implementation (google-research ``sis.py``) asks it of the mask before anything else:
-"Regardless of choice, one should check that the function's prediction on the fully-masked input is
-uninformative." A model that calls the blank image a class with confidence makes every heavily masked
-input lean to that class (missingness bias, Jain et al. 2022): a 5% subset is then "classified" by what
-was removed, not by what was kept. This module measures, for every zoo replicate and every fill of the
-masked pixels (the paper's mean pixel, black, a ladder of constant greys, the training-mean image):
-
-* the class of the blank (every pixel the fill) and its probability, from log-softmax of the logits
-  (float32 softmax saturates at 1 for confident models);
-* on random ``frac`` subsets of the test selection (chapter 4's seeded masks, the rest set to the fill),
-  the entropy in bits of the predicted classes (Jain et al.'s measure: near 0 when every masked input gets
-  one class, ``log2(classes)`` when they spread over all) and the share called the blank's class, beside
-  that class's prior (its share among the replicate's predictions on full images);
-* whether the blank passes :data:`UNINFORMATIVE_MULTIPLE` times the prior of a class.
-
-:func:`restricted` then decides section 4.1's two claims on the stored 5% BS subsets of the images whose
-label is not a blank class, and counts the BS subsets called the blank's class.
+Per zoo replicate and fill (mean pixel, black, constant greys, training-mean image): the blank's class and
+probability (from log-softmax: float32 softmax saturates), and on random ``frac`` subsets the entropy (bits)
+of the predicted classes and the share called the blank's class beside its prior; a blank passes while its
+probability is at most :data:`UNINFORMATIVE_MULTIPLE` times a class's prior. :func:`restricted` decides 4.1's
+two claims on the images whose label is not a blank class.
 
     check = blank_check(run)
     check.accepted()             # the fills whose blank passes for every replicate
@@ -50,8 +40,7 @@ UNINFORMATIVE_MULTIPLE = BLANK_PRIOR_MULTIPLE
 
 
 def fills(dataset: str) -> dict[str, torch.Tensor]:
-    """Name -> the normalised fill of a masked pixel, (C, H, W): the paper's mean pixel, each grey of
-    :data:`LEVELS` (0 is black, 1 white) and the training-mean image (each pixel its own mean)."""
+    """Name -> normalised (C, H, W) fill: mean pixel, each grey of :data:`LEVELS`, training-mean image."""
     test = data.load(dataset, "test")
     C, H, W = test.images.shape[1:]
     mean, std = torch.tensor(test.mean).view(-1, 1, 1), torch.tensor(test.std).view(-1, 1, 1)
@@ -70,10 +59,8 @@ def _entropy_bits(classes: torch.Tensor, k: int) -> float:
 
 @dataclass(frozen=True)
 class BlankCheck:
-    """The blank check of a run's zoo: ``rows`` has one row per (model, replicate, fill) with "class",
-    "probability", "log-odds" (of the top class against the rest), "subset entropy (bits)", "called the
-    blank's class (%)", "class prior (%)" and "passes"; ``bound`` is the probability at or below which a
-    blank counts as uninformative; ``classes`` the number of classes."""
+    """``rows``: per (model, replicate, fill) class, probability, log-odds, subset entropy (bits), share
+    called the blank's class, class prior, passes; ``bound``: largest uninformative probability."""
     rows: pd.DataFrame
     bound: float
     classes: int
@@ -85,18 +72,17 @@ class BlankCheck:
         return {m: bool(x["passes"].all()) for m, x in g.groupby("model", sort=False)}
 
     def accepted(self) -> list[str]:
-        """The fills whose blank passes for every replicate of every architecture, in :func:`fills`' order."""
+        """The fills whose blank passes for every replicate, in :func:`fills`' order."""
         ok = self.rows.groupby("fill", sort=False)["passes"].all()
         return [f for f, v in ok.items() if v]
 
     def classes_of(self, fill: str = PAPER_FILL) -> dict[str, list[str]]:
-        """Per architecture name: the blank's classes over its replicates (each once, in replicate order)."""
+        """Per architecture name: the blank's classes over its replicates (unique, in order)."""
         g = self.rows[self.rows["fill"] == fill]
         return {m: list(dict.fromkeys(x["class"])) for m, x in g.groupby("model", sort=False)}
 
     def summary(self, fill: str | None = None) -> pd.DataFrame:
-        """Per (model, fill): the blank's classes, its lowest and highest probability, the mean entropy of the
-        subsets' classes, the mean share called the blank's class and its prior, and how many replicates pass."""
+        """Per (model, fill): blank's classes, probability range, mean entropy, shares, replicates passing."""
         rows = self.rows if fill is None else self.rows[self.rows["fill"] == fill]
         out = rows.groupby(["model", "fill"], sort=False).agg(
             **{"class": ("class", lambda c: ", ".join(dict.fromkeys(c))), "lowest probability": ("probability", "min"),
@@ -110,9 +96,7 @@ class BlankCheck:
 
 def blank_check(run, frac: float = SUBSET_FRAC, which: dict[str, torch.Tensor] | None = None,
                 models: dict[str, list] | None = None) -> BlankCheck:
-    """Every zoo replicate of ``run`` (or of ``models``, {arch: [replicate, ...]}) on the blank of each fill
-    of ``which`` (default :func:`fills`) and on chapter 4's random ``frac`` subsets of the test selection
-    with that fill."""
+    """Each zoo replicate (or ``models``) on each fill's blank and on chapter 4's random ``frac`` subsets."""
     X, _ = runs.selection(run, "test").load()
     names = data.load(run.dataset, "test").classes
     k = len(names)
@@ -139,9 +123,8 @@ def blank_check(run, frac: float = SUBSET_FRAC, which: dict[str, torch.Tensor] |
 
 
 def own_subsets(model, res, X: torch.Tensor, Y: torch.Tensor, frac: float, device) -> dict[str, torch.Tensor]:
-    """One replicate on its own ``frac`` BS subsets (backward selection ``res`` of ``X``): per image the class
-    on the full image ("full class") and on the subset ("subset class"), 1/0 correct on each ("full",
-    "bs") and the drop of the full image's class's probability (section 4.1's confidence drop, "drop")."""
+    """A replicate on its own ``frac`` BS subsets: per image "full class", "subset class", 1/0 "full" and
+    "bs", "drop" of the full class's probability (4.1)."""
     pf = F.softmax(logits(model, X, device=device).double(), -1)
     ps = F.softmax(logits(model, pixel_subset(res, X, frac)[0], device=device).double(), -1)
     conf = pf.max(1)
@@ -151,19 +134,15 @@ def own_subsets(model, res, X: torch.Tensor, Y: torch.Tensor, frac: float, devic
 
 @dataclass
 class Restricted:
-    """Section 4.1's two claims on the images whose label is not a blank class of the architecture (the
-    paper's mask), beside the share of all BS subsets called the blank's class and its prior."""
+    """4.1's two claims on images whose label is no blank class, beside BS subsets called the blank's class."""
     accurate: verdicts.Verdict
     kept: verdicts.Verdict
-    called: pd.DataFrame       # per model: images kept, the blank's classes, subsets called the blank's class (%), prior
+    called: pd.DataFrame       # per model: images kept, blank's classes, BS subsets called them (%), prior
 
 
 def restricted(run, check: BlankCheck | None = None, frac: float = SUBSET_FRAC) -> Restricted:
-    """:func:`overinterp.paper.verdicts.subsets_accurate` and :func:`~overinterp.paper.verdicts.confidence_kept`
-    on the 5% BS subsets stored by chapter 4, restricted per architecture to the test images whose label is
-    none of its replicates' blank classes under the paper's mask (the same images for every replicate, so
-    the intervals keep their shared image error). ``check``: a :func:`blank_check` with the paper's fill
-    (default: computed for that fill alone)."""
+    """4.1's two claims on chapter 4's 5% BS subsets of test images whose label is none of the architecture's
+    blank classes. ``check``: a :func:`blank_check` with the paper's fill (default: computed)."""
     X, Y = runs.selection(run, "test").load()
     names = data.load(run.dataset, "test").classes
     check = check or blank_check(run, frac, which={PAPER_FILL: fills(run.dataset)[PAPER_FILL]})
@@ -194,8 +173,7 @@ _PAPER_CHECKS: dict = {}   # the paper's fill only, per run: what every verdict 
 
 
 def paper_passes(run) -> dict[str, bool]:
-    """Per architecture name: whether every replicate's blank under the paper's mask is uninformative
-    (:func:`blank_check` of that fill alone, computed once per run in this process)."""
+    """Per architecture name: every replicate's blank uninformative under the paper's mask (cached)."""
     key = (run.dataset, run.profile.name, run.seed, str(run.device))
     if key not in _PAPER_CHECKS:
         _PAPER_CHECKS[key] = blank_check(run, which={PAPER_FILL: fills(run.dataset)[PAPER_FILL]}).passes()
@@ -203,8 +181,7 @@ def paper_passes(run) -> dict[str, bool]:
 
 
 def engine_of(run, claim: str) -> str:
-    """The backward selection behind ``claim``'s subsets under ``run``'s profile, in its own words ('' where
-    the claim's chapter picks its own)."""
+    """The backward selection behind ``claim``'s subsets, described ('' where its chapter picks its own)."""
     p, which = run.profile, CLAIMS[claim].engine
     engine = {"test": p.engine("test"), "train": p.engine("train"),
               "sis": p.sis_engine or p.engine("test")}.get(which)
@@ -212,8 +189,7 @@ def engine_of(run, claim: str) -> str:
 
 
 def annotate(run, claim: str, verdict: verdicts.Verdict) -> verdicts.Verdict:
-    """``verdict`` with the engine of ``claim`` and, where the claim feeds the zoo's models masked inputs
-    (:attr:`overinterp.paper.claims.Claim.blank`), whether each architecture's blank passes."""
+    """``verdict`` with ``claim``'s engine and, for masked-input claims, each architecture's blank check."""
     verdict.engine = engine_of(run, claim)
     if CLAIMS[claim].blank:
         verdict.blank_passes = paper_passes(run)

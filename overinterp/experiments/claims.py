@@ -1,12 +1,7 @@
 """Every claim of :data:`overinterp.paper.claims.CLAIMS` computed from a run: ``verdicts(run)``.
-
-Each entry of :data:`MEASURES` takes a :class:`~overinterp.config.context.Run` and the resolved
-parameters of the claim's chapter (the defaults of its dataclass in :mod:`overinterp.config.chapters`,
-resolved against the profile) and returns the claim's :class:`~overinterp.paper.verdicts.Verdict`,
-through the very experiment functions the chapter calls: the models, backward selections and
-retrained models come from the artifact store, or are computed and stored (so a run is resumable and
-never loses a finished result). ``python -m overinterp verdicts`` prints them without executing a
-notebook; ``benchmarks/bench_verdicts.py`` compares them between seeds.
+Each :data:`MEASURES` entry takes a Run and the chapter's resolved default parameters and returns the
+claim's Verdict through the chapter's own experiment functions (artifacts cached, so runs resume).
+``python -m overinterp verdicts`` prints them; ``benchmarks/bench_verdicts.py`` compares seeds.
 
     vs = verdicts(make_run(profile="quick"), only=["accurate", "beats"])
     vs["accurate"].word          # 'does not hold'
@@ -52,8 +47,7 @@ def params(run, chapter: str):
 # ----------------------------------------------------------------------------- Part I (4.1, 4.2)
 
 def _sis(run, p):
-    # the replicates' confident images come from one test sample and overlap: matched by id, their shared
-    # image error enters the interval
+    # replicates' confident images overlap: matched by id so their shared image error enters the interval
     return verdicts_module.sis_size(runs_module.sis_sizes_by_replicate(run, p.tau), p.tau, seed=run.seed,
                       ids=runs_module.sis_ids_by_replicate(run, p.tau))
 
@@ -155,8 +149,7 @@ def _sparse_pixels(run, p):
     return further_verdicts.sparse_pixels(cmp["generated"], cmp["real"], p.tau)
 
 
-#: claim id(s) -> what computes their verdicts from (run, the chapter's parameters); a function that
-#: decides two claims from the same data returns both, in the order of the ids
+#: claim id(s) -> f(run, chapter parameters) returning their verdicts, in the order of the ids
 MEASURES: dict[tuple, Callable] = {
     ("sis",): _sis, ("accurate",): _accurate, ("kept",): _kept, ("transfer",): _transfer,
     ("beats", "near"): _retraining, ("road",): _road,
@@ -167,9 +160,8 @@ MEASURES: dict[tuple, Callable] = {
 }
 
 
-#: the controlled conditions of section 4.1's claims on masked inputs (chapter 3): with the blank's classes set
-#: aside (:func:`overinterp.experiments.blank.restricted`) and on counterfactually trained models
-#: (:func:`overinterp.experiments.masked.masked_claims`), beside the paper's protocol
+#: 4.1's masked-input claims under controlled conditions: blank's classes set aside (:func:`blank.restricted`),
+#: counterfactually trained models (:func:`masked.masked_claims`)
 BLANK_ASIDE, MASKED_TRAINED = "blank's class set aside", "masked-trained models"
 CONTROLLED = ("accurate", "kept")
 
@@ -184,11 +176,8 @@ def _controlled(run, p) -> dict[str, dict[str, verdicts_module.Verdict]]:
 
 
 def verdicts(run, only: Iterable[str] | None = None, progress: bool = True, controls: bool = False) -> dict:
-    """{claim id: Verdict} for every claim of the registry (or those in ``only``), in the registry's order.
-    Returns also the seconds each computation took in ``verdicts.seconds`` (a dict attribute) and, with
-    ``controls``, the verdicts of :data:`CONTROLLED` claims under each controlled condition in
-    ``verdicts.controlled`` ({claim: {condition: Verdict}}): opt-in, since the counterfactually trained models
-    cost a fine-tuning and a backward selection per replicate where no chapter has stored them."""
+    """{claim id: Verdict} for all claims (or ``only``), with ``.seconds`` and, if ``controls`` (costly),
+    ``.controlled`` = {claim: {condition: Verdict}}."""
     only = list(only) if only else list(CLAIMS)
     unknown = [c for c in only if c not in CLAIMS]
     if unknown:
@@ -222,10 +211,7 @@ def verdict(run, claim: str) -> verdicts_module.Verdict:
 
 
 def table(vs: dict) -> list[dict]:
-    """Every row of every verdict as :func:`overinterp.paper.claims.records`, plus the claim's part,
-    chapter and the claim's own outcome (JSON-ready); after a claim's rows, those of its controlled
-    conditions (``vs.controlled``), each model named 'ResNet20 · <condition>' with its ``condition`` and
-    that condition's outcome as ``verdict``."""
+    """Every verdict's rows (JSON-ready) with part, chapter, outcome, then its controlled conditions' rows."""
     out = []
     for c, v in vs.items():
         out += [{**r, "part": CLAIMS[c].part, "chapter": CLAIMS[c].chapter, "verdict": v.word} for r in records(v, c)]

@@ -1,22 +1,13 @@
-"""The paper tested against its published critiques: the runs of the chapter "Is the model reading the pixels
-or the mask?" (the methods are :mod:`overinterp.methods.critiques`; the verdicts
-:mod:`overinterp.paper.further_verdicts`).
+"""The paper against its published critiques (chapter "Is the model reading the pixels or the mask?";
+methods in :mod:`overinterp.methods.critiques`, verdicts in :mod:`overinterp.paper.further_verdicts`).
+Built on chapters 2-5's stored zoo, backward selections and full-image control; each measure returns one
+row per image (or bin), and the ``*_verdict(s)`` functions at the bottom decide from them:
 
-Everything starts from what chapters 2-5 stored: the zoo, the backward selections of the test selection by
-every replicate (chapter 4's 5% BS subsets) and of the training selection by replicate ``run.seed``
-(chapter 5's), and chapter 5's full-image control. Each function returns numbers only, one row per image
-(or per bin), and the functions at the bottom pick from them what each verdict reads:
-
-* :func:`dilation` -- Springer (2022): BS subsets and SIS grown by k x k (every kept pixel stays, its
-  neighbours come back with their true values), beside random masks with as many pixels;
-* :func:`dilated_retraining` -- Springer's proposed test: section 4.2's retraining on dilated subsets
-  (new models through :func:`overinterp.experiments.subsets.retrain`, which stores them);
-* :func:`saliency_shares` -- where SmoothGrad puts the attribution of a subset image: kept pixels, the
-  one-pixel ring around them, elsewhere;
-* :func:`blank_inputs` -- the fully masked input (the SIS reference code's check), both mask values;
-* :func:`mask_shape` -- missingness bias (Jain et al. 2022): the BS mask's shape without its values;
-* :func:`calibration_images` -- confidence and correctness on full images and 5% subsets (ReCalX);
-* :func:`insertion` -- accuracy as the kept fraction grows, by backward-selection, saliency or random order.
+* :func:`dilation`, :func:`dilated_retraining` -- Springer (2022): subsets grown by k x k, and 4.2's
+  retraining on them;
+* :func:`saliency_shares` -- SmoothGrad's attribution on kept pixels, their one-pixel ring, elsewhere;
+* :func:`blank_inputs` -- the fully masked input; :func:`mask_shape` -- missingness bias (Jain et al. 2022);
+* :func:`calibration_images` -- ReCalX; :func:`insertion` -- accuracy as the kept fraction grows.
 
     df = dilation(run, kernels=(3, 5), frac=0.05, tau=0.99)
     bs, sis = dilation_verdicts(df, kernel=3)
@@ -54,11 +45,11 @@ FILLS = ("mean pixel", "black", "uniform noise")    # what a mask-shape input's 
 INPUTS = ("full images", "own BS subsets", "random subsets")
 ORDERS = ("backward selection", "saliency (gradient)", "random")
 NOISE_SEED = 0                                      # the mask-shape inputs' uniform noise, the same for every model
-VERDICT_FILL = "uniform noise"                      # the mask-shape verdict's fill (see mask_shape_verdict)
+VERDICT_FILL = "uniform noise"                      # the mask-shape verdict's fill
 
 
 def check_kernels(kernels) -> tuple[int, ...]:
-    """The dilation kernels as odd integers >= 3, in the order given (a ``ValueError`` names the parameter)."""
+    """The dilation kernels as odd integers >= 3, in order; ``ValueError`` otherwise."""
     ks = tuple(int(k) for k in (kernels if isinstance(kernels, (tuple, list)) else [kernels]))
     if not ks or any(k < 3 or k % 2 == 0 or k != float(x) for k, x in zip(ks, kernels)):
         raise ValueError(f"parameter kernels={kernels!r} is not valid: odd sizes of at least 3 pixels, e.g. (3, 5)")
@@ -93,9 +84,7 @@ _SEEN: dict = {}   # the predictions of :func:`_basic`, by replicate, weights, i
 
 
 def _basic(run, model, res, frac: float) -> dict[str, torch.Tensor]:
-    """A replicate's softmax probabilities (N, K) on the test selection's full images, its own ``frac`` BS
-    subsets and chapter 4's random ``frac`` subsets (:data:`INPUTS`): what several measures read, computed
-    once per replicate and fraction in this process (keyed by the model's weights and the images)."""
+    """A replicate's softmax probabilities (N, K) on :data:`INPUTS` at ``frac``, cached in this process."""
     X, _ = _test(run)
     key = (fingerprint(model), fingerprint(X), fingerprint(res.order), float(frac), str(run.device))
     if key not in _SEEN:
@@ -109,10 +98,7 @@ def _basic(run, model, res, frac: float) -> dict[str, torch.Tensor]:
 # ----------------------------------------------------------------------------- Springer (2022): dilation
 
 def _sis(run, arch: str, r: int, full: torch.Tensor, tau: float):
-    """(images, backward selection, SIS at ``tau``, their indices in the test selection) of replicate r's
-    confidently classified test images (:func:`overinterp.experiments.runs.sis_result`), those with an SIS;
-    ``full``: its probabilities on the test selection (the confident images are
-    :func:`overinterp.experiments.runs.confident`'s: correct, probability >= ``tau``)."""
+    """(images, selection, SIS, test indices) of replicate r's confident test images with an SIS at ``tau``."""
     X, Y = _test(run)
     conf, pred = full.max(1)
     idx = torch.nonzero((pred == Y) & (conf >= tau)).flatten()
@@ -124,13 +110,8 @@ def _sis(run, arch: str, r: int, full: torch.Tensor, tau: float):
 
 
 def dilation(run, kernels=(3, 5), frac: float = SUBSET_FRAC, tau: float | None = None) -> pd.DataFrame:
-    """Springer's test: every zoo replicate on its own ``frac`` BS subsets of the test selection and on the
-    SIS at ``tau`` of its confidently classified test images (subset "BS subsets" / "SIS"), each grown by
-    every kernel of ``kernels`` (kernel 1: as it is; kept pixels take their true values, the rest the mask
-    value of the backward selection), and on random masks with as many pixels per image (mask "random,
-    same count", :func:`overinterp.methods.critiques.matched_random_keep`, seeded per set). One row per
-    image: "kept pixels (%)", "prediction kept" (1/0: the class predicted on the full image) and
-    "confidence" (its probability)."""
+    """Springer's test: each replicate on its own BS subsets and SIS grown by each kernel (1: as is), and on
+    random masks as large. Per image: "kept pixels (%)", "prediction kept" (1/0), "confidence"."""
     kernels = (1, *check_kernels(kernels))
     tau = run.profile.sis_threshold if tau is None else float(tau)
     X, _ = _test(run)
@@ -161,9 +142,8 @@ def dilation(run, kernels=(3, 5), frac: float = SUBSET_FRAC, tau: float | None =
 
 
 def example_masks(run, n: int, kernels=(3, 5), frac: float = SUBSET_FRAC) -> tuple:
-    """The first ``n`` test images, the ``frac`` BS subset keep-masks of replicate ``run.seed`` of the first
-    architecture as selected and dilated ({kernel: (n, H, W) bool}, kernel 1 first) and random masks with as
-    many pixels as the first dilation. Returns (images, labels, keeps, random)."""
+    """(first ``n`` test images, labels, {kernel: (n, H, W) BS keep-mask of replicate run.seed},
+    random masks as large as the first dilation)."""
     X, Y = _test(run)
     arch = run.profile.archs[0]
     res = runs.backselect_set(run, arch, runs.selection(run, "test"), progress=False)[torch.arange(n)]
@@ -174,12 +154,8 @@ def example_masks(run, n: int, kernels=(3, 5), frac: float = SUBSET_FRAC) -> tup
 
 
 def dilated_retraining(run, kernel: int = 3, frac: float = SUBSET_FRAC) -> dict[str, dict[str, list]]:
-    """Springer's proposed test of section 4.2: per architecture, new models (the profile's retraining
-    recipe, no augmentation, every retrained replicate) trained on the ``frac`` BS subsets of chapter 5's
-    training selection dilated by ``kernel`` ("bs"), and on random masks with as many pixels per image
-    ("random"), each tested on the same transformation of the test selection; and chapter 5's full-image
-    control ("full", loaded). Returns {architecture name: {kind: one 1/0 array per retrained model over the
-    test images}}."""
+    """Springer's test of 4.2: models retrained on BS subsets dilated by ``kernel`` ("bs"), random masks
+    as large ("random"), and chapter 5's "full". Returns {arch name: {kind: 1/0 per test image per model}}."""
     kernel = check_kernels((kernel,))[0]
     out = {}
     for a in run.profile.archs:
@@ -204,11 +180,8 @@ def dilated_retraining(run, kernel: int = 3, frac: float = SUBSET_FRAC) -> dict[
 
 def saliency_shares(run, frac: float = SUBSET_FRAC, images: int = 50, samples: int = 16,
                     sigma: float = 0.15) -> pd.DataFrame:
-    """Where SmoothGrad (:func:`overinterp.methods.critiques.smoothgrad`, ``samples`` noisy copies, noise
-    ``sigma`` times the range of the pixel values) puts the attribution of every zoo replicate's own
-    ``frac`` BS subset images of the first ``images`` test images, for the class predicted on the full
-    image: one row per (image, region of :data:`~overinterp.methods.critiques.REGIONS`) with its
-    "attribution share" and "area share"."""
+    """SmoothGrad attribution of each replicate's BS subsets of the first ``images`` test images: per
+    (image, region) "attribution share" and "area share"."""
     X, _ = _test(run)
     X = X[:images]
     split = data.load(run.dataset, "test")
@@ -236,10 +209,7 @@ def _mask_values(run) -> dict[str, torch.Tensor]:
 
 
 def blank_inputs(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
-    """The SIS reference code's check: every zoo replicate on the fully masked image, every pixel the mean
-    pixel (the paper's mask) or black (:func:`overinterp.experiments.blank.blank_check` of those two fills).
-    One row per (replicate, mask): the predicted "class" (its name), "confidence" (its probability) and the
-    "class prior (%)" of that class among the replicate's predictions on full images."""
+    """Each replicate on the blank (mean pixel or black): "class", "confidence", "class prior (%)"."""
     f = blank_module.fills(run.dataset)
     rows = blank_module.blank_check(run, frac, which={"mean pixel": f[blank_module.PAPER_FILL], "black": f["grey 0.0"]}).rows
     return rows.rename(columns={"fill": "mask", "probability": "confidence"})[
@@ -255,12 +225,8 @@ def _fill_images(run, X: torch.Tensor, fill: str) -> torch.Tensor:
 
 
 def mask_shape(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
-    """Missingness bias (Jain et al. 2022) on the original models: each zoo replicate's own ``frac`` BS mask
-    of every test image with its kept pixels set to one of :data:`FILLS` and the rest to the mask value, so
-    that the input keeps the mask's shape and none of its values. One row per (replicate, fill, image):
-    "subset class" (predicted on the BS subset), "shape class" (on the mask-shape input), "same class" (1/0)
-    "class prior" (the share of the subset class among the replicate's predictions on full images) and "blank
-    same" (1/0: the fully masked input, every pixel the mask value, is given the subset class)."""
+    """Missingness bias: each BS mask with kept pixels set to a :data:`FILLS` value. Per (replicate, fill,
+    image): "subset class", "shape class", "same class", "class prior", "blank same"."""
     X, _ = _test(run)
     K = len(data.load(run.dataset, "test").classes)
     rows = []
@@ -284,9 +250,7 @@ def mask_shape(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- calibration (ReCalX)
 
 def calibration_images(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
-    """Every zoo replicate on the test selection's full images, its own ``frac`` BS subsets and chapter 4's
-    random ``frac`` subsets (:data:`INPUTS`): one row per image with the "confidence" of the predicted class
-    and "correct" (1/0)."""
+    """Each replicate on :data:`INPUTS`: per image the predicted class's "confidence", "correct"."""
     X, Y = _test(run)
     rows = []
     for arch, r, model, res in _replicates(run):
@@ -298,9 +262,7 @@ def calibration_images(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
 
 
 def calibration_errors(images: pd.DataFrame, bins: int = 15, tau: float = 0.99) -> pd.DataFrame:
-    """Per (model, replicate, input) of :func:`calibration_images`: "ECE (%)" (``bins`` equal-width bins),
-    "accuracy (%)", "mean confidence", the share of the images at confidence >= ``tau`` and their accuracy
-    (NaN where there is none)."""
+    """Per (model, replicate, input): ECE (%), accuracy, mean confidence, share at >= ``tau``."""
     def one(g):
         sure = g[g["confidence"] >= tau]
         return pd.Series({"ECE (%)": 100 * expected_calibration_error(g["confidence"], g["correct"], bins),
@@ -311,8 +273,7 @@ def calibration_errors(images: pd.DataFrame, bins: int = 15, tau: float = 0.99) 
 
 
 def reliability_bins(images: pd.DataFrame, bins: int = 15) -> pd.DataFrame:
-    """The reliability diagram of every (model, input) of :func:`calibration_images`, its replicates
-    pooled: :func:`overinterp.methods.critiques.reliability` rows with the model and input."""
+    """Reliability diagram rows per (model, input), replicates pooled."""
     out = [reliability(g["confidence"], g["correct"], bins).assign(model=m, input=i)
            for (m, i), g in images.groupby(["model", "input"], sort=False)]
     return pd.concat(out, ignore_index=True)
@@ -321,12 +282,8 @@ def reliability_bins(images: pd.DataFrame, bins: int = 15) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- insertion curves
 
 def insertion(run, fractions=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), frac: float = SUBSET_FRAC) -> pd.DataFrame:
-    """Insertion curves: every zoo replicate on the test selection with the ``fractions`` (and ``frac``) of
-    the features kept by each of :data:`ORDERS`: the last ones of its backward selection
-    (:func:`overinterp.engine.sis.pixel_subset`), the most salient ones by the absolute input gradient of the
-    class predicted on the full image (Captum's ``Saliency``, :func:`overinterp.methods.critiques.top_keep`)
-    and chapter 4's seeded random ones. One row per (replicate, order, fraction, image): "correct" (1/0)
-    and "confidence" (the probability of the class predicted on the full image)."""
+    """Insertion curves: accuracy with ``fractions`` of features kept by each of :data:`ORDERS`. Per
+    (replicate, order, fraction, image): "correct", "confidence"."""
     X, Y = _test(run)
     fractions = sorted({float(f) for f in fractions} | {float(frac)})
     seed = runs.subset_seed(run.dataset, "test")
@@ -351,8 +308,7 @@ def insertion(run, fractions=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), frac: float
 # ----------------------------------------------------------------------------- what each verdict reads
 
 def per_replicate(df: pd.DataFrame, column: str, **where) -> dict[str, list[np.ndarray]]:
-    """{model: one array of ``column`` per replicate (rows in image order)} of the rows of ``df`` whose
-    columns equal ``where``'s values."""
+    """{model: one ``column`` array per replicate, in image order} of the rows matching ``where``."""
     for k, v in where.items():
         df = df[df[k] == v]
     return {m: [g.sort_values("image")[column].to_numpy(float) for _, g in gm.groupby("replicate")]
@@ -360,9 +316,7 @@ def per_replicate(df: pd.DataFrame, column: str, **where) -> dict[str, list[np.n
 
 
 def dilation_verdicts(df: pd.DataFrame, kernel: int = 3, seed: int = 0) -> tuple:
-    """Springer's claim on :func:`dilation`'s rows, for BS subsets (the replicates share the test images)
-    and for SIS (each replicate its own confident images):
-    :func:`overinterp.paper.further_verdicts.dilation_keeps_prediction` at ``kernel``."""
+    """Springer's claim at ``kernel`` for BS subsets (shared images) and SIS (own images)."""
     out = []
     for subset, shared in ((BS, True), (SIS, False)):
         rows = df[(df["subset"] == subset) & (df["mask"] == MASKS[0])]
@@ -380,15 +334,14 @@ def retraining_verdicts(run, correct: dict, kernel: int = 3) -> tuple:
 
 
 def boundary_verdict(shares: pd.DataFrame, seed: int = 0):
-    """Springer's saliency claim on :func:`saliency_shares`: the ring's share of the attribution against
-    its share of the area (:func:`overinterp.paper.further_verdicts.saliency_on_boundary`)."""
+    """Springer's saliency claim: the ring's attribution share against its area share."""
     ring = shares[shares["region"] == REGIONS[1]]
     return further_verdicts.saliency_on_boundary(per_replicate(ring, "attribution share"), per_replicate(ring, "area share"),
                                    seed=seed)
 
 
 def blank_verdict(run, blank: pd.DataFrame):
-    """The SIS reference code's check on :func:`blank_inputs` (one row per architecture and mask value)."""
+    """The SIS reference code's blank check, per architecture and mask value."""
     conf = {f"{m}, {k}": g.sort_values("replicate")["confidence"].tolist()
             for (m, k), g in blank.groupby(["model", "mask"], sort=False)}
     classes = {f"{m}, {k}": ", ".join(dict.fromkeys(g["class"])) for (m, k), g in blank.groupby(["model", "mask"],
@@ -397,16 +350,14 @@ def blank_verdict(run, blank: pd.DataFrame):
 
 
 def mask_shape_verdict(shape: pd.DataFrame, fill: str = VERDICT_FILL, seed: int = 0):
-    """Missingness bias on :func:`mask_shape`'s ``fill`` rows: the shape input's class is the subset's more
-    often than the fully masked input is (:func:`overinterp.paper.further_verdicts.mask_shape_leaks`)."""
+    """Missingness bias: shape inputs get the subset's class more often than the blank does."""
     rows = shape[shape["fill"] == fill]
     return further_verdicts.mask_shape_leaks(per_replicate(rows, "same class"), per_replicate(rows, "blank same"), fill,
                                seed=seed)
 
 
 def calibration_verdict(errors: pd.DataFrame, images: int, bins: int = 15, seed: int = 0):
-    """ReCalX's claim on :func:`calibration_errors`: per model and masked input, the ECE against the full
-    images' (:func:`overinterp.paper.further_verdicts.masked_miscalibrated`)."""
+    """ReCalX's claim: per model and masked input, its ECE against the full images'."""
     masked, full = {}, {}
     for m, g in errors.groupby("model", sort=False):
         base = g[g["input"] == INPUTS[0]].sort_values("replicate")["ECE (%)"].to_numpy() / 100
@@ -417,8 +368,7 @@ def calibration_verdict(errors: pd.DataFrame, images: int, bins: int = 15, seed:
 
 
 def insertion_verdict(curves: pd.DataFrame, frac: float = SUBSET_FRAC, seed: int = 0):
-    """Backward selection's order against the saliency order at ``frac`` on :func:`insertion`'s rows
-    (:func:`overinterp.paper.further_verdicts.search_beats_saliency`)."""
+    """Backward-selection order against saliency order at ``frac``."""
     at = curves[np.isclose(curves["fraction"], frac)]
     return further_verdicts.search_beats_saliency(per_replicate(at, "correct", order=ORDERS[0]),
                                     per_replicate(at, "correct", order=ORDERS[1]), frac, seed=seed)

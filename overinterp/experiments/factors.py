@@ -1,23 +1,10 @@
-"""One factor at a time: which of our choices moves each claim of the paper (the chapter "Why it
-holds or fails here"; paper sections 3.3, 4.1, 4.2, S1).
-
-Chapters 3-5 test the paper's claims at one profile. Here each sweep varies ONE of our choices away
-from the profile's setting (``Profile.factors``, a :class:`~overinterp.config.profiles.FactorConfig`), keeps
-everything else, and measures the claims on a seeded sample of test images sized for a CPU:
-
-* C1 (4.1): the mean SIS size at tau (``Profile.sis_threshold``), % of the pixels, over the sample's
-  images the model classifies with confidence >= tau (FindSIS on the backward selection);
-* C2 (4.1, Table 1): accuracy (%) on full images and on the model's own 5% BS subsets, and the drop;
-* C3 (4.1): the share of the source's lift above random 5% subsets that the other models recover on
-  its subsets, (others - random) / (own - random). The other models are fixed -- every zoo replicate
-  except replicate ``run.seed`` of ``factors.arch`` -- so only the source varies;
-* C4 (4.2): retraining controls that separate the kept positions from their values
-  (:mod:`overinterp.experiments.factors_controls`, whose names this module re-exports).
-
-The criteria are :mod:`overinterp.paper.verdicts`' (columns "C1"-"C3" hold one of
-:data:`overinterp.paper.verdicts.OUTCOMES`, from an interval over this sample's images). Each sweep
-returns a numeric DataFrame with one row per setting (and image sample); every expensive step is an
-artifact, so a second call recomputes nothing:
+"""One factor at a time: which of our choices moves each claim (chapter "Why it holds or fails here";
+paper 3.3, 4.1, 4.2, S1). Each sweep varies one choice away from the profile (``Profile.factors``) and
+measures, on a seeded test sample, C1 (4.1: mean SIS size at tau, % of pixels, over confident images),
+C2 (4.1, Table 1: accuracy on full images and own 5% BS subsets, and the drop), C3 (4.1: share of the
+source's lift above random subsets recovered by the fixed other models, (others - random) / (own -
+random)); C4 (4.2) is :mod:`.factors_controls`, re-exported here. Verdict columns "C1"-"C3" are
+:mod:`overinterp.paper.verdicts`' outcomes; each sweep returns one row per setting, every step cached.
 
     sweeps = {"method": method_sweep(run), "mask": mask_sweep(run), "epochs": epochs_sweep(run),
               "width": width_sweep(run)}
@@ -87,7 +74,7 @@ def other_models(run) -> list[nn.Module]:
 
 def claim_measures(model: nn.Module, res: BackSelectResult, images: torch.Tensor, labels: torch.Tensor,
                    others: list[nn.Module], tau: float, device="cpu", frac: float = FRAC) -> dict:
-    """C1-C3 of one model on one image sample, with the verdict of each (module docstring)."""
+    """C1-C3 of one model on one image sample, with each verdict."""
     sizes = runs.sis_fractions(find_sis(res, tau))
     x_bs, _ = pixel_subset(res, images, frac)
     x_rnd, _ = random_subset(images, frac, seed=runs.SUBSET_SEED,  # the test images' (runs.subset_seed)
@@ -110,9 +97,7 @@ def claim_measures(model: nn.Module, res: BackSelectResult, images: torch.Tensor
 
 
 def prose_values(run) -> dict:
-    """The execution the chapter describes: the source model, tau and engine, the samples of each method
-    (``n_images`` gradient, ``n_pruned``, ``n_exact``: 0 where exact does not run; ``n_common``: the
-    first images every method ran on), the selections, the other models and the settings of each sweep."""
+    """The execution for the prose: source model, tau, engine, samples (``n_exact`` 0: exact did not run)."""
     f, tau = run.profile.factors, run.profile.sis_threshold
     split = data.load(run.dataset, "test")
     n_exact = min(f.exact_images, f.images)
@@ -134,9 +119,7 @@ def prose_values(run) -> dict:
 # ----------------------------------------------------------------------------- backward selection
 
 def method_settings(run) -> list[tuple[str, BackSelectConfig]]:
-    """(label, engine) of the method sweep: gradient for each k of ``factors.ks`` and the profile's,
-    pruned (m = :data:`~overinterp.engine.backselect.DEFAULT_M`), exact unless ``factors.exact_images`` is 0;
-    block and mask value the profile's."""
+    """(label, engine) of the method sweep: gradient per k, pruned (``DEFAULT_M``), exact unless skipped."""
     base = run.profile.backselect
     ks = sorted(set(run.profile.factors.ks) | ({base.k} if base.method == "gradient" else set()))
     out = [(f"gradient k={k}", replace(base, method="gradient", k=k)) for k in ks]
@@ -146,12 +129,8 @@ def method_settings(run) -> list[tuple[str, BackSelectConfig]]:
 
 
 def method_sweep(run) -> pd.DataFrame:
-    """C1-C3 per backward-selection method, for the source model. Gradient runs on the first
-    ``factors.images`` test images, pruned on the first ``factors.pruned_images`` (default as many),
-    exact on the first ``factors.exact_images`` (slow on a CPU); each method's rows cover every
-    sample it ran on ("all N", "first N"), so every method appears on the smallest, the same
-    images. ``value`` orders the methods toward exact (gradient -k < pruned 0 < exact 1);
-    ``baseline``: the profile's engine; ``paper``: exact."""
+    """C1-C3 per backward-selection method on each method's samples (all meet on the smallest). ``value``:
+    gradient -k < pruned 0 < exact 1; ``baseline``: profile's; ``paper``: exact."""
     f, tau = run.profile.factors, run.profile.sis_threshold
     X, Y = sample(run).load()
     model, others = source_model(run), other_models(run)
@@ -173,16 +152,14 @@ def method_sweep(run) -> pd.DataFrame:
 
 
 def black_value(dataset: str):
-    """The normalised value of a black (0) pixel, -mean/std per channel (a float for one channel):
-    Fashion-MNIST's background."""
+    """The normalised black (0) pixel, -mean/std per channel (float for one channel)."""
     split = data.load(dataset, "test")
     v = tuple(-m / s for m, s in zip(split.mean, split.std))
     return v[0] if len(v) == 1 else v
 
 
 def mask_sweep(run) -> pd.DataFrame:
-    """C1-C3 with masked pixels set to the mean pixel (0, the paper's, 3.3) or to black, with the
-    profile's engine on ``factors.images`` images; random subsets are masked the same way."""
+    """C1-C3 with masked pixels at the mean pixel (0, the paper's, 3.3) or black."""
     sel = sample(run)
     X, Y = sel.load()
     model, others = source_model(run), other_models(run)
@@ -201,9 +178,7 @@ def mask_sweep(run) -> pd.DataFrame:
 
 def _model_sweep(run, factor: str, settings: list[tuple[int, dict]], profile_value: int,
                  paper_value: int, ours: str = "ours") -> pd.DataFrame:
-    """C1-C3 and model statistics for models of ``factors.arch`` trained on ``factors.train_size``
-    images with ``trained_model`` overrides ``kw`` (one seed, ``run.seed``), profile's engine.
-    ``ours``: what the baseline row is, where it is not the profile's own model."""
+    """C1-C3 and model statistics of models trained with each setting's overrides; ``ours``: baseline label."""
     f, p, tau = run.profile.factors, run.profile, run.profile.sis_threshold
     sel = sample(run)
     X, Y = sel.load()
@@ -230,9 +205,7 @@ def _paper_width(arch: str) -> int:
 
 
 def epochs_sweep(run) -> pd.DataFrame:
-    """C1-C3, accuracy and confidence of models trained ``factors.epochs`` epochs (the profile's
-    recipe otherwise; learning-rate milestones scale with the epochs). ``baseline``: the epochs
-    nearest the profile's; the paper's 200 lies beyond the sweep."""
+    """C1-C3, accuracy, confidence over ``factors.epochs``; baseline nearest the profile's (paper: 200)."""
     f, zoo = run.profile.factors, run.profile.train.epochs
     nearest = min(f.epochs, key=lambda v: (abs(v - zoo), v))
     return _model_sweep(run, "epochs", [(e, {"epochs": e}) for e in f.epochs], nearest,
@@ -240,8 +213,7 @@ def epochs_sweep(run) -> pd.DataFrame:
 
 
 def width_sweep(run) -> pd.DataFrame:
-    """C1-C3, accuracy and confidence of models of ``factors.widths`` initial filters trained
-    ``factors.width_epochs`` epochs (the epoch sweep's model where the settings coincide)."""
+    """C1-C3, accuracy, confidence over ``factors.widths`` initial filters."""
     f = run.profile.factors
     profile_width = run.profile.width(f.arch) or _paper_width(f.arch)
     zoo = run.profile.train.epochs
@@ -253,10 +225,7 @@ def width_sweep(run) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- display and what moves each claim
 
 def table(sweep: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
-    """A sweep for display, one column per (setting, sample) and one row per measure, so that it
-    fits the page: numbers rounded, outcomes in words, "—" where a measure is undefined (no
-    confident image, or subsets no better than random); the column of the profile's setting is
-    marked "← profile" (or says what it is, where it is not the profile's own model)."""
+    """A sweep for display: a column per (setting, sample), a row per measure, "—" where undefined."""
     out = sweep.drop(columns=["factor", "value", "paper", "sample size"], errors="ignore").reset_index(drop=True)
     ours = out.pop("ours") if "ours" in out else pd.Series("ours", index=out.index)
     one_sample = "sample" not in out or out["sample"].nunique() == 1
@@ -279,20 +248,14 @@ def _smallest_sample(sweep: pd.DataFrame) -> pd.Series:
 
 
 def method_tables(sweep: pd.DataFrame, digits: int = 2) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`method_sweep` as two :func:`table` s that fit the page: every method on the smallest sample
-    (the same images, exact among them), and the methods that ran on more images on their larger samples
-    (no columns where every method ran on one sample)."""
+    """:func:`method_sweep` as two :func:`table` s: the smallest sample, and larger ones (empty if none)."""
     same = _smallest_sample(sweep)
     return table(sweep[same], digits), table(sweep[~same], digits) if (~same).any() else pd.DataFrame()
 
 
 def _effect(factor: str, sweep: pd.DataFrame, claim: str, run) -> dict | None:
-    """How the claim's measure moves with one factor, over the settings where the claim can be
-    tested (a share of a lift under the verdict's minimum is noise; for the method, every method on
-    the smallest sample's images): its lowest and highest value, and its change from the profile's
-    setting toward the paper's -- the paper's setting where the sweep has it, else from ours to the
-    sweep's end toward the paper's, else the step from the setting next to ours up to ours. None
-    where fewer than two settings, or not ours, can be read."""
+    """How ``claim``'s measure moves with ``factor``: lowest, highest, change from ours toward the paper's setting
+    (to it if swept, else the sweep's end, else the step up to ours); None if unreadable."""
     col = MEASURES[claim][0]
     rows = (sweep[_smallest_sample(sweep)] if factor == "method" else sweep).dropna(subset=[col])
     rows = rows[rows[claim] != verdicts.UNTESTABLE]
@@ -301,7 +264,7 @@ def _effect(factor: str, sweep: pd.DataFrame, claim: str, run) -> dict | None:
         return None
     lo, hi, base = rows.loc[rows[col].idxmin()], rows.loc[rows[col].idxmax()], base.iloc[0]
     paper_value = {"epochs": get_profile("paper").train.epochs, "width": _paper_width(run.profile.factors.arch),
-                   "method": 1}.get(factor)                    # the mask is categorical: the paper's or not
+                   "method": 1}.get(factor)                    # the mask is categorical: no trend
     if rows.paper.any():                             # the paper's setting is in the sweep
         ref = rows[rows.paper].iloc[0]
         read, delta = "same" if base.paper else "paper", ref[col] - base[col]
@@ -333,25 +296,16 @@ def _show(factor: str, setting: str) -> str:
 
 
 def effects(run, sweeps: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """How each factor moves each claim's measure (C1-C3; lower favours every claim), one row per
-    (claim, factor) that can be read (:func:`_effect`), the widest range first within a claim:
-    the measure's lowest and highest value over the factor's settings and where; its value at ours
-    and at the setting it is compared with ("read as" :data:`READ_AS`); the change toward the
-    paper's setting and its direction ("lower", "higher" or "unchanged")."""
+    """One row per readable (claim, factor), widest range first: range, ours, compared setting, change toward
+    the paper's and direction (lower favours every claim)."""
     rows = [e for claim in MEASURES for factor, sw in sweeps.items() if (e := _effect(factor, sw, claim, run))]
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS).sort_values(["claim", "range"], ascending=[True, False],
                                                                   ignore_index=True)
 
 
 def closing_values(run, sweeps: dict[str, pd.DataFrame], controls: pd.DataFrame) -> dict:
-    """The closing argument's words and numbers, for glue. Per claim C1-C3 (``close_<claim>_...``):
-    ``verdict`` at the profile's settings (the method sweep's baseline); the ``factor`` whose settings
-    span the widest range of the measure ("none" where none can be read) with its ``lo``/``hi`` and
-    where (``lo_at``/``hi_at``), and the same as one ``spread``; among the factors whose setting differs
-    from the paper's, how many (``differ``), how many point ``lower``/``higher`` at paper scale, and the
-    prediction (``expect``: "lower", "higher", "unchanged" where none moves it, "split" where they
-    disagree, "—" where none can be read; ``prediction`` the same in words). C4:
-    :func:`~overinterp.experiments.factors_controls.c4_values`."""
+    """The closing argument's glue per claim (``close_<claim>_...``): verdict, widest-range factor and
+    spread, factors' directions toward paper scale and the ``prediction``; C4 from ``c4_values``."""
     base = sweeps["method"]
     base = base[base.baseline].iloc[0]
     eff = effects(run, sweeps)

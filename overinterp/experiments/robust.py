@@ -1,34 +1,15 @@
-"""Adversarially robust models (paper 4.5, Figure 1 "Adv. Robust").
+"""Adversarially robust models (paper 4.5, Figure 1 "Adv. Robust"): the paper finds Madry et al.'s (2018)
+adversarially trained CIFAR-10 model (l-inf PGD, 8/255, 7 steps of 2/255) also has sparse SIS at >= 99%
+confidence. We train our own likewise (every batch replaced by PGD examples), cached like the zoo.
 
-The paper takes the adversarially trained CIFAR-10 model of Madry et al. (2018; a wide
-ResNet trained against an l-inf PGD adversary of radius 8/255, 7 steps of 2/255) and finds
-that it, too, classifies highly sparse sufficient input subsets with >= 99% confidence.
-We train our own the same way -- adversarial training: every training batch is replaced by
-PGD adversarial examples of the current model -- through :func:`overinterp.zoo.train.cached_fit`
-(its ``perturb`` hook), cached in the artifact store like the zoo models.
-
-PGD is Captum's :class:`captum.robust.PGD`: untargeted, l-inf, uniform random start in the
-ball, ``steps`` steps of ``step_size`` in the sign of the loss gradient, each projected back
-into the epsilon ball and into [0, 1]. Our images are standardised per channel
-(:mod:`overinterp.zoo.data`), so the attack runs on [0, 1] pixels through :class:`PixelModel`
-(the model after the standardisation): epsilon is in pixel units for any data set. Two
-departures from Captum's defaults: the loss is the cross-entropy of the logits (Captum's
-default takes the log of the outputs, i.e. expects probabilities), and gradients below its
-``zero_thresh`` (1e-6) still move the image (a confident model's cross-entropy gradient is
-that small; freezing those pixels would overstate robustness). An image counts as robust
-when it is classified correctly clean and after each of ``restarts`` random-start attacks.
+PGD is Captum's, on [0, 1] pixels through :class:`PixelModel` (epsilon in pixel units), with two departures:
+cross-entropy of the logits (Captum's default takes a log of outputs), and gradients below its
+``zero_thresh`` (1e-6) still move the image (freezing them would overstate robustness).
 
     models = robust_models(run)                                 # replicates, trained or loaded
     acc = attack_accuracies({"robust": models}, X, Y, run)      # clean and PGD accuracy (%)
     res = robust_backselect(run, models[0], sel)                # cached backward selection
-    sizes = sis_size_pct(res, 0.99)                             # SIS size (%) per image, NaN: none
     further_verdicts.robust_sis_sparse({"robust ResNet20": [s0, s1]}, 0.99)   # the paper's claim (per replicate)
-    size_difference(pairs)                                      # ours, descriptive: robust minus standard
-
-The verdict on section 4.5's claim is :func:`overinterp.paper.further_verdicts.robust_sis_sparse`, from the
-SIS sizes per replicate of :func:`per_replicate`. The chapter's figures' data and prose numbers
-(``book/09_robust.ipynb``) come from the functions at the end (``*_values``: glue name -> value);
-:mod:`overinterp.pages.sis_size_plots` draws the SIS sizes.
 """
 from __future__ import annotations
 
@@ -60,13 +41,11 @@ __all__ = ["EPSILON", "LOSSES", "PixelModel", "pgd", "PGDTraining", "epsilon", "
            "PAPER", "setup_values", "training_values", "histories", "paper_accuracy_table", "accuracy_values",
            "comparison_selection", "sis_results", "sis_values", "sis_gallery", "verdict_values"]
 
-#: l-inf radius in [0, 1] pixel units. CIFAR-10: Madry et al.'s model (8/255, the paper's). Fashion-MNIST:
-#: 0.1, as in Wong & Kolter 2018 ("Provable defenses against adversarial examples via the convex outer
-#: adversarial polytope", ICML; their Fashion-MNIST models) and later work on that data set.
+#: l-inf radius in [0, 1] pixel units: CIFAR-10 Madry et al.'s 8/255 (the paper's); Fashion-MNIST 0.1 (Wong &
+#: Kolter, ICML 2018, and later work)
 EPSILON = {"cifar10": MADRY_TRAINING["epsilon"], "fashion-mnist": 0.1}
 
-#: Madry et al.'s CIFAR-10 model as the paper used it: clean test accuracy (Madry et al. 2018) and its
-#: white-box leaderboard (github.com/MadryLab/cifar10_challenge): 20-step PGD on the cross-entropy.
+#: Madry et al.'s CIFAR-10 model: clean accuracy and white-box leaderboard (MadryLab/cifar10_challenge) PGD
 PAPER = MADRY_ACCURACY
 
 
@@ -81,8 +60,7 @@ LOSSES = {"ce": lambda logits, y: F.cross_entropy(logits, y, reduction="none"), 
 
 
 class PixelModel(nn.Module):
-    """``model`` on [0, 1] pixels: standardises ``p`` (B, C, H, W) with the data set's per-channel
-    ``mean`` / ``std`` first, so an attack's epsilon and bounds are in pixel units."""
+    """``model`` on [0, 1] pixels (B, C, H, W): standardised with per-channel ``mean`` / ``std`` first."""
 
     def __init__(self, model: nn.Module, mean, std):
         super().__init__()
@@ -96,11 +74,8 @@ class PixelModel(nn.Module):
 
 def pgd(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, epsilon: float, steps: int, step_size: float,
         mean=(0.0,), std=(1.0,), random_start: bool = True, loss: str = "ce") -> torch.Tensor:
-    """Untargeted l-inf PGD (Madry et al. 2018) by :class:`captum.robust.PGD` on standardised
-    ``images`` (B, C, H, W) with true ``labels`` (B,); ``epsilon`` and ``step_size`` in [0, 1]
-    pixel units. Returns the adversarial images, standardised like ``images``, with every pixel
-    within ``epsilon`` of the original and within [0, 1]. The model runs in eval mode during the
-    attack and gets its mode back after; no parameter gradient is accumulated."""
+    """Untargeted l-inf PGD (Madry et al. 2018; Captum) on standardised ``images`` (B, C, H, W), ``epsilon`` and
+    ``step_size`` in [0, 1] pixel units. Returns standardised adversarial images; the model's mode is restored."""
     if epsilon < 0 or steps < 0 or step_size < 0:
         raise ValueError(f"epsilon, steps and step_size must be >= 0, got {epsilon}, {steps}, {step_size}")
     if loss not in LOSSES:
@@ -112,7 +87,7 @@ def pgd(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, epsilon: f
     model.eval()
     try:
         attack = optional("captum.robust", "captum", "PGD (chapter 9)").PGD(pm, LOSSES[loss], lower_bound=0.0, upper_bound=1.0)
-        attack.fgsm.zero_thresh = 0.0   # move on tiny gradients too (module docstring)
+        attack.fgsm.zero_thresh = 0.0   # a confident model's gradients are < 1e-6: they must still move
         with torch.enable_grad(), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Input Tensor 0 did not already require gradients")
             p = attack.perturb((images * pm.std + pm.mean).clamp(0, 1).detach(), radius=epsilon,
@@ -125,8 +100,7 @@ def pgd(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, epsilon: f
 
 @dataclass(frozen=True)
 class PGDTraining:
-    """The ``perturb`` hook of :func:`overinterp.zoo.train.fit` for adversarial training (Madry et
-    al. 2018): each batch is replaced by its PGD examples against the current model."""
+    """``perturb`` hook of ``fit``: PGD examples against the current model replace each batch."""
     epsilon: float
     steps: int
     step_size: float
@@ -148,16 +122,14 @@ def epsilon(dataset: str, cfg) -> float:
 
 
 def training_attack(run) -> PGDTraining:
-    """The PGD of adversarial training for ``run``'s data set and profile (:class:`PGDTraining`)."""
+    """The adversarial training's PGD for ``run``'s data set and profile."""
     cfg, split = run.profile.robust, datasets.load(run.dataset, "train")
     eps = epsilon(run.dataset, cfg)
     return PGDTraining(eps, cfg.steps, cfg.step_size * eps, tuple(split.mean), tuple(split.std))
 
 
 def robust_config(run, seed: int) -> dict:
-    """The artifact key of robust replicate ``seed``: the zoo model's config of the profile's
-    robust architecture (:func:`overinterp.experiments.runs.model_config`, with the robust training size and
-    epochs) plus the adversary trained against."""
+    """Artifact key of robust replicate ``seed``: the zoo model config plus the adversary."""
     cfg, p = run.profile.robust, run.profile
     changes = {"epochs": cfg.epochs} if cfg.epochs else {}
     base = model_config(run.dataset, cfg.arch, p.name, seed, train_size=cfg.train_size, **changes)
@@ -168,9 +140,7 @@ def robust_config(run, seed: int) -> dict:
 
 
 def robust_models(run, replicates: int | None = None, progress: bool = True) -> list[nn.Module]:
-    """Adversarially trained replicates (seeds run.seed, run.seed + 1, ...) of the profile's
-    robust architecture: the zoo's recipe on PGD examples (:func:`training_attack`), from the
-    artifact store or trained now (then saved); the chapter measures their clean accuracy on its own images."""
+    """Cached adversarially trained replicates (seeds run.seed, ...) of the robust architecture."""
     cfg = run.profile.robust
     out = []
     for r in range(replicates or cfg.replicates or run.profile.replicates):
@@ -188,8 +158,7 @@ def robust_models(run, replicates: int | None = None, progress: bool = True) -> 
 def attack_correct(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, epsilon: float, steps: int,
                    step_size: float, restarts: int = 1, mean=(0.0,), std=(1.0,), batch_size: int = 500,
                    device="cpu", seed: int = 0, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
-    """(clean, robust): (N,) bool, correct on the clean image, and correct on the clean image and
-    after each of ``restarts`` random-start PGD attacks (seeded by ``seed``)."""
+    """(clean, robust), (N,) bool: correct clean; and after each of ``restarts`` seeded PGD attacks."""
     model.to(device).eval()
     torch.manual_seed(seed)
     clean, robust = [], []
@@ -208,8 +177,7 @@ def attack_correct(model: nn.Module, images: torch.Tensor, labels: torch.Tensor,
 
 def attack_accuracies(models: Mapping[str, Sequence[nn.Module]], images: torch.Tensor, labels: torch.Tensor,
                       run, progress: bool = False) -> pd.DataFrame:
-    """Per model and replicate: clean accuracy and accuracy under the profile's evaluation PGD
-    (``eval_steps`` steps, ``eval_restarts`` random starts, the training step size) in %."""
+    """Per model and replicate: clean and evaluation-PGD accuracy (%)."""
     cfg, split = run.profile.robust, datasets.load(run.dataset, "test")
     eps = epsilon(run.dataset, cfg)
     rows = []
@@ -224,25 +192,20 @@ def attack_accuracies(models: Mapping[str, Sequence[nn.Module]], images: torch.T
 
 
 def robust_selection(run, models: Sequence[nn.Module], tau: float, n: int | None = None) -> datasets.Selection:
-    """Figure 1's images for the robust comparison: the first ``n`` (default: the robust config's
-    ``sis_images``, else the profile's) images of the test selection that every model of ``models``
-    (e.g. the standard and the robust replicate run.seed) classifies correctly with confidence >= tau,
-    the classes taking turns (a robust model is confident on a few classes only: without turns one class
-    would fill the sample)."""
+    """Figure 1's images: the first ``n`` test images all ``models`` classify correctly with confidence
+    >= tau, classes taking turns (a robust model is confident on few)."""
     return confident_selection(run, tau, models, n or run.profile.robust.sis_images, balanced=True)
 
 
 def robust_backselect(run, model: nn.Module, sel: datasets.Selection, seed: int | None = None,
                       progress: bool = True) -> BackSelectResult:
-    """Backward selection of the images of ``sel`` by robust replicate ``seed`` (default run.seed)
-    with the profile's engine, cached like :func:`overinterp.experiments.runs.backselect_set`."""
+    """Cached backward selection of ``sel`` by robust replicate ``seed`` (default run.seed)."""
     seed = run.seed if seed is None else seed
     return runs.backselect_model(run, model, robust_config(run, seed), sel, progress=progress)
 
 
 def sis_table(results: Mapping[tuple, BackSelectResult], tau: float) -> pd.DataFrame:
-    """One row per (model, replicate, image) of ``results`` {(model, replicate): result}: the SIS
-    size (%) at ``tau`` (NaN: no SIS) and the confidence on the full image."""
+    """One row per (model, replicate, image): SIS size (%) at ``tau`` (NaN: none), full-image confidence."""
     frames = [pd.DataFrame({"model": m, "replicate": r, "image": np.arange(len(res.pred)),
                             "confidence": res.confidence.cpu().numpy(), "SIS size (%)": sis_size_pct(res, tau)})
               for (m, r), res in results.items()]
@@ -250,8 +213,7 @@ def sis_table(results: Mapping[tuple, BackSelectResult], tau: float) -> pd.DataF
 
 
 def paired_sizes(table: pd.DataFrame, robust: str, standard: str) -> pd.DataFrame:
-    """SIS sizes of the same image under the robust and the standard model of the same replicate
-    index, where both have an SIS: columns replicate, image, robust, standard (%)."""
+    """Robust and standard SIS sizes (%) of the same image and replicate index where both have one."""
     a = table[table.model == robust].set_index(["replicate", "image"])["SIS size (%)"]
     b = table[table.model == standard].set_index(["replicate", "image"])["SIS size (%)"]
     both = pd.concat({"robust": a, "standard": b}, axis=1, join="inner").dropna()
@@ -259,19 +221,14 @@ def paired_sizes(table: pd.DataFrame, robust: str, standard: str) -> pd.DataFram
 
 
 def per_replicate(table: pd.DataFrame, model: str, column: str = "SIS size (%)") -> list[np.ndarray]:
-    """``column`` of ``model``'s rows of :func:`sis_table` (or :func:`paired_sizes`), one array per
-    replicate, in replicate order (the SIS sizes :func:`overinterp.paper.further_verdicts.robust_sis_sparse`
-    reads)."""
+    """``column`` of ``model``'s rows, one array per replicate in order."""
     rows = table[table.model == model] if "model" in table else table
     return [g[column].to_numpy(float) for _, g in rows.groupby("replicate", sort=True)]
 
 
 def size_difference(pairs: Mapping[str, pd.DataFrame], n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Our descriptive measurement, not a claim of the paper (section 4.5 says the robust model's
-    SIS are as sparse as the standard models'; it compares no sizes): per comparison of
-    :func:`paired_sizes`, the mean SIS size (%) of the robust and the standard model on the images
-    where both have an SIS, their difference (robust minus standard, points) and its 95% interval
-    (:func:`overinterp.paper.intervals.replicate_interval` over the replicate pairs, each on its own images)."""
+    """Ours, descriptive (4.5 compares no sizes): robust minus standard mean SIS size (points) on
+    shared images, with a 95% interval over replicate pairs."""
     rows = {}
     for name, p in pairs.items():
         d = per_replicate(p.assign(d=p["robust"] - p["standard"]), "", "d")
@@ -294,8 +251,7 @@ def model_name(arch: str, robust: bool) -> str:
 
 
 def accuracy_table(acc: pd.DataFrame) -> pd.DataFrame:
-    """:func:`attack_accuracies` as mean and std over the replicates per model: numeric columns
-    (measure, 'mean' | 'std'), for :func:`overinterp.pages.plots.mean_std`."""
+    """:func:`attack_accuracies` mean and std per model, columns (measure, 'mean' | 'std')."""
     cols = ["clean accuracy (%)", "PGD accuracy (%)"]
     return pd.DataFrame({m: mean_std(g[cols].reset_index(drop=True)) for m, g in acc.groupby("model", sort=False)}).T
 
@@ -303,7 +259,7 @@ def accuracy_table(acc: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- the chapter's figure data, tables and prose
 
 def setup_values(run, tau: float) -> dict:
-    """Glue name -> value of the chapter's setup: tau, the attacks and the robust models' training."""
+    """Glue name -> value of the setup: tau, attacks, robust training."""
     cfg, p = run.profile.robust, run.profile
     eps = epsilon(run.dataset, cfg)
     return {"tau": tau, "eps": f"{eps:.4g}", "eps255": f"{255 * eps:.1f}", "train_steps": cfg.steps,
@@ -313,7 +269,7 @@ def setup_values(run, tau: float) -> dict:
 
 
 def training_values(robust: Sequence[nn.Module]) -> dict:
-    """Glue name -> value: the robust replicates and how many plateaued (chapter 2's criterion)."""
+    """Glue name -> value: robust replicates, how many plateaued."""
     return {"n_replicates": len(robust), "n_robust_plateau": sum(plateaued(m.info["history"]) for m in robust)}
 
 
@@ -325,7 +281,7 @@ def histories(run, robust: Sequence[nn.Module], standard: Sequence[nn.Module]) -
 
 
 def paper_accuracy_table() -> pd.DataFrame:
-    """The paper's robust model (Madry et al.'s): clean and PGD accuracy as reported, one row."""
+    """Madry et al.'s reported clean and PGD accuracy, one row."""
     return pd.DataFrame({"clean accuracy (%)": [f"{PAPER['clean accuracy (%)']:g}"],
                          "PGD accuracy (%)": [f"{PAPER['PGD-20 accuracy (%)']:g} (20 steps); "
                                               f"{PAPER['PGD-20, 10 restarts accuracy (%)']:g} (10 restarts)"]},
@@ -333,8 +289,7 @@ def paper_accuracy_table() -> pd.DataFrame:
 
 
 def accuracy_values(table: pd.DataFrame, n_images: int, arch: str) -> dict:
-    """Glue name -> value: attacked images and the mean clean and PGD accuracy (%) of the robust and
-    the standard models (``table``: :func:`accuracy_table`)."""
+    """Glue name -> value: attacked images, robust and standard mean clean and PGD accuracy (%)."""
     out = {"n_eval": n_images}
     for who, robust in [("robust", True), ("standard", False)]:
         for col, key in [("clean accuracy (%)", "clean"), ("PGD accuracy (%)", "pgd")]:
@@ -343,8 +298,7 @@ def accuracy_values(table: pd.DataFrame, n_images: int, arch: str) -> dict:
 
 
 def comparison_selection(run, standard: nn.Module, robust: nn.Module, tau: float) -> datasets.Selection:
-    """:func:`robust_selection` of the two models; where the robust model is never that confident,
-    the SIS chapter's images (:func:`overinterp.experiments.runs.confident_selection`; no robust SIS)."""
+    """:func:`robust_selection`, else (robust never confident) the SIS chapter's images."""
     try:
         return robust_selection(run, [standard, robust], tau)
     except ValueError:
@@ -352,8 +306,7 @@ def comparison_selection(run, standard: nn.Module, robust: nn.Module, tau: float
 
 
 def sis_results(run, robust: Sequence[nn.Module], sel: datasets.Selection) -> dict:
-    """{(model name, replicate): backward selection of ``sel``}: per replicate, the standard zoo
-    model's (:func:`overinterp.experiments.runs.backselect_set`) then the robust one's."""
+    """{(model name, replicate): backward selection of ``sel``}, standard then robust per replicate."""
     arch, results = run.profile.robust.arch, {}
     for r in range(len(robust)):
         results[(model_name(arch, False), r)] = runs.backselect_set(run, arch, sel, run.seed + r, progress=False)
@@ -362,9 +315,7 @@ def sis_results(run, robust: Sequence[nn.Module], sel: datasets.Selection) -> di
 
 
 def sis_values(sizes: pd.DataFrame, labels: torch.Tensor, robust_name: str, classes: Sequence[str]) -> dict:
-    """Glue name -> value: the images compared and how many classes they span, the share (%) where the
-    robust replicates have an SIS and their mean confidence on them (``sizes``: :func:`sis_table`;
-    ``labels``: the compared images' labels)."""
+    """Glue name -> value: images and classes compared, robust SIS share (%) and mean confidence."""
     has = sizes.assign(has=sizes["SIS size (%)"].notna()).groupby("model", sort=False)["has"].mean()
     present = [classes[c] for c in sorted(set(labels.tolist()))]
     return {"n_sis_images": len(labels), "robust_has_sis": f"{100 * has[robust_name]:.0f}",
@@ -373,9 +324,7 @@ def sis_values(sizes: pd.DataFrame, labels: torch.Tensor, robust_name: str, clas
 
 
 def sis_gallery(results: Mapping[tuple, BackSelectResult], tau: float, n_show: int, arch: str) -> tuple:
-    """(shown image indices, {row label: keep mask}) for :func:`overinterp.pages.plots.gallery`: the
-    first ``n_show`` images where the first robust replicate has an SIS at ``tau``, with the SIS of
-    the first standard and robust replicates."""
+    """(indices, {row label: keep mask}) of the first ``n_show`` images with a robust SIS at ``tau``."""
     first = sis_size_pct(results[(model_name(arch, True), 0)], tau)
     show = np.flatnonzero(~np.isnan(first))[:n_show]
     return show, {f"SIS {name}": find_sis(results[(name, 0)], tau).mask[show]
@@ -383,8 +332,7 @@ def sis_gallery(results: Mapping[tuple, BackSelectResult], tau: float, n_show: i
 
 
 def verdict_values(sparse, difference: pd.DataFrame, n_pairs: int) -> dict:
-    """Glue name -> value of the verdict (:func:`overinterp.paper.further_verdicts.robust_sis_sparse`) and of
-    our size comparison (:func:`size_difference`, its first row)."""
+    """Glue name -> value of the verdict and of :func:`size_difference`'s first row."""
     row, d = sparse.numbers.iloc[0], difference.iloc[0]
     return {"n_pairs": n_pairs, "sparse_word": sparse.word, "robust_mean_sis": number(row['mean SIS size (%)']),
             "sparse_low": number(row['95% low']), "sparse_high": number(row['95% high']),
@@ -402,8 +350,7 @@ def _plural(n: int, noun: str) -> str:
 
 
 def _sparse_text(row) -> str:
-    """'is 2.5% of the pixels (95% interval 1.9 to 3.1; counted: 5 + 2 images with an SIS over 2
-    replicates)', or why there is no such number."""
+    """'is 2.5% of the pixels (95% interval 1.9 to 3.1; counted: ...)', or why there is none."""
     per = str(row["per replicate"])
     counted = f"counted: {per} images with an SIS over {_plural(len(per.split(' + ')), 'replicate')}"
     mean, iv = number(row["mean SIS size (%)"]), bounds(row["95% low"], row["95% high"])
@@ -413,8 +360,7 @@ def _sparse_text(row) -> str:
 
 
 def _diff_text(d, n_pairs: int) -> str:
-    """'5 images where both have an SIS: robust minus standard, +3.0 points of the image (95% interval
-    +3.0 to +3.0; 5 images over 1 replicate pair)', or that there is no such image."""
+    """'5 images where both have an SIS: robust minus standard, +3.0 points ...', or that there is none."""
     if n_pairs == 0:
         return "no image where both have an SIS, so there is no difference to report"
     diff, iv = number(d["difference (points)"], sign=True), bounds(d["95% low"], d["95% high"], sign=True)

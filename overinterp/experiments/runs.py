@@ -1,20 +1,12 @@
-"""The models, the images and the backward selections of the paper's experiments (sections 3.1,
-3.2, 4.1, the full-image rows of Table 1) as library calls; chapters 2 and 3 read theirs here.
-
-Every function takes the :class:`overinterp.config.context.Run` of a chapter (dataset,
-profile, device, seed) and gets what it needs from the artifact store, computing
-it when missing, so chapters share models and backward-selection runs:
+"""The zoo's models, images and backward selections (paper 3.1, 3.2, 4.1, Table 1's full-image rows) as
+cached library calls taking a chapter's :class:`overinterp.config.context.Run`, so chapters share them.
+:func:`backselect_model` is the experiments' one backward-selection entry (engine, shards, device from the
+run); :func:`backselect_set` is it for a zoo model, also behind ``python -m overinterp backselect`` and
+``prepare``. Pixel subsets (4.1) and retraining (4.2): :mod:`overinterp.experiments.subsets`.
 
     models = zoo(run)                              # arch -> replicates (trained or loaded)
     sets = eval_sets(run)                          # "test" and the OOD sets -> (images, labels)
     res = backselect_set(run, "resnet20", selection(run, "test"))   # cached backward selection
-
-:func:`backselect_model` is THE backward-selection entry of the experiments: a model, its
-artifact key and a :class:`~overinterp.zoo.data.Selection` (or images and their key); the engine,
-shard size and device come from the run. :func:`backselect_set` is it for a zoo model, and what
-``python -m overinterp backselect`` and ``prepare`` call, so a run made on the command line (on
-another machine, in shards) is the very artifact a chapter loads. The pixel subsets of 4.1 and the
-retraining of 4.2 are in :mod:`overinterp.experiments.subsets`.
 """
 from __future__ import annotations
 
@@ -44,24 +36,20 @@ __all__ = ["model_config", "model_key", "trained_model", "zoo", "named", "select
            "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED", "subset_seed", "RETRAIN_SEED_OFFSET", "correct", "sis_result", "sis_sizes_by_replicate", "pooled", "empty_values"]
 
 SUBSET_SEED = 0  # the random 5% subsets: the same for every model (paper 4.2), one seed per set (subset_seed)
-#: retrained replicate r has seed run.seed + RETRAIN_SEED_OFFSET + r: never the seed (initial weights, batch order)
-#: of the zoo model run.seed whose backward selection chose the subsets it trains on
+#: retrained replicate r has seed run.seed + RETRAIN_SEED_OFFSET + r, never that of the zoo model that chose its subsets
 RETRAIN_SEED_OFFSET = 100
 
 
 def subset_seed(dataset: str, set_name: str) -> int:
-    """The seed of the random subsets of ``set_name``: its own per set (test 0, train 1, then the OOD
-    sets), so image *i* of two sets does not get the same random pixels, as the paper's code seeds each
-    set's random masks separately; a model retrained on random subsets is then never tested on the
-    masks it trained on."""
+    """Per-set random-subset seed (test 0, train 1, OOD after), as the paper's code: retrained models never
+    meet their training masks."""
     return SUBSET_SEED + ["test", "train", *data.ood_sets(dataset)].index(set_name)
 CONFIDENT = "confident test images (%)"  # model_stats: share of test images at confidence >= the threshold
 
 
 def model_config(dataset: str, arch: str, profile: str = "quick", seed: int = 0, width: int | None = None,
                  train_size: int | None = None, **train_changes) -> dict:
-    """Everything that determines a trained model: the artifact key of ``trained_model``.
-    ``width`` / ``train_size`` / ``train_changes`` (TrainConfig fields) override the profile's."""
+    """:func:`trained_model`'s artifact key; ``width``, ``train_size``, ``train_changes`` override."""
     p = get_profile(profile)
     cfg = p.train if not train_changes else TrainConfig(**{**p.train.__dict__, **train_changes})
     return {"dataset": dataset, "arch": arch, "width": width or p.width(arch), "train_size": train_size or p.train_size,
@@ -69,18 +57,14 @@ def model_config(dataset: str, arch: str, profile: str = "quick", seed: int = 0,
 
 
 def model_key(dataset: str, arch: str, profile: str = "quick", seed: int = 0, **changes) -> str:
-    """The artifact key of the zoo model :func:`model_config` describes: equal keys, the same model."""
+    """The artifact key string of :func:`model_config`'s model: equal keys, the same model."""
     return config_key(Store.versioned("model", model_config(dataset, arch, profile, seed, **changes)))
 
 
 def trained_model(dataset: str, arch: str, profile: str = "quick", seed: int = 0, device="auto",
                   store: Store | None = None, progress: bool = True, width: int | None = None,
                   train_size: int | None = None, **train_changes) -> nn.Module:
-    """The model of the zoo trained with this config on full images (paper 3.2), from the
-    artifact store or trained now (then saved). The chapters measure accuracy on their own image
-    selections, so training does not evaluate the whole test set (``model.info['test_acc']`` is None;
-    ``python -m overinterp train`` prints it).
-    ``width``, ``train_size`` and ``train_changes`` vary one factor of the profile's model."""
+    """The cached zoo model trained on full images (3.2); ``model.info['test_acc']`` is None."""
     cfg = model_config(dataset, arch, profile, seed, width, train_size, **train_changes)
     torch.manual_seed(seed)  # the replicate seed fixes the initialisation too
     model = make_model(cfg, *data.shape(dataset))
@@ -89,7 +73,7 @@ def trained_model(dataset: str, arch: str, profile: str = "quick", seed: int = 0
 
 
 def zoo(run, archs=None, replicates: int | None = None) -> dict[str, list[nn.Module]]:
-    """The models of section 3.2: ``replicates`` seeds (run.seed, run.seed+1, ...) per architecture."""
+    """The models of 3.2: ``replicates`` seeds (run.seed, run.seed+1, ...) per architecture."""
     p = run.profile
     return {a: [trained_model(run.dataset, a, p.name, seed=run.seed + r, device=run.device)
                 for r in range(replicates or p.replicates)] for a in (archs or p.archs)}
@@ -101,8 +85,7 @@ def named(by_arch: dict) -> dict:
 
 
 def selection(run, set_name: str, n: int | None = None) -> Selection:
-    """The images of ``set_name`` a chapter uses: the profile's ``retrain_images`` training images
-    (section 4.2) or ``test_size`` images of the test / an OOD set (section 3.1), seeded sample."""
+    """Seeded images of ``set_name``: ``retrain_images`` (train, 4.2) or ``test_size`` (test / OOD, 3.1)."""
     p = run.profile
     default = p.retrain_images if set_name == "train" else p.test_size
     return Selection(run.dataset, set_name, default if n is None else n)
@@ -139,8 +122,7 @@ def accuracies(models: nn.Module | list, sets: dict[str, tuple], device="cpu") -
 
 
 def correct(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, device="cpu") -> np.ndarray:
-    """1.0 for each image the model classifies correctly, else 0.0 (float64): what the verdicts' intervals
-    resample (:mod:`overinterp.paper.verdicts`)."""
+    """(N,) float64, 1.0 where ``model`` classifies the image correctly: what verdicts resample."""
     return (predict(model, images, device=device).argmax(1) == labels).double().numpy()
 
 
@@ -152,15 +134,13 @@ def mean_std(runs: pd.DataFrame) -> pd.Series:
 
 
 def accuracy_table(models: dict[str, nn.Module | list], sets: dict[str, tuple], device="cpu") -> pd.DataFrame:
-    """Accuracy (%) of each model, mean and std over its replicates, per set: numeric columns
-    (set, 'mean' | 'std'); :func:`overinterp.pages.plots.mean_std` formats it for display."""
+    """Accuracy (%) per model, mean and std over replicates per set: columns (set, 'mean' | 'std')."""
     return pd.DataFrame({name: mean_std(accuracies(ms, sets, device)) for name, ms in models.items()}).T
 
 
 def model_stats(model: nn.Module, sets: dict[str, tuple], device="cpu", threshold: float = paper.SIS_THRESHOLD) -> dict:
-    """What chapter 2 reports of one trained model (paper 3.2): accuracy (%) per set, mean test
-    confidence, the share (%) of test images at confidence >= ``threshold`` (:data:`CONFIDENT`),
-    final training loss, epochs and whether training plateaued (:func:`overinterp.zoo.train.plateaued`)."""
+    """Chapter 2's numbers of a model (3.2): accuracies (%), mean confidence, :data:`CONFIDENT`, final
+    loss, epochs, plateaued."""
     out = {f"{s} accuracy": 100 * accuracy(model, X, Y, device) for s, (X, Y) in sets.items()}
     conf = predict(model, sets["test"][0], device=device).max(1).values
     h = model.info["history"]
@@ -170,16 +150,13 @@ def model_stats(model: nn.Module, sets: dict[str, tuple], device="cpu", threshol
 
 def zoo_table(models: dict[str, list], sets: dict[str, tuple], device="cpu",
               threshold: float = paper.SIS_THRESHOLD) -> pd.DataFrame:
-    """:func:`model_stats` of every replicate, mean and std per model (numeric columns
-    (measure, 'mean' | 'std'); "plateaued" is the share of replicates)."""
+    """:func:`model_stats` mean and std per model; "plateaued": share of replicates."""
     return pd.DataFrame({name: mean_std(pd.DataFrame([model_stats(m, sets, device, threshold) for m in ms]))
                          for name, ms in models.items()}).T
 
 
 def beside_paper(ours: pd.DataFrame, paper: dict[str, dict], ours_label: str) -> pd.DataFrame:
-    """The paper's CIFAR-10 columns and ours (formatted) side by side, rows aligned by their label; a row
-    with numbers only the paper has (a model we do not train, under a label that says it is the paper's,
-    e.g. :data:`PAPER_ENSEMBLE`) follows ours; '—' where one side has no number."""
+    """The paper's CIFAR-10 columns beside ours by row label, paper-only rows last, '—' where missing."""
     extra = [k for k, row in paper.items() if row and k not in ours.index]
     if extra:
         ours = ours.reindex(list(ours.index) + extra).fillna(MISSING)
@@ -202,17 +179,14 @@ def training_values(run, histories: dict[str, list[dict]]) -> dict:
 
 
 def zoo_values(stats: pd.DataFrame) -> dict:
-    """Chapter 2's prose on :func:`zoo_table`: the range of the models' mean confidence and of
-    their share of confident test images."""
+    """Chapter 2's prose: ranges of the models' mean confidence and share of confident test images."""
     conf, share = stats[("mean confidence", "mean")], stats[(CONFIDENT, "mean")]
     return {"conf_min": f"{conf.min():.2f}", "conf_max": f"{conf.max():.2f}",
             "share_min": f"{share.min():.0f}", "share_max": f"{share.max():.0f}", "share_range": span(share, 0)}
 
 
 def whole_test(run, models: dict[str, list[nn.Module]]) -> dict[str, list[tuple[float, float]]]:
-    """(test accuracy %, share % of test images classified with confidence >= tau) of every replicate on the
-    whole test set, the scale the profile's criterion (``Profile.min_accuracy``, ``min_confident``) is
-    stated on; the chapters use the test sample."""
+    """(accuracy %, share % at confidence >= tau) per replicate on the whole test set."""
     test = data.load(run.dataset, "test")
     out = {}
     for a, ms in models.items():
@@ -225,8 +199,7 @@ def whole_test(run, models: dict[str, list[nn.Module]]) -> dict[str, list[tuple[
 
 
 def criterion_values(run, whole: dict[str, list[tuple[float, float]]]) -> dict:
-    """Chapter 1's prose on :func:`whole_test`: the ranges, and how many models meet the profile's
-    ``min_accuracy`` and ``min_confident`` (a dash where the profile states none)."""
+    """Chapter 1's prose on :func:`whole_test`: ranges and models meeting the profile's criterion."""
     p, rows = run.profile, [v for vs in whole.values() for v in vs]
     acc, conf = [r[0] for r in rows], [r[1] for r in rows]
     meets = [(p.min_accuracy is None or a >= p.min_accuracy) and (p.min_confident is None or c >= p.min_confident)
@@ -250,9 +223,7 @@ PAPER_ENSEMBLE = "5× ResNet18 ensemble (paper)"
 
 
 def zoo_paper_rows(models: dict[str, list[nn.Module]]) -> dict[str, dict]:
-    """The paper's full-image rows beside :func:`zoo_accuracy`'s: per architecture, and where we ensemble
-    ResNet18 the paper's ensemble of five in a row of its own (:data:`PAPER_ENSEMBLE`), not under our
-    ensemble's label (:func:`beside_paper` puts it after ours)."""
+    """The paper's full-image rows, with its 5-ResNet18 ensemble as a row of its own."""
     rows = {ARCH_NAMES[a]: paper.table1(a, "full", "full") for a in models}
     if len(models.get("resnet18", ())) > 1:
         rows[PAPER_ENSEMBLE] = paper.table1("ensemble 5x resnet18", "full", "full")
@@ -260,8 +231,7 @@ def zoo_paper_rows(models: dict[str, list[nn.Module]]) -> dict[str, dict]:
 
 
 def accuracy_values(acc: pd.DataFrame, singles: list[str], ensembles: list[str]) -> dict:
-    """Chapter 2's prose on :func:`zoo_accuracy`: the best single architecture and ensemble on the
-    test set, and whether every model is less accurate on each OOD set than on the test set."""
+    """Chapter 2's prose: best architecture and ensemble, models less accurate out of distribution."""
     test = acc[("test", "mean")]
     single, ens = test[singles], test[ensembles]
     ood = [c for c in dict.fromkeys(c for c, _ in acc.columns) if c != "test"]
@@ -278,12 +248,8 @@ def backselect_model(run, model: nn.Module, model_cfg: dict, sel: Selection | tu
                      shard_size: int | None = None, store: Store | None = None, shards: range | None = None,
                      chunk_size: int | None = None, progress: bool = True,
                      after_shard=None) -> BackSelectResult | None:
-    """Backward selection of the images of ``sel`` by ``model``, whose artifact key is
-    ``model_cfg``, cached in the artifact store and resumable by shard
-    (:func:`overinterp.engine.runner.run_backselect`; None while shards are missing). ``sel``: a
-    :class:`Selection`, or (images, data config) for images that are not one. The engine is
-    ``config``, default the profile's for the selection's set (:meth:`Profile.engine`), the shard
-    size the profile's unless given, the device the run's; ``target``: the class to select for."""
+    """Cached backward selection of ``sel`` by ``model`` (key ``model_cfg``), resumable by shard; None
+    while shards are missing. ``sel``: Selection or (images, data config); ``target``: class to select for."""
     images, data_cfg = (sel.load()[0], sel.key()) if isinstance(sel, Selection) else sel
     config = run.profile.engine(data_cfg.get("set")) if config is None else config
     return run_backselect(model, images, model_config=model_cfg, data_config=data_cfg, config=config,
@@ -295,8 +261,7 @@ def backselect_model(run, model: nn.Module, model_cfg: dict, sel: Selection | tu
 def backselect_set(run, arch: str, sel: Selection, seed: int | None = None, config: BackSelectConfig | None = None,
                    shards: range | None = None, progress: bool = True, chunk_size: int | None = None,
                    after_shard=None) -> BackSelectResult | None:
-    """:func:`backselect_model` of the images of ``sel`` by replicate ``seed`` (default run.seed)
-    of ``arch`` from the zoo."""
+    """:func:`backselect_model` by zoo replicate ``seed`` (default run.seed) of ``arch``."""
     p, seed = run.profile, run.seed if seed is None else seed
     model = trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
     return backselect_model(run, model, model_config(run.dataset, arch, p.name, seed), sel, config, shards=shards,
@@ -311,8 +276,7 @@ def confident(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, thre
 
 
 def by_class_turns(index: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """``index`` reordered so that the classes take turns: the first image of each class (in class
-    order), then the second of each, ... (each class keeps its images' order)."""
+    """``index`` reordered so classes take turns (first of each class, then second, ...)."""
     y = labels[index]
     rank = torch.zeros_like(index)
     for c in y.unique():
@@ -322,10 +286,8 @@ def by_class_turns(index: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def confident_selection(run, threshold: float, models=None, n: int | None = None, balanced: bool = False) -> Selection:
-    """The SIS chapter's images (paper 4.1): the first ``n`` (default ``sis_images``) images of the test
-    selection that every model of ``models`` (default: replicate ``run.seed`` of every architecture)
-    classifies correctly with confidence >= threshold; with ``balanced``, the classes take turns
-    (:func:`by_class_turns`), so that one class the models are most confident on does not fill the sample."""
+    """The SIS chapter's images (4.1): the first ``n`` test images all ``models`` classify correctly
+    with confidence >= threshold; ``balanced``: classes take turns."""
     sel = selection(run, "test")
     X, Y = sel.load()
     if models is None:
@@ -345,10 +307,7 @@ def confident_selection(run, threshold: float, models=None, n: int | None = None
 # ----------------------------------------------------------------------------- chapter 3: SIS (3.3, 4.1)
 
 def confident_sis(run, tau: float) -> tuple[Selection, dict[str, BackSelectResult], dict[str, SIS]]:
-    """Figure 1's SIS: the :func:`confident_selection` at ``tau``, the backward selection of its
-    images by replicate ``run.seed`` of every architecture and the SIS of each at ``tau``, each
-    checked by a forward pass (:func:`overinterp.engine.sis.is_sufficient`).
-    Returns (selection, {arch: result}, {arch: SIS})."""
+    """Figure 1: (:func:`confident_selection`, {arch: selection}, {arch: SIS at ``tau``}), checked."""
     models = {a: ms[0] for a, ms in zoo(run, replicates=1).items()}
     sel = confident_selection(run, tau)
     X, _ = sel.load()
@@ -362,18 +321,14 @@ def confident_sis(run, tau: float) -> tuple[Selection, dict[str, BackSelectResul
 
 
 def sis_fractions(sis: SIS) -> list[float]:
-    """The size of each SIS as a fraction of the image's pixels (float64), over the images that
-    have one (``sis.found``): what :func:`overinterp.paper.verdicts.sis_size` reads. (Not
-    :func:`overinterp.engine.sis.sis_size_pct` / 100, which counts in float32: other last bits.)"""
+    """Found SIS sizes as float64 pixel fractions (``sis_size_pct`` is float32)."""
     pixels = sis.mask.shape[-2] * sis.mask.shape[-1]
     return (sis.mask.sum((1, 2)).double() / pixels)[sis.found].tolist()
 
 
 def sis_result(run, arch: str, seed: int, tau: float, progress: bool = False) -> BackSelectResult:
-    """The backward selection behind replicate ``seed``'s SIS sizes at ``tau`` (section 4.1): of the
-    test-selection images it classifies correctly with confidence >= ``tau``. With the profile's own SIS
-    engine (``Profile.sis_engine``) the first ``sis_images`` of them are backselected by it (cached, keyed
-    by the images); without, the backward selection chapter 4 reads serves (nothing extra runs)."""
+    """Backward selection behind replicate ``seed``'s SIS sizes (4.1): its confident images, by
+    ``Profile.sis_engine`` if set, else chapter 4's."""
     p, sel = run.profile, selection(run, "test")
     X, Y = sel.load()
     model = trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
@@ -385,18 +340,14 @@ def sis_result(run, arch: str, seed: int, tau: float, progress: bool = False) ->
 
 
 def sis_sizes_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
-    """Section 4.1's verdict input: per architecture name, one array per zoo replicate of the SIS
-    sizes (fraction of the pixels) at ``tau`` of :func:`sis_result`'s images."""
+    """4.1's verdict input: per architecture, an array of SIS pixel fractions per replicate."""
     return {ARCH_NAMES.get(a, a): [np.asarray(sis_fractions(find_sis(sis_result(run, a, run.seed + r, tau), tau)),
                                               dtype=np.float64) for r in range(run.profile.replicates)]
             for a in run.profile.archs}
 
 
 def sis_ids_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
-    """The images of :func:`sis_sizes_by_replicate`, parallel to its arrays: each one's position in the
-    test selection, so that :func:`overinterp.paper.verdicts.sis_size` sees which images the replicates'
-    confident samples share (:func:`sis_result`'s choice replayed: its confident images, the first
-    ``sis_images`` with the profile's SIS engine, those with an SIS)."""
+    """Test-selection positions of :func:`sis_sizes_by_replicate`'s images, parallel to it."""
     p, sel = run.profile, selection(run, "test")
     X, Y = sel.load()
     out = {}
@@ -411,10 +362,7 @@ def sis_ids_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
 
 
 def empty_values(by_replicate: dict[str, list]) -> dict:
-    """Chapter 3's prose on empty SIS (size 0: the fully masked image alone reaches tau, so the
-    decision needs no pixel of the image): the range over architectures of the share (%) of images
-    with an SIS whose SIS is empty, pooled over replicates (``sis_empty_range``: both ends in one value,
-    printed once where they read the same)."""
+    """Chapter 3's prose: range over architectures of the share (%) of empty SIS (blank reaches tau)."""
     shares = [100 * float(np.mean(v[~np.isnan(v)] == 0)) for v in pooled(by_replicate).values()
               if (~np.isnan(v)).any()]
     lo, hi = (min(shares), max(shares)) if shares else (np.nan, np.nan)
@@ -427,8 +375,7 @@ def pooled(by_replicate: dict[str, list]) -> dict[str, np.ndarray]:
 
 
 def sis_values(verdict: Verdict) -> dict:
-    """Chapter 3's prose on :func:`overinterp.paper.verdicts.sis_size`: the range of the models'
-    mean SIS size (%) and the verdict."""
+    """Chapter 3's prose on the SIS-size verdict: range of mean SIS size (%), the verdict."""
     n = verdict.numbers
     mean = n["mean SIS size (%)"]
     return {"sis_mean_min": number(mean.min()), "sis_mean_max": number(mean.max()), "sis_below_5": verdict.word,

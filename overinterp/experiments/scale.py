@@ -1,24 +1,10 @@
-"""The scale study (the chapter "How the claims move with scale"): do Part I's measures
-move toward the paper's numbers as the models grow, and how far apart are replicates that differ
-only in their seed?
-
-For the architecture ``Profile.scale.arch`` (a :class:`~overinterp.config.profiles.ScaleConfig`) trained
-with the profile's recipe at every point of two curves -- training-set size at one width, width at one
-size -- each of ``replicates`` models gives, on the same seeded sample of test images:
-
-* ``SIS size``: the mean SIS size (% of the pixels) at tau over its first ``sis_images`` confident
-  images (paper 4.1), by the ``pruned`` engine (within 1.1x of exact) and by the profile's gradient
-  engine on the same images (the engine factor);
-* ``accuracy drop``: accuracy on full images minus on its own 5% backward-selection subsets (points,
-  Table 1), and ``confidence drop``: the mean drop of the predicted class's confidence (4.1), each with
-  masked pixels at the mean pixel (the paper's) and at black (the mask factor);
-* ``BS - random`` and ``full - BS``: accuracy (points) of models retrained on the replicate's own 5%
-  subsets of ``retrain_images`` training images against random subsets and full images (4.2).
-
-Every model, backward selection and retrained model is an artifact; :func:`plan` lists them as
-``prepare`` units (``python -m overinterp prepare --study scale``), :func:`study` reads (or computes)
-them and returns one row per point, factor setting and measure with its 95% interval over replicates
-(:func:`overinterp.paper.intervals.replicate_interval`) and every replicate's value.
+"""The scale study (chapter "How the claims move with scale"): do Part I's measures move toward the
+paper's as models grow, and how far apart are seed-only replicates? ``Profile.scale.arch`` is trained at
+every point of two curves (training-set size at one width, width at one size); each replicate gives, on one
+seeded test sample: SIS size (% of pixels, 4.1; ``pruned`` and the profile's gradient engine), accuracy
+and confidence drop on own 5% BS subsets (Table 1, 4.1; mean-pixel and black masks), and retrained
+``BS - random`` / ``full - BS`` (4.2). :func:`plan` lists the artifacts as ``prepare --study scale``
+units; :func:`study` returns a row per point, setting and measure with a 95% interval over replicates.
 """
 from __future__ import annotations
 
@@ -62,8 +48,7 @@ def points(run) -> list[Point]:
 
 
 def point_run(run, point: Point, mask: str = "mean pixel") -> Run:
-    """A run of the profile narrowed to ``point``: its one architecture at the point's width, images
-    and epochs, the study's replicates, test sample and retraining, masked pixels at ``mask``."""
+    """The profile narrowed to ``point``: its architecture, width, images, epochs; masked pixels at ``mask``."""
     p, c = run.profile, run.profile.scale
     engine = p.backselect if mask == "mean pixel" else replace(p.backselect, mask_value=black_value(run.dataset))
     name = (f"{p.name}-scale-{c.arch}-n{point.train_size or 'all'}-w{point.width}-e{point.epochs}"
@@ -76,8 +61,7 @@ def point_run(run, point: Point, mask: str = "mean pixel") -> Run:
 
 
 def plan(run) -> list[Unit]:
-    """The study's ``prepare`` units, cheapest evidence first: every point's models, then their backward
-    selections of the test sample (both masks) and SIS images, then the retraining."""
+    """The study's ``prepare`` units, cheapest first: models, backward selections, retraining."""
     c, units = run.profile.scale, []
     distinct = list({(p.train_size, p.epochs, p.width): p for p in points(run)}.values())  # the curves' shared point once
     for pt in distinct:
@@ -106,8 +90,7 @@ def _selections(run, pt: Point, r: int) -> None:
 
 
 def _pruned_sizes(pr: Run, seed: int) -> np.ndarray:
-    """SIS sizes (%) at tau by the study's engine of replicate ``seed``'s first confident test images
-    (:func:`overinterp.experiments.runs.sis_result`); empty where it has none."""
+    """SIS sizes (%) at tau by the study's engine of replicate ``seed``'s confident images."""
     arch, tau = pr.profile.archs[0], pr.profile.sis_threshold
     model = runs.trained_model(pr.dataset, arch, pr.profile.name, seed=seed, device=pr.device, progress=False)
     if not len(runs.confident(model, *runs.selection(pr, "test").load(), tau, pr.device)):
@@ -116,10 +99,7 @@ def _pruned_sizes(pr: Run, seed: int) -> np.ndarray:
 
 
 def _retrained(run, pt: Point, r: int) -> dict[str, np.ndarray]:
-    """Replicate ``r`` as the source of 4.2: one model retrained on each kind of its ``retrain_images``
-    training images (:func:`overinterp.experiments.subsets.retrain_on_subsets`: its BS subsets, random
-    subsets, full images; seed seed + r + RETRAIN_SEED_OFFSET), each tested on the same kind of test
-    images: {kind: 1/0 per test image}."""
+    """Replicate ``r`` as 4.2's source: {kind (bs, random, full): 1/0 per test image of its retrained model}."""
     pr = point_run(run, pt)
     src = Run(pr.dataset, pr.profile, pr.device, run.seed + r)      # retrain() seeds from the run's seed
     subs = subsets.subsets(src, run.profile.scale.arch, SUBSET_FRAC, train=True, sets=("train", "test"))
@@ -128,9 +108,8 @@ def _retrained(run, pt: Point, r: int) -> dict[str, np.ndarray]:
 
 
 def replicate_values(run, pt: Point) -> dict[tuple[str, str], dict[str, list[np.ndarray]]]:
-    """Per (measure, setting): the :func:`~overinterp.paper.intervals.replicate_interval` groups of the
-    point, {condition: one per-image array per replicate}. Settings: the mask ("mean pixel", "black")
-    for the subsets' measures, the engine for SIS size, "mean pixel" for the retraining."""
+    """Per (measure, setting): the point's ``replicate_interval`` groups, {condition: array per
+    replicate}."""
     c, tau = run.profile.scale, run.profile.sis_threshold
     out: dict = {}
 
@@ -172,9 +151,7 @@ _STATISTICS = {"accuracy drop (points)": lambda m: 100 * (m["full"] - m["bs"]),
 
 
 def paper_values(arch: str) -> dict[str, float]:
-    """The paper's number for each measure on CIFAR-10 (ResNet20, ResNet18 and VGG16: Table 1 and 4.1):
-    SIS size its bound (< 5%), accuracy drop full minus BS subsets, confidence drop its mean, BS - random
-    and full - BS from the retrained models (Table 1's bs/bs and random/random against full/full)."""
+    """The paper's CIFAR-10 value per measure (Table 1, 4.1)."""
     t = {k: v[0][0] for k, v in paper.TABLE1.items() if k[0] == arch}
     if not t:
         return {"SIS size (%)": 100 * paper.SIS_MEAN_SIZE_BELOW}
@@ -186,9 +163,7 @@ def paper_values(arch: str) -> dict[str, float]:
 
 
 def study(run, progress: bool = True) -> pd.DataFrame:
-    """One row per point, measure and setting: the estimate, its 95% interval over replicates (and the
-    images they share), the replicates' standard deviation and every replicate's value; computed from
-    the store (what is missing is computed and stored: a later call resumes)."""
+    """One row per point, measure and setting: estimate, 95% interval, replicate sd and values (cached)."""
     from tqdm import tqdm
     c, rows = run.profile.scale, []
     theirs, all_images = paper_values(c.arch), len(data.load(run.dataset, "train"))

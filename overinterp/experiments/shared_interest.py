@@ -1,9 +1,7 @@
-"""Chapter 14's runs of Shared Interest (Boggust et al., workshop text and CHI 2022; the method is
-:mod:`overinterp.methods.shared_interest`): the three scores and the eight cases of every test image
-for every zoo model, with explanation regions from the stored backward selections (the SIS and the
-5% subsets of the paper we reproduce, 4.1) and from Captum's saliency methods; the numbers that decide
-the paper's 4.1.1 claim that SIS lie on the background (:func:`background_coverage`; the verdict is
-:func:`overinterp.paper.further_verdicts.sis_on_background`); the values the chapter's prose glues.
+"""Chapter 14: Shared Interest (Boggust et al., CHI 2022; method in :mod:`overinterp.methods.shared_interest`):
+three scores and eight cases per test image and zoo model, with regions from the stored backward selections
+(SIS and 5% subsets, 4.1) and Captum's saliency methods; :func:`background_coverage` feeds the 4.1.1 claim
+that SIS lie on the background (:func:`overinterp.paper.further_verdicts.sis_on_background`).
 
     cfg = chapter_config(run, p)                   # the profile's settings with the chapter's parameters
     table, G, regions = image_table(run, cfg)      # one row per (model, replicate, method, image)
@@ -45,8 +43,7 @@ def check_dataset(dataset: str) -> None:
 
 
 def chapter_config(run, p):
-    """The profile's :class:`~overinterp.config.profiles.SharedInterestConfig` with the chapter's
-    resolved ``binarize`` and ``high``; checks the data set and that ``p.gallery_arch`` is in the zoo."""
+    """The profile's SharedInterestConfig with the chapter's ``binarize`` and ``high``, checked."""
     check_dataset(run.dataset)
     if p.gallery_arch not in run.profile.archs:
         raise ValueError(f"parameter gallery_arch={p.gallery_arch!r} is not valid; valid values: "
@@ -68,8 +65,7 @@ def bs_name(cfg) -> str:
 
 
 def case_counts(table: pd.DataFrame, by=("model", "method")) -> pd.DataFrame:
-    """Images per case (columns in :data:`CASES` order): mean and std over replicates per ``by``
-    (columns (case, 'mean' | 'std'))."""
+    """Images per case: mean and std over replicates per ``by``, columns (case, 'mean' | 'std')."""
     n = table.groupby([*by, "replicate", "case"]).size().unstack("case", fill_value=0)
     n = n.reindex(columns=[c.name for c in CASES], fill_value=0)
     g = n.groupby(level=list(by), sort=False)
@@ -78,8 +74,7 @@ def case_counts(table: pd.DataFrame, by=("model", "method")) -> pd.DataFrame:
 
 
 def ranked(table: pd.DataFrame, case: str, k: int) -> pd.DataFrame:
-    """The ``k`` top-ranked images of ``case`` by its :attr:`Case.rank_by` score (ties: IoU, then
-    image); images with an empty explanation region (column "|E|", if any) come last."""
+    """The ``k`` top images of ``case`` by its ``rank_by`` score (ties: IoU, image); empty regions last."""
     c = next(c for c in CASES if c.name == case)
     rows = table[table["case"] == case]
     empty = rows["|E|"] == 0 if "|E|" in rows else pd.Series(False, index=rows.index)
@@ -108,15 +103,9 @@ def _regions(run, arch, replicate, cfg, X, Y):
 
 
 def image_table(run, cfg, archs=None, progress: bool = True):
-    """Shared Interest of every (architecture, replicate, method, image) of the first ``cfg.images``
-    images of the profile's test sample, with explanation regions from the stored backward
-    selections (SIS at ``cfg.sis_threshold`` and the ``cfg.frac`` subset; loaded, computed if
-    missing) and from ``cfg.methods`` for the class each model predicts.
-
-    Returns (table, G, regions): table columns model, replicate, method, image, label, pred,
-    correct, the three scores, |G|, |E|, has (False where an SIS does not exist: confidence < tau,
-    scores then NaN) and case; G (N, H, W) the silhouettes; regions[(model, replicate, method)]
-    the (N, H, W) explanation regions."""
+    """Shared Interest per (architecture, replicate, method, image) of the first ``cfg.images`` test images.
+    Returns (table with scores, |G|, |E|, has (False: no SIS, scores NaN), case; G (N, H, W) silhouettes;
+    regions[(model, replicate, method)] (N, H, W))."""
     X, Y = runs.selection(run, "test").load()
     X, Y = X[:cfg.images], Y[:cfg.images]
     split = data.load(run.dataset, "test")
@@ -148,9 +137,8 @@ def test_images(run, n: int):
 
 
 def score_stats(table: pd.DataFrame, pixels: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per replicate, over replicates): each (method, model, replicate)'s mean scores and |E| (% of
-    ``pixels``) over the images that have a region; then mean and std over the replicates of each
-    (method, model), columns (score, 'mean' | 'std')."""
+    """(per replicate, over replicates): mean scores and |E| (% of ``pixels``) per (method, model,
+    replicate), then their mean and std."""
     per_rep = table[table["has"]].groupby(["method", "model", "replicate"], sort=False)[
         list(METRICS) + ["|E|"]].mean()
     per_rep["|E|"] = 100 * per_rep["|E|"] / pixels
@@ -170,11 +158,8 @@ def cases_table() -> pd.DataFrame:
 
 
 def background_coverage(table: pd.DataFrame, method: str, pixels: int = 28 * 28) -> pd.DataFrame:
-    """What :func:`overinterp.paper.further_verdicts.sis_on_background` decides the paper's 4.1.1 claim from:
-    one row per image of :func:`image_table` whose ``method`` region (an SIS) is counted (correctly
-    classified, non-empty SIS), with its model, replicate, explanation coverage (share of the SIS's
-    pixels on the garment) and "random pixels (|G| / HW)", the share of the image the garment covers,
-    |G| / (H W) (``pixels`` = H W): the expected explanation coverage of uniformly random pixels."""
+    """4.1.1's verdict input: per correct image with a non-empty SIS, its explanation coverage and
+    "random pixels (|G| / HW)"."""
     t = table[(table["method"] == method) & table["has"] & table["correct"] & (table["|E|"] > 0)]
     return pd.DataFrame({"model": t["model"], "replicate": t["replicate"], "explanation coverage": t[EC],
                          "random pixels (|G| / HW)": t["|G|"] / pixels})
@@ -187,7 +172,7 @@ def _short_names(run, cfg) -> dict:
 
 
 def setup_values(run, cfg) -> dict:
-    """The chapter's settings, for the prose (``cfg`` from :func:`chapter_config`)."""
+    """The chapter's settings for the prose."""
     return {"tau": f"{sis_tau(run, cfg):g}", "frac": f"{100 * cfg.frac:g}", "rule": cfg.rule(), "ig_steps": cfg.ig_steps,
             "high": f"{cfg.high:g}", "high_iou": f"{cfg.high / (2 - cfg.high):.2f}",
             "level": f"{cfg.silhouette_level:g}", "level255": f"{255 * cfg.silhouette_level:.0f}",
@@ -200,8 +185,7 @@ def region_values(G: torch.Tensor) -> dict:
 
 
 def score_values(run, cfg, table: pd.DataFrame, per_rep: pd.DataFrame) -> dict:
-    """Mean IoU / GTC / EC per method over all models (``<method>_<score>``) and the share (%) of
-    images with an SIS."""
+    """Mean IoU / GTC / EC per method (``<method>_<score>``) and share (%) of images with an SIS."""
     means = per_rep.groupby(level="method", sort=False).mean()
     out = {}
     for key, m in _short_names(run, cfg).items():
@@ -214,8 +198,7 @@ def score_values(run, cfg, table: pd.DataFrame, per_rep: pd.DataFrame) -> dict:
 
 
 def case_values(run, cfg, table: pd.DataFrame) -> dict:
-    """The most frequent case per method and its share (%), pooled over models and replicates, and
-    the share (%) of images with an SIS whose SIS is empty."""
+    """Most frequent case per method with its share (%), and share (%) of empty SIS."""
     tot = table[table["has"]].groupby(["method", "case"]).size().unstack(fill_value=0)
     out = {}
     for key, m in _short_names(run, cfg).items():
@@ -229,8 +212,7 @@ def case_values(run, cfg, table: pd.DataFrame) -> dict:
 
 
 def verdict_values(verdict: Verdict) -> dict:
-    """The verdict's word (:func:`overinterp.paper.further_verdicts.sis_on_background`) and its range of mean
-    explanation coverage against random pixels."""
+    """The verdict's word and its range of mean explanation coverage beside random pixels."""
     nums = verdict.numbers
     return {"verdict": verdict.word, "v_ec_min": number(nums['mean EC of SIS'].min(), 2),
             "v_ec_max": number(nums['mean EC of SIS'].max(), 2), "v_ec_range": span(nums['mean EC of SIS'], 2),

@@ -1,34 +1,17 @@
-"""SIS size predicts accuracy (paper 4.4, Figure 5, S3).
-
-The paper compares the SIS of the images a model classifies correctly with those of the
-images it misclassifies. At a threshold tau only the images whose confidence on the full
-image reaches tau have an SIS (section 3.3; S3: "the set of images that originally were
-classified with at least that level of confidence"); they split into a *correct* group
-(predicted class = label) and an *incorrect* one. Figure 5 plots, per architecture and
-tau, the percentage increase of the mean SIS size of the correct group over the incorrect
-one,
+"""SIS size predicts accuracy (paper 4.4, Figure 5, S3). At a threshold tau only images with full-image
+confidence >= tau have an SIS (3.3, S3); they split into correct and incorrect groups. Figure 5 plots per
+architecture and tau
 
     increase = 100 * (mean size correct - mean size incorrect) / mean size incorrect,
 
-with a 95% interval, on the test set and on CIFAR-10-C; Figure S3 the mean confidence on
-the full image of the same two groups. The paper finds the increase positive and
-significant at every tau, although the misclassified images are the less confident ones
-(which alone would make their SIS larger).
-
-No backward selection is run here: the SIS at every tau come from FindSIS on the backward
-selections the chapter on 5% subsets makes (:func:`overinterp.experiments.runs.backselect_set` of the
-profile's test and OOD samples, every replicate), loaded from the artifact store. The increase
-is computed per replicate and its interval is :func:`overinterp.paper.intervals.replicate_interval`'s
-over the replicates of an architecture (each replicate's correct and incorrect images are its own).
+with a 95% interval, on the test set and CIFAR-10-C; S3 the groups' mean confidence. The paper finds it
+positive at every tau, although misclassified images are less confident (which alone enlarges their SIS).
+No backward selection runs here: FindSIS at every tau on chapter 4's stored selections (test and OOD,
+every replicate); the increase is per replicate, its interval ``replicate_interval``'s over replicates.
 
     images = image_table(run, taus)        # one row per (model, replicate, set, image, tau with an SIS)
     groups = group_means(images)           # per replicate: images, mean SIS size, mean confidence
     inc = percentage_increase(images)      # Figure 5's numbers with their 95% intervals
-
-Figures 5 and S3 are drawn from ``inc`` and ``images`` by :mod:`overinterp.pages.sis_size_plots`.
-
-The chapter's tables and prose numbers (``book/08_sis_accuracy.ipynb``) come from
-:func:`increase_table`, :func:`empty_table` and the ``*_values`` functions (glue name -> value).
 """
 from __future__ import annotations
 
@@ -51,16 +34,14 @@ __all__ = ["TAUS", "KEYS", "SIZE", "CONF", "sis_rows", "image_table", "group_mea
            "prose_number", "prose_range", "setup_values", "increase_table",
            "verdict_input", "verdict_values", "replicate_values", "pooled_empty", "empty_table", "empty_values", "confidence_values"]
 
-TAUS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)   # thresholds of the chapter (the issue's 0.5 to 0.99)
+TAUS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)   # the chapter's thresholds
 KEYS = ["model", "replicate", "set"]            # what one backward-selection run is
 SIZE, CONF = "SIS size (%)", "confidence"        # per image: % of the pixels; f on the full image
 
 
 def sis_rows(result: BackSelectResult, labels: torch.Tensor, taus: Sequence[float]) -> pd.DataFrame:
-    """One row per (image, tau) where the image has an SIS at tau (confidence on the full image
-    >= tau): columns image (position in the batch), tau, correct (``result.pred`` == label),
-    confidence (softmax probability of the predicted class on the full image) and
-    :data:`SIZE`, the SIS's pixels in % of the image's (an empty SIS counts as 0%)."""
+    """Per (image, tau) with an SIS: image (batch position), tau, correct, confidence, :data:`SIZE` (% of
+    pixels; empty SIS 0%)."""
     correct = (result.pred.cpu() == labels.cpu()).numpy()
     conf = result.confidence.cpu().numpy()
     pixels = result.image_size[0] * result.image_size[1]
@@ -76,11 +57,7 @@ def sis_rows(result: BackSelectResult, labels: torch.Tensor, taus: Sequence[floa
 
 
 def image_table(run, taus: Sequence[float] = TAUS, archs=None) -> pd.DataFrame:
-    """:func:`sis_rows` of every replicate of every architecture of ``run``'s profile on its test
-    and OOD samples (:func:`overinterp.experiments.runs.eval_selections`), from the backward selections
-    of :func:`overinterp.experiments.runs.backselect_set` with seed run.seed + replicate (loaded from the
-    artifact store when chapter 4 made them). Columns :data:`KEYS` (model by its paper name),
-    then those of :func:`sis_rows`."""
+    """:func:`sis_rows` of every replicate and architecture on test and OOD, with :data:`KEYS` first."""
     frames = []
     for arch in archs or run.profile.archs:
         for r in range(run.profile.replicates):
@@ -93,10 +70,8 @@ def image_table(run, taus: Sequence[float] = TAUS, archs=None) -> pd.DataFrame:
 
 
 def group_means(images: pd.DataFrame, taus: Sequence[float] | None = None) -> pd.DataFrame:
-    """Per (model, replicate, set, tau, correct): images with an SIS, their mean SIS size (%),
-    the share (%) of them whose SIS is empty (the fully masked image already reaches tau) and
-    their mean confidence (paper Fig. 5, S3). Every tau of ``taus`` (default: those in
-    ``images``) has both groups; a group without images has 0 images and NaN means."""
+    """Per (model, replicate, set, tau, correct): images, mean SIS size (%), empty SIS (%), mean
+    confidence (Fig. 5, S3); missing groups 0 images, NaN."""
     keys = KEYS + ["tau", "correct"]
     out = images.assign(empty=100 * (images[SIZE] == 0)).groupby(keys, sort=True).agg(
         images=(SIZE, "size"), **{"mean " + SIZE: (SIZE, "mean"), "empty SIS (%)": ("empty", "mean"),
@@ -116,7 +91,7 @@ def _increase(c: np.ndarray, i: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 def _relative_increase(m: dict) -> np.ndarray:
-    """100 (c / i - 1) of the means ``m["c"]``, ``m["i"]`` (elementwise, for replicate_interval)."""
+    """100 (c / i - 1) of the means ``m["c"]``, ``m["i"]``, elementwise."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return 100 * (m["c"] / m["i"] - 1)
 
@@ -124,18 +99,9 @@ def _relative_increase(m: dict) -> np.ndarray:
 def percentage_increase(images: pd.DataFrame, by: Sequence[str] = ("model", "set", "tau"),
                         taus: Sequence[float] | None = None, confidence_level: float = 0.95,
                         n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Figure 5: per group of ``by``, the percentage increase of the mean SIS size of the correct
-    images over the incorrect ones, computed per model replicate (the ``replicate`` column) and
-    averaged over the replicates, with the 95% interval of
-    :func:`overinterp.paper.intervals.replicate_interval` (a t interval over the replicates; with one
-    replicate, a bootstrap over its images, ``n_resamples`` resamples seeded with ``seed``). A
-    replicate counts where both its groups have at least 2 images and its incorrect images' mean SIS
-    is above 0 (the increase is undefined otherwise).
-
-    Columns: ``by``, correct images, incorrect images (all replicates), mean SIS size of each (%),
-    replicates (those that count), increase (%), low, high; a row for every tau of ``taus`` (default:
-    those in ``images``). Without a counting replicate the increase is that of the pooled images (NaN
-    where a group is empty or the incorrect mean is 0%) and the interval NaN."""
+    """Figure 5: per ``by`` group, the correct over incorrect mean SIS size increase (%), mean over
+    replicates with both groups >= 2 images and incorrect mean > 0, and ``replicate_interval``'s 95% interval
+    (one replicate: bootstrap). A row per tau of ``taus``; no counting replicate: pooled increase, NaN interval."""
     by = list(by)
     groups = dict(iter(images.groupby(by, sort=False)))
     keys = list(groups)
@@ -193,9 +159,7 @@ def _cell(r) -> str:
 
 
 def increase_table(inc: pd.DataFrame, sets: Sequence[str], values: str = "shown") -> pd.DataFrame:
-    """:func:`percentage_increase` for display, rows (set, model) in the order of ``sets``, one
-    column per tau: ``values`` "shown" (the increase with its interval) or "groups" (correct /
-    incorrect images)."""
+    """:func:`percentage_increase` for display: ``values`` "shown" or "groups" per tau."""
     shown = inc.assign(shown=inc.apply(_cell, axis=1),
                        groups=inc["correct images"].astype(str) + " / " + inc["incorrect images"].astype(str))
     order = pd.MultiIndex.from_tuples([(s, m) for s in sets for m in inc["model"].unique()], names=["set", "model"])
@@ -204,17 +168,14 @@ def increase_table(inc: pd.DataFrame, sets: Sequence[str], values: str = "shown"
 
 
 def verdict_input(run, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """What :func:`overinterp.paper.verdicts.sis_predicts_accuracy` decides on: :func:`percentage_increase` at
-    the thresholds the library states, the empty SIS (the blank's class, not the image's evidence) left out."""
+    """:func:`percentage_increase` at the verdict's thresholds without empty SIS (the blank's class)."""
     taus = verdicts.SIS_ACCURACY_TAUS
     images = image_table(run, taus)
     return percentage_increase(images[images[SIZE] > 0], taus=taus, n_resamples=n_resamples, seed=seed)
 
 
 def verdict_values(verdict) -> dict:
-    """Glue name -> value of the verdict (:func:`overinterp.paper.verdicts.sis_predicts_accuracy`): its
-    word, the thresholds, the rows tested and how many lie above, within and below the margin's edge, the
-    range of the tested increases on the test and out-of-distribution sets."""
+    """Glue name -> value of the verdict: word, rows tested against the margin, increase ranges."""
     nums = verdict.numbers
     tested = nums[nums["outcome"] != verdicts.UNTESTABLE]
     test, ood = (tested[tested.index.get_level_values("set") == "test"],
@@ -244,8 +205,7 @@ def _increase_clause(values: pd.Series, where: str) -> str | None:
 
 
 def _tested_sentences(tested: pd.DataFrame, test: pd.Series, ood: pd.Series) -> str:
-    """The verdict's tested rows in words: how many lie above, within and below the margin and the range
-    of their increases per sample; a sentence of its own where no row is tested."""
+    """The tested rows in words: counts against the margin and the increases' range per sample."""
     if tested.empty:
         return "Without a tested row there is no increase to compare with the margin."
     count = lambda o: int((tested["outcome"] == o).sum())  # noqa: E731
@@ -266,8 +226,7 @@ def _tested_sentences(tested: pd.DataFrame, test: pd.Series, ood: pd.Series) -> 
 
 
 def replicate_values(images: pd.DataFrame, taus: Sequence[float], min_images: int) -> dict:
-    """Replicate by replicate: at how many (replicate, model, set, tau) points where both groups
-    hold ``min_images`` images the correct group has the larger mean SIS (rep_pos of rep_n)."""
+    """Points with ``min_images`` per group where correct images have the larger mean SIS."""
     groups = group_means(images, taus)
     wide = groups.pivot_table(index=["model", "replicate", "set", "tau"], columns="correct",
                               values=["images", "mean " + SIZE])
@@ -293,9 +252,7 @@ def empty_table(pooled: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
 
 def empty_values(images: pd.DataFrame, pooled: pd.DataFrame, taus: Sequence[float], min_images: int,
                  n_resamples: int, seed: int) -> dict:
-    """Glue name -> value: the range of the shares of empty SIS (groups of at least ``min_images``
-    images) per set and group, then :func:`percentage_increase` without the empty SIS at the
-    thresholds where both groups keep ``min_images`` images: its range and intervals above 0."""
+    """Glue name -> value: empty-SIS share ranges, and the increase without empty SIS."""
     out = {}
     big = pooled[pooled["images"] >= min_images].reset_index()
     for where, rows in {"test": big["set"] == "test", "ood": big["set"] != "test"}.items():
@@ -318,9 +275,7 @@ def empty_values(images: pd.DataFrame, pooled: pd.DataFrame, taus: Sequence[floa
 
 
 def _without_empty_words(nonempty: pd.DataFrame, min_images: int) -> str:
-    """:func:`empty_values`'s increase without the empty SIS in a clause that reads at any count: per
-    sample, its range and at how many points its interval lies above zero, or that no threshold keeps
-    ``min_images`` images in both groups."""
+    """:func:`empty_values`'s increase without empty SIS as a clause, per sample."""
     parts = []
     for where, rows in {"on the test sample": nonempty["set"] == "test",
                         "out of distribution": nonempty["set"] != "test"}.items():
@@ -333,7 +288,6 @@ def _without_empty_words(nonempty: pd.DataFrame, min_images: int) -> str:
 
 
 def confidence_values(images: pd.DataFrame) -> dict:
-    """At how many (model, set, tau) points with both groups the misclassified images are the less
-    confident on the full image (conf_lower of conf_n; Figure S3)."""
+    """Points where misclassified images are the less confident (Figure S3)."""
     pooled = images.groupby(["model", "set", "tau", "correct"])[CONF].mean().unstack("correct").dropna()
     return {"conf_lower": int((pooled[False] < pooled[True]).sum()), "conf_n": len(pooled)}

@@ -1,17 +1,11 @@
-"""Pixel subsets and models retrained on them (sections 4.1 and 4.2, Table 1, Table S1, Figure 2):
-what chapters 4 and 5 compute and show.
-
-The 5% backward-selection subsets of every evaluation image (:func:`subsets`), the random subsets
-beside them, the accuracy of the original models on both (:func:`subset_accuracies`), the
-confidence kept and the transfer to other models (4.1), and new models trained on the subsets
-of the training selection and on its full images (:func:`retrain_on_subsets`, 4.2):
+"""Pixel subsets and models retrained on them (paper 4.1, 4.2, Table 1, Table S1, Figure 2), for chapters
+4 and 5: 5% backward-selection and random subsets of every evaluation image, the original models' accuracy
+and confidence on them, transfer to other models (4.1), and models retrained on the training selection's
+subsets and full images (4.2). Selections and models are cached via :mod:`overinterp.experiments.runs`.
 
     subs = subsets(run, "resnet20", 0.05)          # set -> {"bs", "random", "full": (images, keep), "labels"}
     acc = subset_accuracies(run, "resnet20", zoo(run)["resnet20"])
     models = retrain_on_subsets(run, "resnet20", "bs", augment=False)
-
-Backward selections and models come from :mod:`overinterp.experiments.runs` (cached), so the
-chapters share them. Functions named ``*_values`` return the numbers a chapter's prose glues.
 """
 from __future__ import annotations
 
@@ -50,8 +44,7 @@ def pct(frac: float) -> str:
 
 
 def confidence_drop(model: nn.Module, images: torch.Tensor, subset_images: torch.Tensor, device="cpu") -> torch.Tensor:
-    """Per image: f(full) - f(subset) for the class predicted on the full image (paper 4.1;
-    negative = more confident on the subset)."""
+    """(N,) f(full) - f(subset) for the full image's class (4.1; negative: more confident on it)."""
     full = predict(model, images, device=device)
     pred = full.argmax(1, keepdim=True)
     sub = predict(model, subset_images, device=device)
@@ -65,9 +58,7 @@ def location_frequency(keep: torch.Tensor) -> torch.Tensor:
 
 def subsets(run, arch: str, frac: float = SUBSET_FRAC, train: bool = False, seed: int | None = None,
             sets: tuple | None = None) -> dict[str, dict]:
-    """Per set of :func:`eval_selections` (those named in ``sets`` if given): the ``frac`` backward-selection
-    subsets of ``arch`` (replicate ``seed``, default run.seed) and the random ``frac`` subsets:
-    {"bs": (images, keep), "random": (images, keep), "full": (images, all-True keep), "labels": labels}."""
+    """Per set (of ``sets``): {"bs", "random", "full": (images, keep), "labels"}, BS by replicate ``seed``."""
     out = {}
     for name, sel in eval_selections(run, train).items():
         if sets is not None and name not in sets:
@@ -82,9 +73,7 @@ def subsets(run, arch: str, frac: float = SUBSET_FRAC, train: bool = False, seed
 
 
 def subset_correct(run, arch: str, models: list[nn.Module], frac: float = SUBSET_FRAC) -> dict[str, dict]:
-    """Table 1's rows for the original models (paper 4.1), per image: per kind "full", "bs" (each
-    replicate on its own BS subsets) and "random" (the shared random subsets), {set: one 1/0 array
-    per replicate over the set's images}. Replicate r has seed run.seed + r."""
+    """Table 1's rows per image (4.1): {"full" | "bs" | "random": {set: 1/0 array per replicate}}."""
     out = {k: {} for k in ("full", "bs", "random")}
     for r, model in enumerate(models):
         subs = subsets(run, arch, frac, seed=run.seed + r)
@@ -106,11 +95,7 @@ def subset_accuracies(run, arch: str, models: list[nn.Module], frac: float = SUB
 
 def retrain(run, arch: str, images: torch.Tensor, labels: torch.Tensor, name: str, augment: bool,
             replicates: int | None = None, eval_data: tuple | None = None) -> list[nn.Module]:
-    """New models of ``arch`` trained on (images, labels), e.g. 5% pixel subsets (paper 4.2, S3).
-
-    The profile's retraining recipe (``Profile.retrain``, default its ``train``) with augmentation
-    on or off; one model per replicate, seeds run.seed + RETRAIN_SEED_OFFSET + r (never the seed of the
-    zoo model whose subsets they learn); ``model.info`` holds the training curve."""
+    """New ``arch`` models trained on (images, labels) (4.2, S3), seeds run.seed + RETRAIN_SEED_OFFSET + r."""
     p = run.profile
     base = model_config(run.dataset, arch, p.name, run.seed)
     train_cfg = TrainConfig(**{**(p.retrain or p.train).__dict__, "augment": augment})
@@ -128,10 +113,7 @@ def retrain(run, arch: str, images: torch.Tensor, labels: torch.Tensor, name: st
 
 def retrain_on_subsets(run, arch: str, kind: str, augment: bool, frac: float = SUBSET_FRAC,
                        subs: dict | None = None) -> list[nn.Module]:
-    """Section 4.2: new ``arch`` models trained on the ``kind`` ``frac`` subsets of the training
-    selection ("bs" or "random"), or on its full images ("full": the control with the same images
-    and budget), one per replicate, evaluated on the same kind of test images;
-    ``subs`` = :func:`subsets` (train=True) if at hand."""
+    """4.2: models trained on the training selection's ``kind`` subsets or full images (control)."""
     if kind not in RETRAIN_KINDS:
         raise ValueError(f"kind must be one of {', '.join(RETRAIN_KINDS)}, got {kind!r}")
     subs = subs or subsets(run, arch, frac, train=True)
@@ -141,8 +123,7 @@ def retrain_on_subsets(run, arch: str, kind: str, augment: bool, frac: float = S
 
 
 def retrained_correct(run, models: list[nn.Module], kind: str, subs: dict) -> dict[str, list]:
-    """{evaluation set of ``subs``: one 1/0 array per retrained model over the set's ``kind`` images}
-    (paper 4.2: trained and evaluated on BS, random or full images)."""
+    """{evaluation set: 1/0 array per retrained model on its ``kind`` images} (4.2)."""
     return {s: [runs_module.correct(m, d[kind][0], d["labels"], run.device) for m in models]
             for s, d in subs.items() if s != "train"}
 
@@ -150,23 +131,20 @@ def retrained_correct(run, models: list[nn.Module], kind: str, subs: dict) -> di
 # ----------------------------------------------------------------------------- chapter 4: 5% subsets (4.1)
 
 def pixel_subsets_values(run, frac: float) -> dict:
-    """Chapter 4's prose on this execution: the percentage kept, the engine, images, replicates."""
+    """Chapter 4's prose: percentage kept, engine, images, replicates."""
     return {"pct": pct(frac), "method": run.profile.backselect.describe(), "n_eval": run.profile.test_size or "all",
             "replicates": run.profile.replicates}
 
 
 def example_masks(subs: dict[str, dict], n: int) -> dict[str, torch.Tensor]:
-    """Figure 2's rows: the keep-masks of the first ``n`` test images' BS subsets per architecture
-    ({arch: :func:`subsets`}), then the first architecture's random subsets."""
+    """Figure 2's rows: first ``n`` BS keep-masks per architecture, then random ones."""
     rows = {f"{ARCH_NAMES[a]} BS": s["test"]["bs"][1][:n] for a, s in subs.items()}
     rows["random"] = subs[next(iter(subs))]["test"]["random"][1][:n]
     return rows
 
 
 def table1_rows(acc: dict[str, dict[str, dict]], frac: float) -> tuple[pd.DataFrame, dict]:
-    """Table 1's rows of the original models: ours (numeric, (set, 'mean' | 'std') columns, one row
-    per (architecture, full | BS | random)) from {arch: :func:`subset_correct`}, and the paper's
-    formatted rows beside them (none unless ``frac`` is the paper's)."""
+    """Table 1's original-model rows: ours (set, 'mean' | 'std') and the paper's (if ``frac`` is its)."""
     labels = {"full": "full images", "bs": f"{pct(frac)}% BS subsets", "random": f"{pct(frac)}% random"}
     table = pd.DataFrame({(ARCH_NAMES[a], labels[k]): mean_std(as_accuracies(c)) for a in acc
                           for k, c in acc[a].items()}).T
@@ -176,15 +154,12 @@ def table1_rows(acc: dict[str, dict[str, dict]], frac: float) -> tuple[pd.DataFr
 
 
 def by_model(acc: dict[str, dict[str, dict]], kind: str, set_name: str = "test") -> dict[str, list]:
-    """{architecture name: each replicate's 1/0 array on the ``kind`` images of ``set_name``} from
-    {arch: :func:`subset_correct`}: what the verdicts read."""
+    """{architecture name: each replicate's 1/0 array on ``kind`` images of ``set_name``}: verdict input."""
     return {ARCH_NAMES[a]: acc[a][kind][set_name] for a in acc}
 
 
 def accurate_values(verdict: verdicts.Verdict, acc: dict[str, dict[str, dict]]) -> dict:
-    """Chapter 4's prose on the verdict of :func:`overinterp.paper.verdicts.subsets_accurate`: its
-    word, the range of the drops and of their interval ends, the widest half-width, the images and
-    replicates, and the best mean accuracy on random subsets."""
+    """Chapter 4's prose on ``subsets_accurate``: drops, intervals, images, best random accuracy."""
     n = verdict.numbers
     drop = n["drop (points)"]
     rnd = pd.Series({a: as_accuracies(acc[a]["random"])["test"].mean() for a in acc})
@@ -197,16 +172,14 @@ def accurate_values(verdict: verdicts.Verdict, acc: dict[str, dict[str, dict]]) 
 
 def confidence_drops(run, models: dict[str, list[nn.Module]], images: torch.Tensor,
                      frac: float) -> dict[str, list]:
-    """{architecture name: one array per replicate of the :func:`confidence_drop` of every test image,
-    each on its own BS subsets}: what :func:`overinterp.paper.verdicts.confidence_kept` reads."""
+    """{arch name: per replicate :func:`confidence_drop` on its own BS subsets}: verdict input."""
     return {ARCH_NAMES[a]: [confidence_drop(m, images, subsets(run, a, frac, seed=run.seed + r)["test"]["bs"][0],
                                             run.device).double().numpy() for r, m in enumerate(ms)]
             for a, ms in models.items()}
 
 
 def confidence_table(verdict: verdicts.Verdict, archs, frac: float) -> pd.DataFrame:
-    """The numbers of :func:`overinterp.paper.verdicts.confidence_kept` (3 digits) with the
-    paper's mean drop per architecture first ('—' where it has none)."""
+    """``confidence_kept``'s numbers (3 digits) after the paper's mean drop ('—' if none)."""
     conf = verdict.numbers.round(3)
     conf = conf.rename(columns={"mean drop": "mean drop (ours)"})
     conf.insert(0, "paper mean drop (CIFAR-10)", [paper.CONFIDENCE_DROP[a][0] if a in paper.CONFIDENCE_DROP
@@ -223,8 +196,7 @@ def kept_values(verdict: verdicts.Verdict) -> dict:
 
 
 def subset_maps(run, models: dict[str, list[nn.Module]], subs: dict[str, dict]) -> tuple[dict, dict]:
-    """Figure 2's heatmaps: per architecture name, the :func:`location_frequency` of the test
-    images' BS subsets of replicate run.seed, and a title with its mean confidence on them."""
+    """Figure 2's heatmaps and titles (mean confidence) per architecture, replicate run.seed."""
     freqs = {ARCH_NAMES[a]: location_frequency(subs[a]["test"]["bs"][1]) for a in models}
     titles = {ARCH_NAMES[a]: f"{ARCH_NAMES[a]}\nmean confidence on subsets "
               f"{predict(models[a][0], subs[a]['test']['bs'][0], device=run.device).max(1).values.mean():.2f}"
@@ -240,9 +212,8 @@ def own_subsets(run, models: dict[str, list[nn.Module]], frac: float, set_name: 
 
 def transfer(run, models: dict[str, list[nn.Module]], bs_images: dict[str, list],
              labels: torch.Tensor) -> tuple[pd.DataFrame, dict[str, list[dict]]]:
-    """Section 4.1's transfer, every replicate a source: every zoo model ("ResNet20 #1") on the BS
-    test subsets of every replicate (``bs_images``: :func:`own_subsets`). Returns (accuracies (%),
-    sources (rows) x models (columns); {arch: per source replicate r, {model name: 1/0 array per image}})."""
+    """4.1's transfer: every zoo model on every replicate's BS test subsets. Returns (accuracy (%) sources x
+    models, {arch: per source {model name: 1/0 per image}})."""
     every = {f"{ARCH_NAMES[a]} #{r}": m for a, ms in models.items() for r, m in enumerate(ms)}
     per_image = {a: [{name: runs_module.correct(m, x, labels, run.device) for name, m in every.items()} for x in xs]
                  for a, xs in bs_images.items()}
@@ -252,8 +223,7 @@ def transfer(run, models: dict[str, list[nn.Module]], bs_images: dict[str, list]
 
 
 def no_transfer(per_image: dict[str, list[dict]], acc: dict[str, dict[str, dict]], seed: int = 0) -> verdicts.Verdict:
-    """:func:`overinterp.paper.verdicts.no_transfer` on :func:`transfer`'s per-image results, with each
-    source replicate's results on random subsets (``acc``: {arch: :func:`subset_correct`})."""
+    """The ``no_transfer`` verdict on :func:`transfer`'s results and sources' random-subset results."""
     own, others, random = {}, {}, {}
     for a, reps in per_image.items():
         me = [f"{ARCH_NAMES[a]} #{r}" for r in range(len(reps))]
@@ -264,15 +234,13 @@ def no_transfer(per_image: dict[str, list[dict]], acc: dict[str, dict[str, dict]
 
 
 def result_words(verdict: verdicts.Verdict, claim: str) -> str:
-    """:func:`overinterp.paper.claims.result_text` for a sentence: a model without an estimate reads
-    "no estimate", not "—"."""
+    """:func:`overinterp.paper.claims.result_text` for a sentence: "no estimate" instead of "—"."""
     return "; ".join(re.sub(rf" {re.escape(MISSING)}$", " no estimate", part)
                      for part in result_text(verdict, claim).split("; "))
 
 
 def transfer_values(verdict: verdicts.Verdict) -> dict:
-    """Chapter 4's prose on :func:`no_transfer`; ``transfer_ours_words``: each model's share with its
-    interval, "no estimate" where it has none (the results box)."""
+    """Chapter 4's prose on :func:`no_transfer`."""
     share = verdict.numbers["share of lift transferred"]
     lo, hi = number(share.min(), 2), number(share.max(), 2)
     # the range in a clause that reads where no source has a lift above random subsets to share
@@ -285,18 +253,15 @@ def transfer_values(verdict: verdicts.Verdict) -> dict:
 # ----------------------------------------------------------------------------- chapter 5: retraining (4.2)
 
 def retraining_values(run, frac: float) -> dict:
-    """Chapter 5's prose on this execution: the percentage kept, training images, replicates, epochs."""
+    """Chapter 5's prose: percentage kept, training images, replicates, epochs."""
     return {"pct": pct(frac), "n_train": run.profile.retrain_images or "all",
             "replicates": run.profile.retrain_replicates or run.profile.replicates,
             "retrain_epochs": (run.profile.retrain or run.profile.train).epochs}
 
 
 def retraining_runs(run, frac: float) -> tuple[dict, dict, list]:
-    """Every retraining of chapter 5 (4.2, Table S1 with ``retrain_augment_rows``): for each
-    architecture, augmentation (off, then on) and kind ("bs", "random", "full"; no full-image
-    control with augmentation), :func:`retrained_accuracies` of its replicates.
-    Returns ({(arch, kind, augment): :func:`retrained_correct`}, {"ResNet20, bs": first replicate's training
-    curve without augmentation}, every retrained model's history)."""
+    """Chapter 5's retrainings (4.2; Table S1 if ``retrain_augment_rows``). Returns ({(arch, kind,
+    augment): :func:`retrained_correct`}, {"ResNet20, bs": curve}, every history)."""
     augments = (False, True) if run.profile.retrain_augment_rows else (False,)
     runs, curves, histories = {}, {}, []
     for a in run.profile.archs:
@@ -319,8 +284,7 @@ def retrain_label(key: tuple[str, str, bool], frac: float) -> tuple[str, str]:
 
 
 def retraining_table(runs: dict, frac: float) -> tuple[pd.DataFrame, dict]:
-    """Table 1's and S1's retraining rows: ours (numeric, (set, 'mean' | 'std')) and the paper's
-    formatted rows (none for the full-image control or unless ``frac`` is the paper's)."""
+    """Table 1's and S1's retraining rows: ours (set, 'mean' | 'std') and the paper's."""
     paper_rows = {retrain_label((a, kind, augment), frac):
                   paper.table1(a, kind, kind, paper.TABLE_S1 if augment else paper.TABLE1)
                   if frac == SUBSET_FRAC and kind != "full" else {} for a, kind, augment in runs}
@@ -329,8 +293,7 @@ def retraining_table(runs: dict, frac: float) -> tuple[pd.DataFrame, dict]:
 
 
 def retraining_verdicts(run, runs: dict) -> tuple[verdicts.Verdict, verdicts.Verdict]:
-    """Section 4.2's verdicts on the test accuracies of :func:`retraining_runs` without augmentation:
-    :func:`overinterp.paper.verdicts.retrain_beats_random` and ``retrain_near_full``."""
+    """4.2's two verdicts on unaugmented test accuracies."""
     def pick(kind):
         return {ARCH_NAMES[a]: r["test"] for (a, k, augment), r in runs.items() if k == kind and not augment}
     beats = verdicts.retrain_beats_random(bs=pick("bs"), random=pick("random"), seed=run.seed)
@@ -345,8 +308,7 @@ def plateau_values(histories: list[list[dict]]) -> dict:
 
 
 def retraining_verdict_values(beats: verdicts.Verdict, near: verdicts.Verdict) -> dict:
-    """Chapter 5's prose on :func:`retraining_verdicts`: the verdicts, the ranges of the mean
-    accuracies they read and of the intervals, and how far the subsets beat the full-image control."""
+    """Chapter 5's prose on :func:`retraining_verdicts`."""
     b, n = beats.numbers, near.numbers
     return {"beats": beats.word, "near": near.word,
             "bs_min": f"{b['BS subsets'].min():.1f}", "bs_max": f"{b['BS subsets'].max():.1f}",

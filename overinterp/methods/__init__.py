@@ -6,9 +6,8 @@ import warnings
 
 
 def optional(module: str, package: str, purpose: str):
-    """Import ``module`` where a method first needs it, not when the library is imported: a machine
-    without Pyro or Captum (a bare GPU image) still trains models and runs backward selection. A missing
-    package is a one-line error naming it and what needs it."""
+    """Import ``module`` when a method first needs it, so a machine without Pyro or Captum still runs the
+    rest; a missing package is a one-line error naming it and what needs it."""
     with warnings.catch_warnings():  # Pyro and Captum import tqdm.auto, which warns in a notebook without ipywidgets
         warnings.simplefilter("ignore")
         try:

@@ -1,27 +1,15 @@
-"""Bayes-TrEx: in-distribution examples at a target confidence, sampled by MCMC (Booth et al., AAAI 2021,
-``bayes-trex.txt`` among the project's papers). The method only: a VAE, its training, the relaxed
-level sets and NUTS in the latent space, on tensors; chapter 16's cached runs are
-:mod:`overinterp.experiments.bayes_trex`.
+"""Bayes-TrEx (Booth et al., AAAI 2021): in-distribution examples at a target confidence, by NUTS in a
+VAE's latent space; the method on tensors (chapter 16's cached runs: :mod:`overinterp.experiments.bayes_trex`).
 
-Bayes-TrEx asks which inputs *of a data distribution* p(x) put a classifier f on a level
-set f(x) = p (their section 3). The level set has measure zero, so it is widened: a
-random vector u with u_i | x ~ N(f(x)_i, sigma^2) (their eq. 2) and the posterior
-p(x | u = u*) is sampled instead (eq. 3), which tends to p(x | f(x) = p) as sigma -> 0.
-Two reductions are used here (their eqs. 6-9), both with sigma = 0.05 (their 4.2):
+The level set f(x) = p is relaxed to the posterior p(z | u = u*) with x = g(z), z ~ N(0, I) (their eqs.
+2-3, 12), sigma = 0.05 (4.2), by two reductions (eqs. 6-9):
 
 * **high confidence** in class c:  u | x ~ N(f_c(x), sigma^2), u* = 1;
 * **ambiguous** between i and j:   u1 | x ~ N(|f_i - f_j|, sigma^2), u1* = 0, and
   u2 | x ~ N(min(f_i, f_j) - max_{k != i, j} f_k, sigma^2), u2* = 0.5.
 
-The data distribution is a VAE's (their Table 6: fully connected, 400 hidden units, latent
-z ~ N(0, I) of 5 dimensions), x = g(z) its decoder's mean, and z is sampled from
-p(z | u = u*) (eq. 12) with Pyro's NUTS (their 4.2). A VAE trained without one class gives a
-distribution that lacks it, so its high-confidence examples of that class are high-confidence
-*misclassifications* (their 4.6).
-
-Numerics: 1 - f_c is computed from the logits as sigmoid(-(z_c - logsumexp_{j != c} z_j)) in
-float64, never as 1 - softmax: a confident classifier's float32 softmax is exactly 1.0, where the
-likelihood would be flat and its gradient zero.
+A VAE trained without a class makes that class's high-confidence samples misclassifications (4.6).
+1 - f_c is sigmoid(-log-odds) in float64, never 1 - softmax (exactly 0 for a confident classifier).
 
     vae = VAE((1, 28, 28), hidden=400, latent=5); fit_vae(vae, images, epochs=30)
     ch = sample_chains(decoder(vae, "fashion-mnist"), clf, high(4), sigma=0.05, latent=5,
@@ -62,8 +50,7 @@ MISCLASSIFIED_LEVEL = BOOTH_MISCLASSIFIED_LEVEL   # confident misclassification:
 
 @dataclass(frozen=True)
 class VAEConfig:
-    """Everything of the VAE's architecture and training (with the data set, the held-out class and
-    the seed, its artifact key in :mod:`overinterp.experiments.bayes_trex_cache`)."""
+    """The VAE's architecture and training (part of its artifact key)."""
     latent: int = 5                    # latent dimensions (Booth et al., Table 6: 5)
     hidden: int = 400                  # hidden units (Booth et al., Table 6: 400)
     epochs: int = 30                   # Adam epochs (not stated by Booth et al.)
@@ -74,7 +61,7 @@ class VAEConfig:
 
 @dataclass(frozen=True)
 class ChainsConfig:
-    """Everything of a target's NUTS chains but the generator, the classifier, the target and the seed."""
+    """A target's NUTS chains, but for the generator, classifier, target and seed."""
     sigma: float = 0.05                # relaxation of the level set (Booth et al. 4.2: 0.05 everywhere)
     chains: int = 4                    # independent chains per target (for r_hat)
     warmup: int = 500                  # warmup steps (step-size and mass adaptation) per chain
@@ -189,11 +176,8 @@ def ambiguous(i: int, j: int) -> Target:
 
 
 def target_log_odds(logits: torch.Tensor, c: int) -> torch.Tensor:
-    """(B,) float64 log(f_c / (1 - f_c)) = z_c - logsumexp_{j != c} z_j from logits (B, K).
-
-    The same quantity as :func:`overinterp.engine.backselect.log_odds`, which it is not replaced
-    by: that one sums over all K classes with -inf at c, which differs in the last bits (a test
-    shows it), and NUTS chains amplify last-bit differences into other samples."""
+    """(B,) float64 log(f_c / (1 - f_c)) = z_c - logsumexp_{j != c} z_j from logits (B, K). Not
+    :func:`~overinterp.engine.backselect.log_odds`: that differs in the last bits, which NUTS amplifies."""
     z = logits.double()
     others = torch.cat([z[:, :c], z[:, c + 1:]], 1)
     return z[:, c] - torch.logsumexp(others, 1)
@@ -312,12 +296,9 @@ def sample_chains(generator: Callable, classifier: Callable, target: Target, *, 
                   chains: int, warmup: int, samples: int, max_tree_depth: int = 10, seed: int = 0,
                   init: torch.Tensor | None = None, device="cpu", threads: int | None = 1,
                   progress: bool = True) -> Chains:
-    """``chains`` NUTS chains (Pyro, target acceptance 0.8, adapted step size and diagonal mass
-    matrix) of p(z | u = u*), run one after the other with seeds seed * 1000 + chain, chain c from
-    ``init[c]`` (chains, latent) or else Pyro's default start (uniform in [-2, 2]^latent; far from a
-    small level set, where f's gradient vanishes, a chain may not find it). ``threads``: torch threads while sampling
-    (one image per step: a single thread avoids synchronisation; None keeps the setting).
-    The global RNG state is restored afterwards."""
+    """``chains`` NUTS chains of p(z | u = u*), one after the other, seeds seed * 1000 + chain, chain c from
+    ``init[c]`` (chains, latent) or Pyro's uniform start in [-2, 2]^latent (which may miss a small level
+    set). ``threads``: torch threads while sampling (None: unchanged). The global RNG state is restored."""
     if min(chains, samples) < 1 or warmup < 0:
         raise ValueError(f"chains and samples must be >= 1 and warmup >= 0, got {chains}, {samples}, {warmup}")
     model = level_set_model(generator, classifier, target, sigma, latent, device)
@@ -347,9 +328,8 @@ def sample_chains(generator: Callable, classifier: Callable, target: Target, *, 
 @torch.no_grad()
 def initial_points(vae: VAE, generator: Callable, classifier: Callable, target: Target, images: torch.Tensor,
                    n: int, sigma: float = 0.05, batch_size: int = 500) -> torch.Tensor:
-    """(n, latent): the encoder means mu(x) of the ``n`` images of ``images`` (N, C, H, W) in [0, 1]
-    whose codes decode closest to the level set (highest :func:`level_set_log_lik` of g(mu(x))),
-    one image each: starting points of the chains in the data distribution's typical set."""
+    """(n, latent): encoder means mu(x) of the ``n`` images (N, C, H, W) in [0, 1] whose g(mu(x)) has the
+    highest :func:`level_set_log_lik`: chain starts in the data's typical set."""
     mus, lls = [], []
     for i in range(0, len(images), batch_size):
         mu = vae.encode(images[i:i + batch_size].to(next(vae.parameters()).device))[0]
@@ -370,19 +350,9 @@ def spread_samples(n_total: int, n: int) -> torch.Tensor:
 # ----------------------------------------------------------------------------- have the chains mixed?
 @dataclass(frozen=True)
 class MixingCriteria:
-    """When a target's chains count as mixed: every criterion met.
-
-    * the largest split R-hat over the latent dimensions below ``max_r_hat`` = 1.1 (Gelman et al.,
-      *Bayesian Data Analysis*, 3rd ed., 11.4: the threshold its authors use; Stan used it until
-      Vehtari et al. 2021 asked for 1.01; Pyro's summary prints R-hat without a threshold);
-    * the smallest effective sample size over the latent dimensions (Pyro's, all chains together) at
-      least ``min_ess_per_chain`` = 10 per chain (BDA3 11.5: n_eff at least 5m for m split halves,
-      "the equivalent of at least 10 independent draws per sequence"; Stan now warns below 100 per
-      chain, which these budgets cannot reach);
-    * divergent transitions at most ``max_divergent_share`` = 1% of the kept ones (Stan warns at
-      any; one in a hundred is tolerated here, so a gate of a few hundred steps is not decided by one).
-
-    Fewer than 4 samples per chain give no R-hat (:attr:`Chains.r_hat` is NaN): not mixed."""
+    """When a target's chains count as mixed: largest split R-hat < 1.1 (BDA3 11.4), smallest ESS >= 10
+    per chain (BDA3 11.5), divergent transitions <= 1% of the kept ones (so one does not decide a short
+    run). Fewer than 4 samples per chain give no R-hat: not mixed."""
     max_r_hat: float = 1.1
     min_ess_per_chain: float = 10.0
     max_divergent_share: float = 0.01
@@ -413,10 +383,8 @@ MIXING = MixingCriteria()
 
 
 def chain_separation(z: torch.Tensor) -> torch.Tensor:
-    """(latent,) how far apart the chains of ``z`` (chains, samples, latent) sit: the range of the
-    chain means in units of the pooled within-chain standard deviation. About 0-1 for chains that
-    sample one region; much more than 1 for chains confined to separate regions (which a large
-    R-hat alone does not distinguish from chains still drifting together)."""
+    """(latent,) range of the chain means of ``z`` (chains, samples, latent) in pooled within-chain sds:
+    ~0-1 for one region, >> 1 for chains confined apart (which R-hat alone does not tell from drift)."""
     z = z.double()
     means = z.mean(1)                                                          # (chains, latent)
     within = z.var(1).mean(0) if z.shape[1] > 1 else torch.zeros(z.shape[2:], dtype=z.dtype)
@@ -424,8 +392,8 @@ def chain_separation(z: torch.Tensor) -> torch.Tensor:
 
 
 def nearest_start(z: torch.Tensor, init: torch.Tensor) -> torch.Tensor:
-    """(chains,) for each chain of ``z`` (chains, samples, latent), the index of the start point of
-    ``init`` (chains, latent) nearest its mean: ``arange(chains)`` when every chain stayed by its own start."""
+    """(chains,) index of the ``init`` (chains, latent) point nearest each chain's mean of ``z`` (chains,
+    samples, latent): ``arange(chains)`` when every chain stayed by its start."""
     return torch.cdist(z.double().mean(1), init.double()).argmin(1)
 
 

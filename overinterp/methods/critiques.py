@@ -1,25 +1,13 @@
-"""The tests the paper's critics proposed, as tensors-in, tensors-out functions (the chapter "Is the model
-reading the pixels or the mask?"; its runs are :mod:`overinterp.experiments.critiques`).
+"""The tests the paper's critics proposed, tensors in, tensors out (runs: :mod:`overinterp.experiments.critiques`).
 
-**Springer (2022), "An adversarial perspective on 'Overinterpretation reveals image classification model
-pathologies'".** If a masked image is classified from its kept pixels, giving back more of the true image
-should not take the decision away. :func:`dilate` grows a keep-mask by a k x k square (a max-pool of the
-mask, stride 1): every kept pixel stays and its neighbours come back with their true values. Springer reads
-SIS images as adversarial examples whose evidence sits on the edge between kept and masked pixels;
-:func:`boundary` is that edge, the one-pixel ring of masked pixels around the kept ones, and
-:func:`smoothgrad` / :func:`attribution_shares` say how much of a saliency map lies on the kept pixels, on
-the ring and elsewhere. :func:`matched_random_keep` is the control: as many kept pixels, placed at random.
-
-**Calibration under masking** (Decker et al., ReCalX): :func:`expected_calibration_error` (ECE, equal-width
-bins; Guo et al. 2017 use 15) and :func:`reliability` (the reliability diagram's bins).
-
-**Insertion curves**: :func:`top_keep` keeps the highest-scoring features of a saliency map, as many as a
-pixel subset of the same fraction keeps (:func:`overinterp.engine.sis.subset_size`).
+**Springer (2022)** reads SIS images as adversarial examples whose evidence sits on the edge of the mask:
+:func:`dilate` gives back the kept pixels' neighbours, :func:`boundary` is the ring of masked pixels around
+the kept ones, :func:`smoothgrad` / :func:`attribution_shares` measure a saliency map's share on each
+region, and :func:`matched_random_keep` is the control. **Calibration under masking** (ReCalX):
+:func:`expected_calibration_error`, :func:`reliability`. **Insertion curves**: :func:`top_keep`.
 
 Masks are keep masks, (B, H, W) bool, True = the pixel is visible (as :mod:`overinterp.engine.sis`).
 
-    ring = boundary(keep)                           # (B, H, W): masked pixels next to a kept one
-    wide = dilate(keep, 3)                          # keep plus its 8-neighbours
     attr = smoothgrad(model, images, target, n=16, sigma=0.4)
     shares = attribution_shares(attr, keep)         # (B, 3): kept, ring, elsewhere; rows sum to 1
     ece = expected_calibration_error(confidence, correct)
@@ -46,9 +34,8 @@ REGIONS = ("kept pixels", "boundary ring", "elsewhere")
 
 
 def dilate(keep: torch.Tensor, k: int) -> torch.Tensor:
-    """(B, H, W) bool keep-mask grown by a ``k`` x ``k`` square (``k`` odd; 1 returns it unchanged): a
-    pixel is kept when any pixel within (k - 1) / 2 rows and columns of it is (max-pool, stride 1,
-    zero padding, so the image's edge adds nothing). Springer (2022) dilates each SIS with k = 3."""
+    """(B, H, W) bool keep-mask grown by a ``k`` x ``k`` square (``k`` odd; 1: unchanged) by a max-pool with
+    zero padding. Springer (2022) uses k = 3."""
     k = int(k)
     if k < 1 or k % 2 == 0:
         raise ValueError(f"the dilation kernel must be an odd size >= 1, got {k}")
@@ -58,14 +45,12 @@ def dilate(keep: torch.Tensor, k: int) -> torch.Tensor:
 
 
 def boundary(keep: torch.Tensor) -> torch.Tensor:
-    """(B, H, W) bool: the masked pixels that touch a kept one (8-neighbourhood), the one-pixel ring
-    between what a subset keeps and what it masks (:func:`dilate` by 3, minus ``keep``)."""
+    """(B, H, W) bool: the masked pixels touching a kept one (8-neighbourhood)."""
     return dilate(keep, 3) & ~keep.bool()
 
 
 def regions(keep: torch.Tensor) -> torch.Tensor:
-    """(B, 3, H, W) bool: the kept pixels, the :func:`boundary` ring and the rest (:data:`REGIONS`);
-    every pixel lies in exactly one."""
+    """(B, 3, H, W) bool partition: kept pixels, the :func:`boundary` ring, the rest (:data:`REGIONS`)."""
     keep = keep.bool()
     ring = boundary(keep)
     return torch.stack([keep, ring, ~keep & ~ring], 1)
@@ -73,10 +58,8 @@ def regions(keep: torch.Tensor) -> torch.Tensor:
 
 def smoothgrad(model: nn.Module, images: torch.Tensor, target: torch.Tensor, n: int = 16, sigma: float = 0.4,
                seed: int = 0, batch_size: int = 64) -> torch.Tensor:
-    """SmoothGrad (Smilkov et al. 2017): the mean over ``n`` copies of each image with Gaussian noise of
-    standard deviation ``sigma`` (in the images' units) of the absolute input gradient of the ``target``
-    logit, summed over channels: (B, H, W), on the CPU. Captum's ``NoiseTunnel`` over ``Saliency``; the
-    noise is drawn under ``torch.manual_seed(seed)`` (the same inputs give the same map)."""
+    """SmoothGrad (Smilkov et al. 2017): the absolute input gradient of the ``target`` logit, averaged over
+    ``n`` copies with Gaussian noise ``sigma`` (images' units, seeded), summed over channels: (B, H, W), CPU."""
     captum = optional("captum.attr", "captum", "SmoothGrad (chapter 7b)")
     model.eval()
     out = []
@@ -92,10 +75,8 @@ def smoothgrad(model: nn.Module, images: torch.Tensor, target: torch.Tensor, n: 
 
 
 def attribution_shares(attr: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-    """(B, 3) float64: the share of each image's attribution ``attr`` (B, H, W), taken as absolute
-    values, on its kept pixels, on the :func:`boundary` ring and elsewhere (:data:`REGIONS`); each row
-    sums to 1 (NaN where an image's attribution is all 0). The shares of the area are
-    ``attribution_shares(torch.ones_like(attr), keep)``."""
+    """(B, 3) float64: the share of |``attr``| (B, H, W) on each of :data:`REGIONS`; rows sum to 1 (NaN where
+    the attribution is all 0)."""
     a = attr.abs().double()[:, None]                                   # (B, 1, H, W)
     parts = (a * regions(keep)).flatten(2).sum(2)                      # (B, 3)
     total = parts.sum(1, keepdim=True)
@@ -103,9 +84,7 @@ def attribution_shares(attr: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
 
 
 def matched_random_keep(keep: torch.Tensor, seed: int = 0) -> torch.Tensor:
-    """(B, H, W) bool: per image, as many kept pixels as ``keep`` has, drawn uniformly at random from a
-    seeded CPU generator (the same masks on every device): the control that keeps the count of a mask
-    (e.g. a dilated BS subset) and nothing of where its pixels lie."""
+    """(B, H, W) bool: as many kept pixels per image as ``keep``, uniformly at random (seeded, CPU)."""
     B, H, W = keep.shape
     n = keep.flatten(1).sum(1)
     rank = torch.rand(B, H * W, generator=torch.Generator().manual_seed(seed)).argsort(1).argsort(1)
@@ -113,9 +92,8 @@ def matched_random_keep(keep: torch.Tensor, seed: int = 0) -> torch.Tensor:
 
 
 def top_keep(scores: torch.Tensor, frac: float, block: int = 1) -> torch.Tensor:
-    """(B, H, W) bool: the ``frac`` features with the highest ``scores`` (B, H, W), features being
-    ``block`` x ``block`` squares scored by their sum, as many as a pixel subset of ``frac`` keeps
-    (:func:`overinterp.engine.sis.subset_size`); ties go to the lower feature index."""
+    """(B, H, W) bool: the :func:`~overinterp.engine.sis.subset_size` features (``block`` squares scored by
+    their sum) with the highest ``scores`` (B, H, W); ties go to the lower feature index."""
     B, H, W = scores.shape
     hf, wf = feature_grid(H, W, block)
     s = F.pad(scores.double(), (0, wf * block - W, 0, hf * block - H))
@@ -132,9 +110,8 @@ def _bins(confidence: np.ndarray, bins: int) -> np.ndarray:
 
 
 def reliability(confidence, correct, bins: int = 15) -> pd.DataFrame:
-    """The reliability diagram of predictions with ``confidence`` (N,) in [0, 1] and ``correct`` (N,)
-    1/0: one row per equal-width bin of the confidence ("low", "high", "images", "mean confidence",
-    "accuracy"; the last two NaN in an empty bin)."""
+    """Reliability diagram of ``confidence`` (N,) in [0, 1] and ``correct`` (N,) 1/0: one row per equal-width
+    bin (mean confidence and accuracy NaN in an empty bin)."""
     conf, ok = np.asarray(confidence, float).ravel(), np.asarray(correct, float).ravel()
     if conf.shape != ok.shape:
         raise ValueError(f"confidence {conf.shape} and correct {ok.shape} differ in shape")
@@ -149,10 +126,8 @@ def reliability(confidence, correct, bins: int = 15) -> pd.DataFrame:
 
 
 def expected_calibration_error(confidence, correct, bins: int = 15) -> float:
-    """Expected calibration error (Naeini et al. 2015; Guo et al. 2017 with 15 bins): the mean over
-    equal-width confidence bins, weighted by their share of the predictions, of |accuracy - mean
-    confidence| in the bin (0 for a calibrated model, up to 1). ``confidence`` (N,): the probability of
-    the predicted class; ``correct`` (N,): 1/0."""
+    """Expected calibration error (Guo et al. 2017, 15 bins): the prediction-weighted mean of |accuracy -
+    mean confidence| over equal-width bins, in [0, 1]; arguments as :func:`reliability`."""
     r = reliability(confidence, correct, bins)
     filled = r[r["images"] > 0]
     if filled.empty:

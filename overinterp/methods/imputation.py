@@ -1,19 +1,13 @@
-"""Noisy linear imputation (Rong et al. 2022, ROAD, section 4): fill removed pixels from the kept ones.
+"""Noisy linear imputation (Rong et al. 2022, ROAD, section 4): fill removed pixels from the kept ones, so
+a retrained model cannot read the class from *where* a constant fill is (class information leakage).
 
-Remove-and-retrain evaluations replace removed pixels by a constant; a model retrained on such
-images can read the class from *where* the constant is, not from the kept values (what Rong et al.
-call class information leakage; chapter "Why it holds or fails here", position or value). ROAD's
-remedy fills every removed pixel with the weighted mean of its 8 neighbours (weight 1/6 for the four
-direct ones, 1/12 for the diagonals; neighbours outside the image are left out and the weights of
-the others kept), removed neighbours included: one sparse linear system per image and channel,
-whose solution interpolates smoothly between the kept pixels. Gaussian noise of standard deviation
-``noise`` (ROAD's default 0.01, in the units of the images given) is added to the filled pixels
-only, so that no exact linear relation gives the removed positions away.
+Each removed pixel is the weighted mean of its in-image 8 neighbours (:data:`NEIGHBOURS`), removed ones
+included -- one sparse linear system per image and channel -- plus Gaussian noise ``noise`` (images'
+units) so no exact linear relation gives the positions away.
 
     filled = noisy_linear_impute(images, keep, noise=0.01, seed=0)   # (N, C, H, W), kept pixels unchanged
 
-Tensors in, tensors out: images (N, C, H, W) float, keep (N, H, W) bool (True = kept). An image
-with no kept pixel has nothing to interpolate from and raises ``ValueError``.
+keep (N, H, W) bool, True = kept; an image with no kept pixel raises ``ValueError``.
 """
 from __future__ import annotations
 
@@ -55,9 +49,8 @@ def _fill(image: np.ndarray, keep: np.ndarray) -> np.ndarray:
 
 
 def noisy_linear_impute(images: torch.Tensor, keep: torch.Tensor, noise: float = 0.01, seed: int = 0) -> torch.Tensor:
-    """(N, C, H, W) ``images`` with every pixel where ``keep`` (N, H, W) is False replaced by ROAD's
-    noisy linear imputation from the kept pixels (module docstring); kept pixels are unchanged.
-    The noise is drawn from a generator seeded with ``seed`` (the same inputs give the same output)."""
+    """(N, C, H, W) ``images`` with pixels where ``keep`` (N, H, W) is False imputed (module docstring);
+    the noise is seeded by ``seed``."""
     if images.dim() != 4 or keep.shape != (images.shape[0], *images.shape[2:]):
         raise ValueError(f"images must be (N, C, H, W) and keep (N, H, W), got {tuple(images.shape)} and "
                          f"{tuple(keep.shape)}")

@@ -1,43 +1,21 @@
-"""Input reduction (Feng et al. 2018, "Pathologies of neural models make interpretations difficult",
-EMNLP; ``feng2018-pathologies-input-reduction.txt`` among the project's papers) carried to images, and their
-mitigation: fine-tuning that maximises entropy on reduced inputs. The method only: a model and image
-tensors in, tensors out; the chapter's cached runs are :mod:`overinterp.experiments.input_reduction`.
+"""Input reduction (Feng et al. 2018, EMNLP) carried to images, and its mitigation by entropy fine-tuning;
+tensors in, tensors out (cached runs: :mod:`overinterp.experiments.input_reduction`).
 
-**Importance** (their 2.1). Feng et al. define a word's importance as the drop in confidence when
-it is removed, g(x_i | x) = f(y | x) - f(y | x_-i) (their Eq. 1), and approximate it by the dot
-product of the word's embedding with the gradient of the output w.r.t. that embedding. On pixels,
-removing pixel i sets it to the mask value m (the mean pixel: 0 in normalised space, as
-:func:`overinterp.engine.backselect.apply_keep`), and the same first-order estimate is
+**Importance** (their 2.1, Eq. 1), first order on pixels removed to the mask value m:
 
     g_i = sum_c (x_ic - m_c) * d f / d x_ic          (f: log-odds of the predicted class y),
 
-evaluated at the current (partly reduced) input: gradient x input, since m = 0. Ranking by the
-gradient of the probability, the log-probability or the log-odds gives the same order within an
-input (each is the other times a positive factor of that input); we use the log-odds, which does
-not saturate in float32 (:func:`overinterp.engine.backselect.log_odds`). This g is minus the mask gradient
-of Batched Gradient BackSelect (paper S5): input reduction with beam 1 and one pixel per step *is*
-gradient backward selection, stopped where the prediction would change.
+at the current reduced input; minus the mask gradient of Batched Gradient BackSelect (S5), so beam 1 and
+one pixel per step *is* gradient backward selection, stopped where the prediction would change.
 
-**Reduction with beam search** (their 2.2). At each step every input in the beam proposes the
-inputs with one of its ``beam`` least important remaining pixels removed; candidates whose
-predicted class differs from the original one are dropped, duplicates merged, and the ``beam``
-candidates with the highest log-odds form the next beam. The beam size is Feng et al.'s
-max(1, min(k, L - 3)) with k the maximum beam size (theirs: 5) and L the remaining pixels. The
-reduction stops when no candidate keeps the prediction (or one pixel is left); the result is the
-best input of the last beam, and every input of that beam (all of the same, minimal, size) is a
-"negative" example for the fine-tuning (their 4.1). Beyond the paper, to fit a CPU budget, a step
-may remove s = max(1, floor(fraction * L)) pixels at once (candidate j removes the pixels ranked
-j*s .. (j+1)*s - 1 by importance); when no candidate survives, the fraction is halved until one
-pixel per step fails too, so the stopping point is still found pixel by pixel. ``fraction=0`` is
-their procedure (one pixel per step, L steps from L pixels). All images of a batch
-reduce in lockstep, and the candidates of all beams are evaluated in batched forward passes.
+**Beam search** (their 2.2): every beam input proposes removing one of its least important pixels;
+candidates that change the prediction are dropped, duplicates merged, the best by log-odds kept; beam
+size max(1, min(k, L - 3)) at L pixels left. It stops when no candidate keeps the prediction; all inputs
+of the last beam are the fine-tuning's negatives (4.1). Beyond the paper, a step may remove
+max(1, floor(fraction * L)) pixels, the fraction halved on failure down to one pixel; ``fraction=0`` is theirs.
 
-**Mitigation** (their 4.1, Eq. 2). Fine-tune the model to maximise
-sum log f(y | x) + lambda * sum H(f(. | x~)): the log-likelihood on regular training images and
-the entropy of the output on reduced ones. Each step here takes a batch of each, the loss being
-cross-entropy(regular) - lambda * mean entropy(reduced). Batch-norm statistics stay frozen (the
-model in eval mode, only its parameters train), so the entropy is raised on the very function that
-is evaluated, and the reduced inputs do not enter the normalisation of regular ones.
+**Mitigation** (their Eq. 2): minimise cross-entropy(regular) - lambda * mean entropy(reduced), batch-norm
+statistics frozen (eval mode) so the entropy is raised on the function evaluated.
 
     res = reduce_inputs(model, images, beam=5)         # res.keep (B, P), res.size (B,)
     loss = eq2_loss(model(x), y, model(x_reduced), lam=1.0)
@@ -62,11 +40,8 @@ __all__ = ["importance", "Reduction", "reduce_inputs", "entropy", "eq2_loss", "f
 
 def importance(model: nn.Module, images: torch.Tensor, keep: torch.Tensor, target: torch.Tensor,
                mask_value=0.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Feng et al.'s gradient importance of every pixel (module docstring).
-
-    images (n, C, H, W) unreduced, keep (n, P) bool (False = removed), target (n,) class.
-    Returns f (n,) float64, the log-odds of ``target`` on the reduced input, and g (n, P):
-    sum over channels of (x - m) * d f / d x there (0 for removed pixels)."""
+    """Gradient importance (module docstring): images (n, C, H, W) unreduced, keep (n, P) bool (False =
+    removed), target (n,) -> f (n,) float64 log-odds on the reduced input, g (n, P) (0 for removed pixels)."""
     n, C, H, W = images.shape
     with torch.inference_mode(False), torch.enable_grad():
         x = apply_keep(images, keep.view(n, H, W), mask_value).contiguous(memory_format=CL).requires_grad_(True)
@@ -118,13 +93,9 @@ class Reduction:
 
 def reduce_inputs(model: nn.Module, images: torch.Tensor, beam: int = FENG_BEAM, fraction: float = 0.0,
                   mask_value=0.0, chunk: int = 256, progress: bool = True) -> Reduction:
-    """Input reduction with beam search of every image of ``images`` (B, C, H, W) (module docstring).
-
-    beam: maximum beam size k (their 5); the beam at L remaining pixels is max(1, min(k, L - 3)).
-    fraction: share of the L remaining pixels removed per step, max(1, floor(fraction * L)) pixels;
-    halved whenever no candidate keeps the prediction, until one pixel per step fails too
-    (0 = one pixel per step, their procedure). Ties in importance: the lowest pixel index is removed first. Among
-    candidates with equal log-odds, the one proposed first (by the better beam entry, lower rank)."""
+    """Beam-search input reduction of ``images`` (B, C, H, W) (module docstring); beam: the maximum k,
+    fraction: see there. Ties in importance: the lowest pixel index is removed first; among candidates
+    with equal log-odds, the one proposed first (better beam entry, lower rank)."""
     if beam < 1 or not 0 <= fraction < 1:
         raise ValueError(f"beam must be >= 1 and fraction in [0, 1), got beam={beam}, fraction={fraction}")
     if model.training:
@@ -217,18 +188,15 @@ def entropy(logits: torch.Tensor) -> torch.Tensor:
 
 
 def eq2_loss(logits: torch.Tensor, labels: torch.Tensor, reduced_logits: torch.Tensor, lam: float) -> torch.Tensor:
-    """Feng et al.'s Eq. 2 as a loss to minimise (per-example means instead of sums):
-    cross-entropy on the regular examples minus ``lam`` times the mean entropy on the reduced ones."""
+    """Feng et al.'s Eq. 2 as a loss (means, not sums): cross-entropy(regular) - ``lam`` * entropy(reduced)."""
     return F.cross_entropy(logits.float(), labels) - lam * entropy(reduced_logits).mean()
 
 
 def finetune(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, reduced: torch.Tensor, steps: int,
              lam: float = 1.0, lr: float = 1e-3, batch_size: int = 128, seed: int = 0, progress: bool = True,
              desc: str = "entropy fine-tuning") -> list[dict]:
-    """Fine-tune ``model`` in place by Eq. 2 (:func:`eq2_loss`): each of ``steps`` SGD steps (Nesterov
-    momentum 0.9, weight decay 5e-4 as the zoo's recipe, constant ``lr``) takes ``batch_size`` regular
-    images (images, labels) and ``batch_size`` reduced images ``reduced``, both cycling through seeded
-    permutations. Batch-norm statistics stay frozen (eval mode). Returns one record per step."""
+    """Fine-tune ``model`` in place by Eq. 2: ``steps`` SGD steps (the zoo's momentum and decay, constant
+    ``lr``) on ``batch_size`` regular and reduced images each, seeded; batch norms frozen. One record per step."""
     dev = next(model.parameters()).device
     model.eval()
     gen = torch.Generator().manual_seed(seed)

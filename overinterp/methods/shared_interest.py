@@ -1,38 +1,14 @@
-"""Shared Interest: coverage of a human ground-truth region by a model's explanation region
-(Boggust, Hoover, Satyanarayan, Strobelt; workshop text and CHI 2022, ``shared-interest.txt`` among
-the project's papers). The method only: masks, saliency maps and a model in, tensors out; chapter
-14's runs are :mod:`overinterp.experiments.shared_interest`.
-
-For an image with a ground-truth region G (the pixels a human would name: a bounding box, a
-lesion segmentation; here the garment's silhouette) and an explanation region E (the pixels an
-explanation method marks as important), three scores, named by formula:
+"""Shared Interest (Boggust et al., CHI 2022): coverage of a ground-truth region G (here the garment's
+silhouette) by an explanation region E; tensors in, tensors out (runs: experiments.shared_interest).
 
     IoU                   |G ∩ E| / |G ∪ E|   1 only when E = G
     ground-truth coverage |G ∩ E| / |G|       how much of the object the explanation uses
     explanation coverage  |G ∩ E| / |E|       how much of the explanation lies on the object
 
-**Empty regions** (our convention; the paper's code divides by zero): a ratio whose
-denominator is empty is 1 when both regions are empty (they are equal) and 0 otherwise, so
-every score is defined, lies in [0, 1] and is 1 only for regions that agree.
-
-**Explanation regions.** Any method: a backward-selection region (the SIS at a threshold, or
-the 5% subset, :mod:`overinterp.engine.sis`) is a region already; a saliency map (Captum's
-``Saliency`` and ``IntegratedGradients``) is binarised as Shared Interest's code does:
-absolute attribution summed over channels, min-max normalised per image to [0, 1], then
-pixels >= mean + n_std * std of that image's normalised map (``how="std"``, n_std = 1) or
->= its ``percentile`` quantile (``how="percentile"``). A constant map gives an empty region.
-
-**Ground truth on Fashion-MNIST** (:func:`silhouette`): the garment is everything not
-connected to the image border through dark pixels: pixels of intensity <= ``level`` (in
-[0, 1]) that can be reached from the border by 4-neighbour steps over such pixels are
-background; the rest, dark holes inside the garment included, is G. Where a data set has
-bounding boxes (ImageNet), :func:`box_region` makes G from them.
-
-**The eight cases** (:data:`CASES`): the CHI paper's eight recurring patterns, correct or
-incorrect prediction x the four corners of (ground-truth coverage high / low) x (explanation
-coverage high / low), "high" meaning >= ``high`` (0.5 by default; the paper names no number).
-Both high is the paper's high-IoU case (IoU <= min of the two coverages, and both >= h gives
-IoU >= h / (2 - h)).
+An empty denominator gives 1 when both regions are empty, else 0 (our convention; the paper's code divides
+by zero). E is a backward-selection region or a saliency map binarised by :func:`binarize`. The eight
+cases (:data:`CASES`): correct or not x (GTC, EC) high or low, high meaning >= ``high`` (0.5; the paper
+names no number).
 
     G = silhouette(pixels)                               # (B, H, W) bool
     E = binarize(saliency_map(model, x, "saliency"))     # (B, H, W) bool
@@ -103,10 +79,9 @@ def coverage(G: torch.Tensor, E: torch.Tensor) -> pd.DataFrame:
 
 
 def binarize(saliency: torch.Tensor, how: str = "std", n_std: float = 1.0, percentile: float = 0.9) -> torch.Tensor:
-    """(B, H, W) saliency -> (B, H, W) bool region, per image: min-max normalise to [0, 1], keep
-    pixels >= mean + ``n_std`` * std (population std; ``how="std"``) or >= the ``percentile``
-    quantile (``how="percentile"``, linear interpolation) of the normalised map. A constant map
-    (nothing stands out) gives the empty region."""
+    """(B, H, W) saliency -> (B, H, W) bool region, as Shared Interest's code: per image min-max normalised,
+    pixels >= mean + ``n_std`` * population std (``how="std"``) or >= the ``percentile`` quantile. A constant
+    map gives the empty region."""
     if how not in ("std", "percentile"):
         raise ValueError(f"how must be 'std' or 'percentile', got {how!r}")
     if not 0 <= percentile <= 1:
@@ -124,9 +99,8 @@ def binarize(saliency: torch.Tensor, how: str = "std", n_std: float = 1.0, perce
 
 
 def silhouette(pixels: torch.Tensor, level: float = 0.05) -> torch.Tensor:
-    """(B, H, W) intensities in [0, 1] -> (B, H, W) bool garment silhouette: every pixel that is
-    not background, background being the pixels <= ``level`` reachable from the image border in
-    4-neighbour steps over pixels <= ``level`` (so dark holes inside the garment count as G)."""
+    """(B, H, W) intensities in [0, 1] -> (B, H, W) bool silhouette: all but the pixels <= ``level`` reachable
+    from the border by 4-neighbour steps over such pixels (dark holes inside count as G)."""
     dark = torch.as_tensor(pixels) <= level
     border = torch.zeros_like(dark)
     border[:, 0, :] = border[:, -1, :] = border[:, :, 0] = border[:, :, -1] = True
@@ -144,9 +118,8 @@ def silhouette(pixels: torch.Tensor, level: float = 0.05) -> torch.Tensor:
 
 
 def box_region(boxes, size: tuple) -> torch.Tensor:
-    """(B, 4) bounding boxes (x0, y0, x1, y1) in pixels, x1 and y1 excluded (ImageNet's boxes,
-    the paper's ground truth) -> (B, H, W) bool ground-truth regions of images of ``size`` (H, W);
-    boxes are clipped to the image."""
+    """(B, 4) boxes (x0, y0, x1, y1) in pixels, x1 and y1 excluded -> (B, H, W) bool regions of ``size``
+    (H, W), clipped."""
     b = torch.as_tensor(boxes, dtype=torch.long).view(-1, 4)
     H, W = size
     ys, xs = torch.arange(H).view(1, H, 1), torch.arange(W).view(1, 1, W)
@@ -156,10 +129,8 @@ def box_region(boxes, size: tuple) -> torch.Tensor:
 
 def saliency_map(model: nn.Module, images: torch.Tensor, method: str, target: torch.Tensor,
                  baseline: float = 0.0, n_steps: int = 50, batch_size: int = 256) -> torch.Tensor:
-    """(B, H, W) |attribution| summed over channels, from Captum: ``"saliency"`` (the input
-    gradient of the target logit, Simonyan et al.) or ``"integrated_gradients"`` (Sundararajan
-    et al., ``n_steps`` Gauss-Legendre steps from the constant image ``baseline``, the masking
-    value of backward selection). The model is called in eval mode on ``images``' device."""
+    """(B, H, W) |attribution| summed over channels (Captum): ``"saliency"`` (input gradient of the target
+    logit) or ``"integrated_gradients"`` (``n_steps`` from the constant image ``baseline``). Eval mode."""
     if method not in SALIENCY_METHODS:
         raise ValueError(f"method must be one of {', '.join(SALIENCY_METHODS)}, got {method!r}")
     captum = optional("captum.attr", "captum", "saliency maps (chapter 14)")

@@ -16,9 +16,8 @@ __all__ = ["blank_table", "fill_search_plot", "blank_values", "restricted_table"
 
 
 def blank_table(check: BlankCheck, fills=(PAPER_FILL, "grey 0.0")) -> pd.DataFrame:
-    """Per architecture and fill (the paper's mean pixel and black by default): the blank's class, its
-    probability over the replicates, the entropy of the random subsets' classes, the share of them called
-    the blank's class beside that class's prior, and the replicates that pass."""
+    """Per architecture and fill: the blank's class and probability range, subset entropy, share called the
+    blank's class beside its prior, and replicates passing."""
     s = check.summary()
     s = s[s.index.get_level_values("fill").isin(fills)].copy()
     s["probability"] = [span([lo, hi], 3) for lo, hi in zip(s["lowest probability"], s["highest probability"])]
@@ -28,9 +27,8 @@ def blank_table(check: BlankCheck, fills=(PAPER_FILL, "grey 0.0")) -> pd.DataFra
 
 
 def fill_search_plot(check: BlankCheck):
-    """The blank's top-class probability of every replicate against the constant grey of the fill, one
-    colour per architecture, with the paper's mean pixel and the training-mean image marked on the right,
-    and the bound below which a blank is uninformative."""
+    """Each replicate's blank top-class probability against the fill's grey level (mean pixel and mean image on
+    the right), a colour per architecture, the uninformative bound dashed."""
     rows = check.rows
     fig, ax = plt.subplots(figsize=(7.2, 3.4))
     models = list(dict.fromkeys(rows["model"]))
@@ -62,8 +60,7 @@ def restricted_table(called: pd.DataFrame) -> pd.DataFrame:
 
 
 def blank_values(check: BlankCheck) -> dict:
-    """The chapter's glued words and numbers: the paper's mask (classes, probabilities, entropy, models
-    passing), the bound, and the fills accepted for every model."""
+    """Glue values ``blank_*``: the paper's mask (classes, probabilities, entropy, passes), bound, fills accepted."""
     paper = check.rows[check.rows["fill"] == PAPER_FILL]
     passes = check.passes(PAPER_FILL)
     accepted = check.accepted()
@@ -87,7 +84,7 @@ def blank_values(check: BlankCheck) -> dict:
 
 
 def restricted_values(r: Restricted) -> dict:
-    """Chapter 3's glued outcomes and numbers of section 4.1's claims with the blank's classes set aside."""
+    """Glue values ``ctl_*``: section 4.1's claims with the blank's classes set aside."""
     c = r.called
     return {"ctl_accurate": r.accurate.word, "ctl_accurate_ours": result_text(r.accurate, "accurate"),
             "ctl_kept": r.kept.word, "ctl_kept_ours": result_text(r.kept, "kept"),
@@ -98,9 +95,8 @@ def restricted_values(r: Restricted) -> dict:
 
 
 def controlled(run, claim: str, verdict, condition: str):
-    """``verdict`` of ``claim`` under a controlled condition of chapter 3, as its box shows it: with its
-    engine and blank check (:func:`overinterp.experiments.blank.annotate`; ``blank_passes`` kept where the
-    condition has its own models) and a note naming the condition."""
+    """``verdict`` annotated with engine and blank check (its own ``blank_passes`` kept) and a note naming
+    ``condition``; returns it."""
     own = verdict.blank_passes
     annotate(run, claim, verdict)
     verdict.blank_passes = own or verdict.blank_passes
@@ -109,8 +105,7 @@ def controlled(run, claim: str, verdict, condition: str):
 
 
 def masked_values(m, config) -> dict:
-    """Chapter 3's glued numbers and outcomes of the counterfactually trained models
-    (:class:`overinterp.experiments.masked.MaskedClaims`; ``config`` their MaskedTrainingConfig)."""
+    """Glue values ``mk_*`` of the counterfactually trained models (``m``: MaskedClaims, ``config`` their config)."""
     t = m.models
     return {"mk_removed": and_list([f"{100 * x:g}%" for x in config.removed]),
             "mk_epochs": f"{config.epochs} epoch{'' if config.epochs == 1 else 's'}",

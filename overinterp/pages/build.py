@@ -1,21 +1,10 @@
-"""Building the book: execute every chapter with papermill, then render with Jupyter Book.
-
-``make book`` runs ``python -m overinterp book``: each notebook listed in ``_toc.yml``
-is executed once, in order, into ``_build/stage/`` (with the profile, dataset,
-device and seed given as papermill parameters), then Jupyter Book renders that
-stage with execution off into ``_build/html``. A failing cell stops the build
-and names the chapter. Chapters share results through the artifact store, so
-any chapter also runs alone:
+"""Building the book: execute the chapters of ``_toc.yml`` with papermill into ``_build/stage/``, then render
+``_build/html`` with Jupyter Book. Chapters share results through the artifact store, so each also runs alone:
 
     papermill book/04_pixel_subsets.ipynb out.ipynb -p dataset cifar10 -p profile paper
 
-**Editions.** An edition is a committed, executed copy of the whole book at another
-profile (the paper-scale ``gpu`` profile, executed on a GPU): ``editions/<name>/``
-holds the executed notebooks and a ``manifest.json`` (profile, dataset, device,
-torch version, commit, date, per-chapter seconds). ``python -m overinterp book
---profile gpu --device cuda --edition`` executes and saves one; ``make book``
-renders every edition found as its own part of the book, beside the chapters it
-has just executed, from the outputs stored in the edition (nothing re-executed).
+An edition (``editions/<name>/``: executed notebooks and a ``manifest.json``) is a committed execution at
+another profile (``book --edition``); the build renders each as its own part, without re-executing it.
 """
 from __future__ import annotations
 
@@ -66,11 +55,8 @@ def chapters(root: Path = ROOT) -> list[Path]:
 
 
 def write_parameters(root: Path = ROOT, url: str | None = None, branch: str | None = None) -> list[str]:
-    """Rewrite each chapter's generated cells: its ``parameters`` cell from its dataclass
-    (:func:`overinterp.config.chapters.parameters_cell`) and, right after it, its install cell
-    (:func:`overinterp.pages.launch.install_cell`, added where missing) naming the repository and
-    branch the launch buttons open (:func:`repository`; ``url`` and ``branch`` override them). Returns the
-    chapters that changed."""
+    """Rewrite each chapter's ``parameters`` cell from its dataclass and the install cell after it (for
+    :func:`repository`'s URL and branch, or ``url``/``branch``); returns the stems of the chapters changed."""
     import nbformat
     import yaml
     url, branch = repository(yaml.safe_load((root / "_config.yml").read_text()), url, branch)
@@ -97,10 +83,7 @@ def write_parameters(root: Path = ROOT, url: str | None = None, branch: str | No
 
 
 def hide_injected(notebook: Path) -> None:
-    """Tag papermill's injected-parameters cell ``remove-cell``: the chapter's own parameters cell
-    and its box already show the values, so the rendered page does not show them twice. Drop the
-    cells' stderr streams too: progress bars, which a rendered page does not show and which made one
-    executed chapter megabytes of carriage returns."""
+    """Hide papermill's injected-parameters cell (the box shows them) and drop stderr streams (progress bars)."""
     import nbformat
     nb = nbformat.read(notebook, as_version=4)
     for cell in nb.cells:
@@ -113,9 +96,8 @@ def hide_injected(notebook: Path) -> None:
 
 
 def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | None = None) -> dict:
-    """Execute the chapters with papermill into ``stage/book``; returns seconds per chapter. Each
-    chapter's kernel inherits ``$OVERINTERP_CHAPTER`` = its notebook stem (the store's access log
-    names it: :func:`overinterp.store.log_access`)."""
+    """Execute the chapters (``only`` these stems) into ``stage/book``, each kernel's ``$OVERINTERP_CHAPTER`` its
+    stem; returns ``{stem: seconds}``."""
     import papermill as pm
     timings = {}
     for nb in chapters(root):
@@ -144,10 +126,8 @@ def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | 
 
 def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = EDITIONS,
                  name: str | None = None) -> Path:
-    """Copy the executed chapters of ``stage`` into ``folder/<name>/book`` with a manifest. An edition of
-    the same profile, dataset and seed already there keeps the chapters this run did not execute (an
-    edition can be executed a few chapters at a time, ``--only``); each chapter's seconds, commit and date
-    are in the manifest's ``chapters``. Another profile, dataset or seed replaces it."""
+    """Copy ``stage``'s executed chapters into ``folder/<name>/book`` with a manifest; returns that folder. An
+    edition there of the same profile, dataset and seed keeps its other chapters; any other is replaced."""
     from datetime import datetime, timezone
     from overinterp.store import code_version
     from overinterp.zoo.train import device_name
@@ -178,9 +158,7 @@ def editions(folder: Path = EDITIONS) -> list[dict]:
 
 
 def _edition_page(e: dict) -> str:
-    """The Markdown page that opens an edition's part: what it is for, its models, its verdicts in one
-    sentence (:func:`overinterp.pages.report.headline` at its seeds), what ran where and for how long, and how
-    to re-execute it from its committed models."""
+    """The Markdown page opening an edition's part: profile, models, verdicts, compute and how to re-execute."""
     from overinterp.config.chapters import chapter_label, toc_chapters
     from overinterp.config.profiles import get_profile
     from overinterp.pages import report
@@ -211,9 +189,8 @@ def _edition_page(e: dict) -> str:
 
 
 def repository(config: dict, url: str | None = None, branch: str | None = None) -> tuple[str, str]:
-    """(URL, branch) of the book's repository: the URL is ``url``, else ``$OVERINTERP_REPOSITORY_URL`` (the
-    Pages workflow sets it to the repository it runs in), else ``repository.url`` of ``_config.yml`` (a
-    fork sets it once), else empty; the branch ``branch``, else ``repository.branch``, else main."""
+    """(URL, branch) of the book's repository: ``url``, else ``$OVERINTERP_REPOSITORY_URL``, else
+    ``repository.url`` of ``_config.yml``, else ""; ``branch``, else ``repository.branch``, else "main"."""
     repo = config.get("repository") or {}
     if url is None:
         url = os.environ.get("OVERINTERP_REPOSITORY_URL") or repo.get("url") or ""
@@ -221,12 +198,8 @@ def repository(config: dict, url: str | None = None, branch: str | None = None) 
 
 
 def repository_config(config: dict, url: str | None = None) -> dict:
-    """``_config.yml`` (a dict) with its repository block resolved for rendering (:func:`repository`).
-    Without a URL the repository, issue and edit buttons are turned off, the launch buttons (Binder,
-    Colab) left out and the URL left empty, so no placeholder (Jupyter Book's default is its own
-    repository) is ever linked; the download button needs no URL and stays. With one, Binder opens every
-    chapter and Colab the GPU chapters whose install cell names this repository
-    (:mod:`overinterp.pages.launch`)."""
+    """A copy of ``_config.yml`` (a dict) with its repository resolved (:func:`repository`); without a URL the
+    repository and launch buttons are turned off, so Jupyter Book never links its own placeholder repository."""
     config = copy.deepcopy(config)
     repo = dict(config.get("repository") or {})
     repo["url"], repo["branch"] = repository(config, url)
@@ -243,11 +216,8 @@ GLUE_DOC = re.compile(r"(\{glue(?::\w+)?\}`)([\w.-]+)\.ipynb::")
 
 
 def localise(folder: Path, prefix: str, title: str = "") -> int:
-    """Make the executed chapters in ``folder`` (an edition copied into the stage) a book of their own:
-    each label they define (figures, sections, exercises) and every reference to it becomes
-    ``<prefix>-<label>``, so that a chapter of this build never resolves to the edition's figure (labels are
-    global in Sphinx) nor the edition to this build's; a link or glue reference to a chapter the edition does
-    not hold goes to this build's chapter (``/book/<stem>``). Returns the number of labels renamed."""
+    """Prefix the labels the edition chapters in ``folder`` define, and their references (Sphinx labels are
+    global), and point links to chapters they lack at this build's; returns the number of labels renamed."""
     import nbformat
     from overinterp.config.chapters import chapter_number
     books = {f: nbformat.read(f, as_version=4) for f in sorted(folder.glob("*.ipynb"))}
@@ -278,16 +248,12 @@ def localise(folder: Path, prefix: str, title: str = "") -> int:
     return len(labels)
 
 
-# Jupyter Book's advice for a build that hides nothing: every Sphinx warning (a broken cross-reference,
-# a glue key no cell wrote, a missing figure) fails the build, after all of them have been reported.
+# every Sphinx warning (broken reference, unwritten glue key, missing figure) fails the build, after all are reported
 STRICT = ["-W", "-n", "--keep-going"]
 
 
 def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | None = None) -> None:
-    """Render ``stage`` (executed chapters) and every edition into ``out/html`` with Jupyter Book,
-    warnings as errors. A stage that lacks some chapters (``book --only`` without an earlier whole
-    build) renders those it has, in reading order, and without the strict flags: its links into the
-    chapters it lacks cannot resolve."""
+    """Render ``stage`` and every edition into ``out/html``, warnings as errors unless chapters are missing."""
     import yaml
     for f in STATIC:
         if (root / f).is_dir():
@@ -340,12 +306,8 @@ def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | Non
 
 
 def prepare_first(parameters: dict, jobs: int = 1) -> dict:
-    """Before the chapters, with ``jobs`` > 1: what chapters 2-5 compute (models, backward selections,
-    retrained models) and the input-dropout models of the chapter "Input dropout", in ``jobs`` processes of one
-    thread (:func:`overinterp.experiments.prepare.prepare_parallel` of ``book_plan``). ``python -m overinterp book``
-    does so with 2 (its ``--jobs`` default): on the slower 2-core machine two 1-thread processes train 1.09-1.18x
-    the images per second of one 2-thread process, and a model trained with one thread does not depend on how many
-    cores the machine has (a 2-thread model is not the 1-thread one: float sums in another order). Returns {"prepare": seconds} when it ran, else {}."""
+    """Compute chapters 2-5's artifacts in ``jobs`` one-thread processes (faster, and independent of the core
+    count); returns ``{"prepare": seconds}``, {} when ``jobs`` < 2."""
     if jobs < 2:
         return {}
     from overinterp.config.context import make_run
@@ -364,10 +326,8 @@ def prepare_first(parameters: dict, jobs: int = 1) -> dict:
 def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: list[str] | None = None,
           render_html: bool = True, edition: bool = False, edition_folder: Path | None = None,
           jobs: int = 1) -> dict:
-    """Execute the chapters into ``out/stage`` (the whole book: after :func:`prepare_first` with ``jobs``),
-    then render ``out/html`` with the editions, or with ``edition`` save the executed chapters as an
-    edition (``edition_folder``, default editions/). With ``only``, the named chapters replace theirs in
-    an earlier build's stage and the rest of it is kept (their timings too)."""
+    """Execute the chapters into ``out/stage``, then render ``out/html`` (or, with ``edition``, save an edition);
+    ``only`` re-executes those chapters into an earlier build's stage. Returns ``{stem: seconds}``."""
     out = Path(out or root / "_build")
     stage, record = out / "stage", out / "timings.json"
     earlier = json.loads(record.read_text()) if only and record.exists() else {}

@@ -1,17 +1,7 @@
-"""What a chapter's cells call around the library: its opening box and its glued figures.
-
-``setup`` is a chapter's first call: it reads the chapter's papermill parameters (the fields of
-its dataclass in :mod:`overinterp.config.chapters`) from the notebook's namespace, checks them (an
-error names the bad parameter), resolves the ones that default to the profile's values, builds the
-:class:`overinterp.config.context.Run`, glues the run for the prose, and shows what this execution
-used with the profile's deviations from the paper's protocol (the introduction in full, every other
-chapter in one line):
+"""What a chapter's cells call around the library: :func:`setup` (parameters, run, opening box), numbered
+tables ("Table <chapter>.<k>"), glued values and figures.
 
     run, p = setup("03_sis", globals(), deviations=("models", "backselect"))    # p.tau: resolved
-
-Tables are numbered "Table <chapter>.<k>" with the chapter's number in the book's numbered table of
-contents (:func:`chapter_number`, the numbers of the sidebar and the titles); a verdict shows itself as a
-box (:meth:`overinterp.paper.verdicts.Verdict._repr_markdown_`).
 """
 from __future__ import annotations
 
@@ -37,13 +27,13 @@ from overinterp.pages.plots import figure_png
 from overinterp.paper.formatting import MISSING, number
 from overinterp.paper import claims
 from overinterp.paper import verdicts
-from overinterp.config.chapters import chapter_number  # the sidebar's number: one home, with the CLI's
+from overinterp.config.chapters import chapter_number  # the sidebar's number, shared with the CLI
 
 __all__ = ["setup", "chapter_number", "run_box", "deviations_box", "show_deviations", "deviations_table", "captioned",
            "verdict_table", "table_html", "show_tables_without_nan", "glue_all",
            "figure", "record"]
 
-#: names of columns (or rows of a turned table) that count things: their cells are whole numbers
+#: columns (or rows of a turned table) that count things, shown as whole numbers
 COUNTS = {"replicates", "images", "sources", "other models", "members", "treated models", "control models", "tested",
           "thresholds", "interval above 0", "interval below 0", "correct images", "incorrect images", "images larger",
           "images smaller", "images with an SIS"}
@@ -53,11 +43,8 @@ ROOT = Path(__file__).resolve().parents[2]   # the repository: _toc.yml and book
 
 def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), show: bool = True,
           **values) -> tuple:
-    """(run, parameters) of ``chapter`` (a notebook stem): its dataclass filled from ``namespace``
-    (the notebook's ``globals()``, where papermill put the parameters) and ``values``, checked and
-    resolved against the profile (:func:`overinterp.config.chapters.resolve`). With ``show``, glue
-    the run and show it in a box with the profile's deviations from the paper's protocol on the
-    ``deviations`` topics (:func:`overinterp.paper.deviations.profile_deviations`)."""
+    """(run, parameters) of ``chapter`` from ``namespace`` (papermill's ``globals()``) and ``values``, resolved
+    against the profile; with ``show``, glue the run and box it with the ``deviations`` topics' deviations."""
     show_tables_without_nan()
     _TABLES.update(chapter=chapter_number(chapter) or 0, count=0)
     cls = chapter_config(chapter)
@@ -83,8 +70,7 @@ def _root(toc: Path | None = None) -> str:
 
 
 def run_box(run, chapter: str) -> str:
-    """The box that says what this execution used: in full (profile's purpose, torch) on the book's first
-    page, the introduction; elsewhere one line that leaves the rest to it."""
+    """MyST box of what this execution used: in full on the introduction, one line elsewhere."""
     if chapter == _root():
         return f":::{{note}}\n{run.describe()}\n:::"
     return (f":::{{note}}\n**This execution:** profile `{run.profile.name}`, dataset `{run.dataset}`, "
@@ -94,8 +80,7 @@ def run_box(run, chapter: str) -> str:
 
 def deviations_box(devs: list[str], title: str = "Deviations from the paper's protocol in this chapter",
                    link: bool = True) -> str:
-    """A collapsed MyST box (click to open) listing ``devs``; with ``link``, a link to the
-    introduction's full list of the profile's deviations (its ``(deviations)=`` label)."""
+    """A collapsed MyST box listing ``devs``; with ``link``, a link to the introduction's full list."""
     listed = "\n".join(f"- {d}" for d in devs)
     more = "\n\nEvery deviation of this profile, by topic: {ref}`deviations` in the introduction." if link else ""
     return f":::{{admonition}} {title} ({len(devs)})\n:class: dropdown\n{listed}{more}\n:::"
@@ -109,8 +94,7 @@ def show_deviations(devs: list[str], title: str = "Deviations from the paper's p
 
 
 def deviations_table(run):
-    """Every deviation of ``run``'s profile from the paper's protocol, by topic (each chapter's box lists
-    those of the topics it depends on): the introduction's full list; None for the paper's profile."""
+    """DataFrame of every deviation of ``run``'s profile from the paper's protocol, by topic; None if none."""
     import pandas as pd
     topics = {"models": "models", "evaluation": "evaluation", "backselect": "backward selection",
               "retraining": "retraining"}
@@ -122,11 +106,7 @@ _TABLES = {"chapter": 0, "count": 0}   # the chapter being executed (set by setu
 
 
 def captioned(df, caption: str, digits: int = 2):
-    """``df`` shown with a numbered caption above it, "Table <chapter>.<k>. <caption>" (numbered in the
-    order the chapter shows its tables; chapter 0 is the unnumbered introduction), and its values as a
-    reader should meet them: measures to ``digits`` decimals, counts (:data:`COUNTS`)
-    whole, thresholds and the labels of rows and columns as written (0.99, not 0.990000), "—" for an
-    undefined value."""
+    """``df``'s Styler captioned "Table <chapter>.<k>. <caption>", measures to ``digits`` decimals, "—" for NaN."""
     _TABLES["count"] += 1
     label = f"{_TABLES['chapter']}.{_TABLES['count']}"
     num = [c for c in df.select_dtypes("number").columns if not pd.api.types.is_bool_dtype(df[c])]
@@ -141,7 +121,7 @@ def captioned(df, caption: str, digits: int = 2):
             .set_uuid(f"t{label.replace('.', '-')}").set_table_attributes('class="dataframe"'))
 
 
-#: columns holding a setting rather than a measure (shown as written: τ = 0.99 whatever the table's decimals)
+#: columns holding a setting, not a measure (shown as written: τ = 0.99 whatever the decimals)
 THRESHOLDS = {"tau", "τ", "threshold"}
 
 
@@ -160,8 +140,7 @@ def _label(v) -> str:
 
 
 def _value(v, digits: int) -> str:
-    """A cell of a column of mixed values: text as it is, yes/no, whole numbers whole, a number with at most
-    ``digits`` decimals as written (the paper's 64.4) and any other to ``digits`` decimals; "—" where undefined."""
+    """A mixed column's cell: text as is, yes/no, integers whole, floats to at most ``digits`` decimals; "—"."""
     if isinstance(v, str):
         return v
     if isinstance(v, (bool, np.bool_)):
@@ -176,9 +155,7 @@ def _value(v, digits: int) -> str:
 
 
 def verdict_table(verdict, digits: int = 2, max_columns: int = 8):
-    """:func:`captioned` table of a verdict's numbers, with a caption saying what they are. A table of
-    more than ``max_columns`` columns is turned (one column per model, one row per number) so that it
-    fits the page, its numbers formatted first (counts whole, the rest to ``digits`` decimals)."""
+    """:func:`captioned` table of a verdict's numbers, transposed beyond ``max_columns`` columns to fit the page."""
     cols = list(verdict.numbers.columns)
     measure = cols[cols.index("95% low") - 1] if "95% low" in cols else "the measures"
     shown = verdict.numbers
@@ -209,9 +186,7 @@ def table_html(df) -> str:
 
 
 def show_tables_without_nan() -> None:
-    """Make this kernel show every DataFrame through :func:`table_html`, so that no page prints
-    "NaN" for a value that does not exist (a measure undefined for a model, a paper's number we do
-    not have); no-op outside IPython."""
+    """Make this kernel show DataFrames through :func:`table_html` (no "NaN" on a page); no-op outside IPython."""
     import pandas as pd
     try:
         ip = get_ipython()  # noqa: F821  (defined in IPython kernels)
@@ -221,27 +196,20 @@ def show_tables_without_nan() -> None:
 
 
 def glue_all(values: dict) -> None:
-    """Glue every ``name: value`` of ``values`` for the prose (``{glue:}`name```), showing nothing."""
+    """Glue every ``name: value`` for the prose, showing nothing."""
     for name, value in values.items():
         glue(name, value, display=False)
 
 
 def figure(name: str, fig) -> None:
-    """Glue a matplotlib figure for a captioned ``{glue:figure}`` in the prose, without showing it here:
-    its PNG carries the smallest font size it draws and its dpi, which the page audit (``tools/page_audit.py``)
-    turns into the smallest text's size at page width (:func:`overinterp.pages.plots.figure_png`)."""
+    """Glue a figure (or Axes) as :func:`~overinterp.pages.plots.figure_png` for ``{glue:figure}``, unshown."""
     fig = getattr(fig, "figure", fig)  # an Axes gives its figure
     glue(name, Image(data=figure_png(fig)), display=False)
     plt.close(fig)
 
 
 def record(claim: str, verdict) -> None:
-    """Glue a claim's result (``claim``: a key of :data:`overinterp.paper.claims.CLAIMS`) for the
-    introduction's results table: ``res_<claim>_paper`` (the source's number), ``_ours`` (each
-    model's estimate and 95% interval), ``_verdict`` (the outcome) and ``_json`` (the per-model
-    records of :func:`overinterp.paper.claims.records`, what ``python -m overinterp verdicts`` writes).
-    The verdict first gets its engine and blank check (:func:`overinterp.experiments.blank.annotate`),
-    so that the box the chapter shows next carries them."""
+    """Annotate ``verdict`` (engine, blank check) and glue ``res_<claim>_{paper,ours,verdict,json}``."""
     if _TABLES.get("run") is not None:
         annotate(_TABLES["run"], claim, verdict)
     glue_all({f"res_{claim}_paper": claims.paper_number(claim), f"res_{claim}_ours": claims.result_text(verdict, claim),

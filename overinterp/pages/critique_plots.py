@@ -1,13 +1,5 @@
-"""Figures, tables and glue values of the chapter "Is the model reading the pixels or the mask?" from the
-numbers of :mod:`overinterp.experiments.critiques`: the share of predictions kept by dilated subsets per
-architecture, the attribution shares of SmoothGrad, the reliability diagrams and the insertion curves.
-
-Every figure draws the mean over the replicates (each replicate's mean over its images first) and, where
-there are several, their standard deviation; every table gives the numbers behind a figure. Text sizes
-follow :func:`overinterp.pages.plots.text_pt`, so a figure shrunk to the page stays legible.
-
-    figure("fig_dilation", dilation_figure(CR.dilation(run)))
-    captioned(dilation_table(df), "...")
+"""Figures, tables and glue values of the chapter "Is the model reading the pixels or the mask?"
+(:mod:`overinterp.experiments.critiques`); figures show the mean (and sd) over replicates.
 """
 from __future__ import annotations
 
@@ -27,13 +19,12 @@ __all__ = ["kernel_label", "examples_figure", "dilation_figure", "dilation_table
 
 
 def kernel_label(k: int) -> str:
-    """'as selected' for kernel 1, else '3×3'."""
+    """'as selected' for kernel 1, else 'k×k'."""
     return "as selected" if int(k) == 1 else f"{int(k)}×{int(k)}"
 
 
 def _model_columns(frame: pd.DataFrame, rows: int, height: float, **kw):
-    """(architectures in order of appearance, text size, figure, axes): one column per architecture of
-    ``frame``, ``rows`` rows, ``height`` inches tall, 2.8 inches a column."""
+    """(architectures, text size, figure, axes): a column (2.8 in) per architecture, ``rows`` rows, ``height`` in."""
     models = list(dict.fromkeys(frame["model"]))
     width = 2.8 * len(models)
     fig, axes = plt.subplots(rows, len(models), figsize=(width, height), squeeze=False, **kw)
@@ -64,8 +55,8 @@ def _legend_below(fig, axes, pt: float, title: str | None = None) -> None:
 
 
 def examples_figure(images, keeps: dict, random, mean, std, col_titles=None, pct: str = "5"):
-    """Test images (top row), their BS subsets as selected and dilated ({kernel: (n, H, W) keep-mask}), and
-    random masks with as many pixels as the first dilation (``random``); masked pixels in the mask colour."""
+    """Gallery: test images, their BS subsets as selected and dilated (``keeps``: {kernel: (n, H, W) keep-mask}),
+    and ``random`` masks as large as the first dilation."""
     ks = sorted(keeps)
     rows = {(f"{pct}% BS subset" if k == 1 else f"dilated {kernel_label(k)}"): keeps[k] for k in ks}
     rows[f"random, as many\nas {kernel_label(ks[1])}" if len(ks) > 1 else "random"] = random
@@ -75,9 +66,7 @@ def examples_figure(images, keeps: dict, random, mean, std, col_titles=None, pct
 # ----------------------------------------------------------------------------- dilation
 
 def dilation_figure(df: pd.DataFrame):
-    """Share (%) of images still classified as on the full image, per kernel (bars) and mask (own subset's
-    or random with as many pixels), one panel per architecture (columns) and subset (rows: BS subsets, SIS);
-    mean and sd over the replicates."""
+    """Share (%) of images classified as on the full image per kernel and mask; a panel per model and subset."""
     reps = _replicate_means(df, ["model", "subset", "mask", "kernel"], ["prediction kept"])
     reps["prediction kept (%)"] = 100 * reps["prediction kept"]
     reps["kernel"] = reps["kernel"].map(kernel_label)
@@ -97,8 +86,7 @@ def dilation_figure(df: pd.DataFrame):
 
 
 def dilation_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per architecture, subset, mask and kernel: kept pixels (%), share (%) classified as on the full image
-    and the mean confidence in that class, means over the replicates (of each replicate's mean)."""
+    """Per model, subset, mask and kernel: kept pixels (%), share as on the full image (%), mean confidence."""
     reps = _replicate_means(df, ["model", "subset", "mask", "kernel"], ["kept pixels (%)", "prediction kept",
                                                                        "confidence"])
     out = reps.groupby(["model", "subset", "mask", "kernel"], sort=False)[["kept pixels (%)", "prediction kept",
@@ -109,8 +97,7 @@ def dilation_table(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def retraining_table(correct: dict) -> pd.DataFrame:
-    """Test accuracy (%) of the retrained models per architecture (rows) and training images (columns):
-    mean over the retrained replicates."""
+    """Test accuracy (%) of retrained models per architecture and training images, mean over replicates."""
     names = {"bs": "dilated BS subsets", "random": "random, as many pixels", "full": "full images (chapter 5)"}
     return pd.DataFrame({names[k]: {m: 100 * np.mean([c.mean() for c in v[k]]) for m, v in correct.items()}
                          for k in names})
@@ -119,8 +106,7 @@ def retraining_table(correct: dict) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- saliency
 
 def shares_figure(shares: pd.DataFrame):
-    """Per architecture: the share (%) of the SmoothGrad attribution on the kept pixels, the boundary ring
-    and elsewhere, beside each region's share of the area; mean and sd over the replicates."""
+    """Per architecture: each region's share (%) of the SmoothGrad attribution beside its share of the area."""
     reps = _replicate_means(shares, ["model", "region"], ["attribution share", "area share"])
     long = reps.melt(id_vars=["model", "region", "replicate"], value_vars=["attribution share", "area share"],
                      var_name="share of", value_name="share (%)")
@@ -138,8 +124,7 @@ def shares_figure(shares: pd.DataFrame):
 
 
 def shares_table(shares: pd.DataFrame) -> pd.DataFrame:
-    """Per architecture and region: its share (%) of the attribution and of the area, and their ratio
-    (attribution per unit of area; 1: as much as uniform attribution), means over the replicates."""
+    """Per architecture and region: share (%) of attribution and of area, and their ratio (1: uniform)."""
     reps = _replicate_means(shares, ["model", "region"], ["attribution share", "area share"])
     out = 100 * reps.groupby(["model", "region"], sort=False)[["attribution share", "area share"]].mean()
     out.columns = ["share of the attribution (%)", "share of the area (%)"]
@@ -150,15 +135,12 @@ def shares_table(shares: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- the fully masked input, mask shape
 
 def blank_table(blank: pd.DataFrame) -> pd.DataFrame:
-    """The fully masked image per architecture, replicate and mask value: the predicted class, its
-    probability and its prior among the replicate's predictions on full images."""
+    """The fully masked image's class, probability and prior, per architecture, replicate and mask value."""
     return blank.set_index(["model", "replicate", "mask"])
 
 
 def blank_values(blank: pd.DataFrame) -> dict:
-    """The prose's words on :func:`~overinterp.experiments.critiques.blank_inputs`: per mask value the
-    classes the fully masked image is given (``blank_mean_classes``, ``blank_black_classes``) and the
-    range of their probability."""
+    """Glue values ``blank_{mean,black}_{classes,conf}``: fully masked images' classes and probability range."""
     out = {}
     for mask, key in (("mean pixel", "mean"), ("black", "black")):
         g = blank[blank["mask"] == mask]
@@ -168,9 +150,7 @@ def blank_values(blank: pd.DataFrame) -> dict:
 
 
 def shape_table(shape: pd.DataFrame) -> pd.DataFrame:
-    """Per architecture and fill: the share (%) of mask-shape inputs given the BS subset's class, the share
-    whose fully masked input is given it, the mean prior (%) of that class and the excess over the blank,
-    means over the replicates."""
+    """Per model and fill: share (%) of mask-shape inputs given the subset's class, blank's, prior, excess."""
     cols = ["same class", "blank same", "class prior"]
     reps = _replicate_means(shape, ["model", "fill"], cols)
     out = 100 * reps.groupby(["model", "fill"], sort=False)[cols].mean()
@@ -182,9 +162,7 @@ def shape_table(shape: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- calibration
 
 def reliability_figure(bins: pd.DataFrame):
-    """Reliability diagrams, one panel per architecture: accuracy against mean confidence in each bin that
-    holds images, one line per input (full images, own BS subsets, random subsets), replicates pooled;
-    dotted: perfect calibration."""
+    """Reliability diagrams per architecture: a line per input, replicates pooled; dotted: perfect calibration."""
     models, pt, fig, axes = _model_columns(bins, 1, 3.1, sharey=True)
     for j, m in enumerate(models):
         ax = axes[0, j]
@@ -199,8 +177,7 @@ def reliability_figure(bins: pd.DataFrame):
 
 
 def calibration_table(errors: pd.DataFrame) -> pd.DataFrame:
-    """Per architecture and input: ECE (%), accuracy (%), mean confidence, the share of images at
-    confidence >= τ and their accuracy, means over the replicates."""
+    """Per architecture and input: the calibration measures, means over replicates."""
     cols = [c for c in errors.columns if c not in ("model", "replicate", "input")]
     return errors.groupby(["model", "input"], sort=False)[cols].mean()
 
@@ -208,8 +185,7 @@ def calibration_table(errors: pd.DataFrame) -> pd.DataFrame:
 # ----------------------------------------------------------------------------- insertion curves
 
 def insertion_figure(curves: pd.DataFrame):
-    """Accuracy (%) and mean confidence in the full image's class (rows) against the kept fraction (log
-    scale), one line per order, one column per architecture; mean and sd over the replicates."""
+    """Accuracy (%) and confidence in the full image's class against the kept fraction (log), a line per order."""
     reps = _replicate_means(curves, ["model", "order", "fraction"], ["correct", "confidence"])
     reps["accuracy (%)"] = 100 * reps["correct"]
     reps["kept (%)"] = 100 * reps["fraction"]
@@ -227,8 +203,7 @@ def insertion_figure(curves: pd.DataFrame):
 
 
 def insertion_table(curves: pd.DataFrame) -> pd.DataFrame:
-    """Accuracy (%) per architecture and order (rows) at each kept fraction (columns, %), mean over the
-    replicates."""
+    """Accuracy (%) per architecture and order (rows) at each kept fraction (columns), mean over replicates."""
     reps = _replicate_means(curves, ["model", "order", "fraction"], ["correct"])
     out = 100 * reps.groupby(["model", "order", "fraction"], sort=False)["correct"].mean().unstack("fraction")
     out.columns = [f"{100 * f:g}%" for f in out.columns]
@@ -246,14 +221,12 @@ def _range(values, digits: int = 1) -> str:
 
 
 def headroom_range(verdict) -> str:
-    """The headroom of the dilated retraining (the full-image control minus the random subsets, points) over
-    the architectures, as the chapter's prose quotes it."""
+    """Range over architectures of the dilated retraining's headroom (full images minus random subsets, points)."""
     return _range(verdict.numbers["headroom (points)"])
 
 
 def verdict_values(prefix: str, verdict, column: str, digits: int = 1) -> dict:
-    """``<prefix>_verdict`` (the outcome), ``<prefix>_range`` (the estimates of ``column`` over the rows),
-    ``<prefix>_low`` / ``<prefix>_high`` (the lowest and highest interval end) and ``<prefix>_margin``."""
+    """Glue values ``<prefix>_verdict``, ``_range`` (of ``column``), ``_low``/``_high`` (interval ends), ``_margin``."""
     n = verdict.numbers
     margins = list(dict.fromkeys(n["margin"])) if "margin" in n else []
     return {f"{prefix}_verdict": verdict.word, f"{prefix}_range": _range(n[column], digits),
@@ -263,8 +236,7 @@ def verdict_values(prefix: str, verdict, column: str, digits: int = 1) -> dict:
 
 
 def setup_values(run, p) -> dict:
-    """What the chapter's prose says of this execution: τ, the kept percentage, the kernels, SmoothGrad's
-    settings, the bins, the test images, replicates and retraining images."""
+    """Glue values of this execution's settings (τ, kept %, kernels, SmoothGrad, bins, sizes)."""
     ks = [int(k) for k in p.kernels]
     return {"tau": f"{p.tau:g}", "pct": f"{100 * p.frac:g}", "kernel": kernel_label(ks[0]),
             "kernels": ", ".join(kernel_label(k) for k in ks), "sg_samples": int(p.smoothgrad_samples),

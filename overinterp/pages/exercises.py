@@ -1,21 +1,6 @@
-"""The chapters' exercises: where they are, and the numbers their solutions quote.
-
-:func:`exercises` reads a chapter's Exercises section (its last Markdown cell) into one
-:class:`Exercise` per ``{exercise}`` directive, which the instructors' page indexes with run times
-(:mod:`overinterp.pages.instructors`). The numbers a solution quotes are a measure read along the
-settings a chapter varied, glued so that another chapter's solution shows it with myst-nb's
-cross-document glue (``{glue:text}`06_why.ipynb::ex_mask_C1:s```), never written by hand.
-
-The exercises themselves are Markdown at the end of the chapters of Part I and of ``08_sis_accuracy``,
-``10_ensembles`` and ``14_shared_interest`` (``{exercise}`` and ``{solution}`` directives of
-sphinx-exercise, solutions folded with ``:class: dropdown``). Two chapters append a cell that glues what
-the others quote:
-
-* ``06_why``: :func:`sweep_values`, each claim's measure along each one-factor sweep
-  (backward-selection method, mask value, training length, width) and the share of confidently
-  classified test images along the training length and the width;
-* ``10_ensembles``: :func:`threshold_values`, the mean SIS size against τ of one model
-  and of the ensemble of all models (Figure 6).
+"""The chapters' exercises: :func:`exercises` indexes a chapter's ``{exercise}`` directives (for the instructors'
+page), and :func:`sweep_values` (``06_why``) and :func:`threshold_values` (``10_ensembles``) glue the numbers
+the solutions quote through cross-document glue (``{glue:text}`06_why.ipynb::ex_mask_C1:s```).
 
     glue_all(sweep_values({"method": methods, "mask": masks, "epochs": epochs, "width": widths}))
 """
@@ -36,16 +21,15 @@ from overinterp.paper.formatting import MISSING
 
 __all__ = ["Exercise", "exercises", "along", "sweep_values", "threshold_values"]
 
-HEADING = "## Exercises"     # the first line of a chapter's Exercises section
+HEADING = "## Exercises"     # first line of a chapter's last Markdown cell, when it has exercises
 _EXERCISE = re.compile(r"^(`{3,})\{exercise\} ?([^\n]*)\n:label: (\S+)\n(.*?)^\1$", re.S | re.M)
 _BLOCK = re.compile(r"^```[a-z]*\n(.*?)^```$", re.S | re.M)
 
 
 @dataclass(frozen=True)
 class Exercise:
-    """One ``{exercise}`` of a chapter: its chapter (notebook stem), label, title and what it runs:
-    the parameters of its papermill command (``-p seed 3``), else the innermost library call of the
-    first line of its first code block that calls one (``F.mask_sweep(…)`` of ``F.table(F.mask_sweep(run))``)."""
+    """One ``{exercise}``: chapter stem, label, title, and what it runs (papermill parameters like ``-p seed 3``,
+    else its first code block's innermost library call, e.g. ``F.mask_sweep(…)``)."""
     chapter: str
     label: str
     title: str
@@ -53,8 +37,7 @@ class Exercise:
 
 
 def exercises(stem: str, book: Path | None = None) -> list[Exercise]:
-    """The exercises of chapter ``stem`` (a notebook of ``book``, default the repository's book/), in
-    their order; none where the notebook does not end with an Exercises section."""
+    """The exercises of chapter ``stem`` (in ``book``, default book/), in order; [] without an Exercises section."""
     cells = json.loads(((book or ROOT / "book") / f"{stem}.ipynb").read_text())["cells"]
     text = "".join(cells[-1]["source"]) if cells and cells[-1]["cell_type"] == "markdown" else ""
     if not text.startswith(HEADING):
@@ -77,18 +60,15 @@ _SHOW = {"epochs": lambda s: f"{s} epoch{'' if str(s) == '1' else 's'}", "width"
 
 def along(rows: pd.DataFrame, column: str, setting: str = "setting", factor: str | None = None,
           digits: int = 1, missing: str = "—") -> str:
-    """``column`` of each row with its setting, in the rows' order: "52.8 (1 epoch), 50.1 (2 epochs)";
-    an undefined value (NaN) reads ``missing`` ("—" in a table's cell; "no estimate" in a sentence)."""
+    """``column`` of each row with its setting: "52.8 (1 epoch), 50.1 (2 epochs)"; NaN reads ``missing``."""
     show = _SHOW.get(factor or setting, str)
     return ", ".join(f"{missing if pd.isna(v) or math.isinf(v) else f'{v:.{digits}f}'} ({show(s)})"
                      for s, v in zip(rows[setting], rows[column]))
 
 
 def sweep_values(sweeps: dict[str, pd.DataFrame]) -> dict:
-    """``ex_<factor>_<claim>`` for each sweep of chapter 6 and each claim C1-C3 (its measure along the
-    settings; the method sweep on the sample every method ran on; ``ex_<factor>_<claim>_words``, the
-    same with "no estimate" where a measure is undefined, for a sentence), and ``ex_<factor>_confident``
-    (the share of confidently classified test images) where the sweep trained models."""
+    """Glue values ``ex_<factor>_<claim>`` (claims C1-C3 along each sweep of chapter 6), ``..._words`` (same, for
+    a sentence) and ``ex_<factor>_confident`` (share of confidently classified images) where models were trained."""
     out = {}
     for factor, sweep in sweeps.items():
         rows = sweep
@@ -96,7 +76,6 @@ def sweep_values(sweeps: dict[str, pd.DataFrame]) -> dict:
             rows = sweep[sweep["sample size"] == sweep["sample size"].min()]
         for claim, (column, _) in MEASURES.items():
             out[f"ex_{factor}_{claim}"] = along(rows, column, factor=factor, digits=2 if claim == "C3" else 1)
-            # for a sentence: an undefined measure in words
             out[f"ex_{factor}_{claim}_words"] = along(rows, column, factor=factor, digits=2 if claim == "C3" else 1,
                                                       missing="no estimate")
         if CONFIDENT in rows:
@@ -105,10 +84,8 @@ def sweep_values(sweeps: dict[str, pd.DataFrame]) -> dict:
 
 
 def threshold_values(means: pd.DataFrame) -> dict:
-    """From chapter 10's mean SIS sizes (:func:`overinterp.experiments.mitigation.mean_sizes`): the
-    first single model and the ensemble of all models (``arch`` "all"; else the last ensemble), their
-    names (``ex_tau_model``, ``ex_tau_ensemble``) and their mean SIS size (%) along τ
-    (``ex_tau_model_sizes``, ``ex_tau_ensemble_sizes``)."""
+    """Glue values ``ex_tau_{model,ensemble}`` and ``..._sizes`` from chapter 10's mean SIS sizes: the first single
+    model and the all-model ensemble, and their mean SIS size (%) along τ (Figure 6)."""
     single = list(means.loc[means["kind"] == "single", "model"].unique())
     ensembles = means[means["kind"] == "ensemble"]
     everything = list(ensembles.loc[ensembles["arch"] == "all", "model"].unique()) or list(ensembles["model"].unique())

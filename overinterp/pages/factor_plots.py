@@ -1,10 +1,6 @@
 """Figures of the chapter "Why it holds or fails here": each claim's measure against one factor
-(:mod:`overinterp.experiments.factors`), one panel per claim, with the line its criterion compares against;
-and the exact backward selection the engine's benchmark measured (:func:`exact_benchmark`, paper 3.3).
-
-Ordered factors (epochs, width) are drawn as joined points, categories (method, mask value,
-retraining control) as separate points with the standard deviation over replicates where there
-are several.
+(:mod:`overinterp.experiments.factors`) with its criterion's line, and the engine benchmark's exact backward
+selection (:func:`exact_benchmark`, paper section 3.3).
 
     fig = sweep_figure(factors.epochs_sweep(run), "epochs", tau=0.99)
 """
@@ -43,10 +39,8 @@ def _panel(ax, df: pd.DataFrame, x: str, y: str, hue: str | None, joined: bool, 
 
 
 def sweep_figure(sweep: pd.DataFrame, xlabel: str, tau: float, hue: str | None = None, joined: bool = False):
-    """C1, C2 and C3 (and, for trained models, the share of confident test images) against the
-    sweep's setting, in a 2 x 2 grid. Dotted: the paper's 5% bound on the mean SIS size, the
-    criterion's tolerance for the accuracy drop on BS subsets, and half the lift (C3's criterion).
-    ``hue``: a column of the sweep (e.g. "sample"), its legend in the free fourth panel."""
+    """C1-C3 (and the share of confident test images, if present) against the sweep's setting in a 2 x 2 grid,
+    criteria dotted; ``hue``: a column of the sweep, its legend in a free panel; ``joined`` for ordered factors."""
     panels = [(MEASURES["C1"][0], f"C1: mean SIS size at τ = {tau:g} (%)\ndotted: the paper's bound, "
                f"{100 * paper.SIS_MEAN_SIZE_BELOW:g}%", 100 * paper.SIS_MEAN_SIZE_BELOW),
               (MEASURES["C2"][0], "C2: accuracy drop on own BS subsets (points)\ndotted: the criterion's "
@@ -73,8 +67,7 @@ def sweep_figure(sweep: pd.DataFrame, xlabel: str, tau: float, hue: str | None =
 
 
 def controls_figure(controls: pd.DataFrame, num_classes: int):
-    """C4: test accuracy (%) of the models retrained on each control, mean and sd over the
-    replicates; dotted: chance."""
+    """C4: test accuracy (%) of the models retrained on each control, mean and sd; dotted: chance."""
     fig, ax = plt.subplots(figsize=(6.4, 3.4))
     _panel(ax, controls, "control", ACC, None, False, 100 / num_classes,
            f"test accuracy of the retrained models (%), dotted: chance ({100 / num_classes:g}%)")
@@ -83,10 +76,8 @@ def controls_figure(controls: pd.DataFrame, num_classes: int):
 
 
 def exact_benchmark(run, results: str) -> tuple[dict, pd.DataFrame | None]:
-    """C1 and C2 of exact backward selection from the engine benchmark's files in ``results``
-    (:func:`overinterp.pages.speed.claim_measures`): the chapter's prose values on them, glue name ->
-    value (:func:`overinterp.pages.speed.exact_facts`, against the source model and the chapter's
-    sample), and the table per (method, setting), rounded; None without such a file."""
+    """({glue name: value}, table per (method, setting) or None) of exact backward selection's C1 and C2 from
+    the engine benchmark's files in ``results``; the table is None without results."""
     try:
         res = benchmarks.load_results(results)
     except FileNotFoundError:
@@ -100,8 +91,7 @@ def exact_benchmark(run, results: str) -> tuple[dict, pd.DataFrame | None]:
 
 
 def _sis_words(facts: dict, tau: float) -> str:
-    """Exact's mean SIS size on the benchmark against the paper's bound and the coarsest gradient
-    setting's, in a clause that reads where the benchmark has no SIS at ``tau``."""
+    """A clause comparing exact's mean SIS size with the paper's bound and the coarsest gradient setting."""
     head = f"the mean SIS at τ = {tau:g}"
     if facts["exact_sis"] == MISSING:
         return f"{head} has no number: the benchmark records no image with an SIS at that threshold"

@@ -1,14 +1,6 @@
-"""Figures of the chapter "Overinterpretation on ImageNet" (``book/12_imagenet``; paper 4.1.1, Figures 3
-and 4): the images with their SIS (Figure 3) and the frequency of each pixel location over the SIS
-(Figure 4), drawn from what :mod:`overinterp.experiments.imagenet_chapter` selected; and the words the
-prose glues for where the images come from.
-
-    fig3 = examples(sample, sel)       # images, SIS location and SIS alone, per image
-    fig4 = heatmap(sel, taus, band)    # one heatmap per threshold, the border band's inner edge dotted
-    words = source_words(sample.values)
-
-Each returns a matplotlib figure (a note-only one where there is nothing to draw);
-:func:`overinterp.pages.chapter.figure` glues it.
+"""Figures of the chapter "Overinterpretation on ImageNet" (paper section 4.1.1): images with their SIS
+(Figure 3) and the frequency of SIS pixel locations (Figure 4), from
+:mod:`overinterp.experiments.imagenet_chapter`; a note-only figure where there is nothing to draw.
 """
 from __future__ import annotations
 
@@ -26,9 +18,8 @@ __all__ = ["examples_figure", "heatmap_figure", "examples", "heatmap", "source_w
 
 
 def source_words(values: dict) -> dict:
-    """The words the chapter glues around ``n_source`` and ``size`` for where its images come from
-    (``source_which``, ``source_what``, ``source_how``), from a sample's facts (``values`` of
-    :func:`overinterp.experiments.imagenet_chapter.sample`: ``source``, ``folder``, ``resize``)."""
+    """Glue values ``source_which``, ``source_what``, ``source_how``: where the images come from, given a
+    sample's ``values`` (``source``, ``folder``, ``resize``)."""
     if values["source"] == "photos":
         return {"source_which": "the", "source_how": "each resized whole",
                 "source_what": "photographs that scikit-image (skimage.data) and scikit-learn (sample images) ship"}
@@ -37,8 +28,7 @@ def source_words(values: dict) -> dict:
 
 
 def examples_figure(images: torch.Tensor, masks: torch.Tensor, titles: Sequence[str], size: float = 1.9):
-    """Figure 3: per image (columns) the image, its SIS location (red over the dimmed image) and
-    the image with every pixel outside the SIS masked (the mean pixel, drawn grey)."""
+    """Figure 3: per image (columns) the image, its SIS in red, and the SIS alone (the rest grey)."""
     px = to_pixels(images, imagenet.MEAN, imagenet.STD)
     k = masks.cpu().numpy()[..., None]
     red = np.where(k, np.array([1.0, 0.0, 0.0]), 0.35 * px + 0.65)
@@ -58,8 +48,7 @@ def examples_figure(images: torch.Tensor, masks: torch.Tensor, titles: Sequence[
 
 
 def heatmap_figure(freqs: dict[str, torch.Tensor], band: torch.Tensor | None = None, size: float = 2.8):
-    """Figure 4: one heatmap per entry of ``freqs`` (title: the entry's name) of the fraction of
-    SIS containing each pixel; the inner edge of the border band dotted."""
+    """Figure 4: a heatmap per ``freqs`` entry of the fraction of SIS holding each pixel; ``band``'s edge dotted."""
     fig, axes = plt.subplots(1, len(freqs), figsize=(size * len(freqs) + 0.6, size), squeeze=False,
                              layout="constrained")
     for ax, (name, f) in zip(axes[0], freqs.items()):
@@ -73,15 +62,12 @@ def heatmap_figure(freqs: dict[str, torch.Tensor], band: torch.Tensor | None = N
 
 
 def examples(s: imagenet_chapter.Sample, sel: imagenet_chapter.Selected):
-    """Figure 3: each image at the highest threshold where it has an SIS, titled with its predicted
-    class and confidence (:func:`overinterp.experiments.imagenet_chapter.example_panels`; a note-only
-    figure where no image has one)."""
+    """Figure 3: each image at the highest threshold where it has an SIS, titled with class and confidence."""
     panels = imagenet_chapter.example_panels(s, sel)
     return examples_figure(*panels) if panels is not None else note_figure("no image has an SIS at these thresholds")
 
 
 def heatmap(sel: imagenet_chapter.Selected, taus, band: torch.Tensor):
-    """Figure 4: the frequency of SIS pixel locations, one panel per threshold with at least one SIS
-    (:func:`overinterp.experiments.imagenet_chapter.heatmap_freqs`; a note-only figure where there is none)."""
+    """Figure 4: the frequency of SIS pixel locations, a panel per threshold with at least one SIS."""
     freqs = imagenet_chapter.heatmap_freqs(sel, taus)
     return heatmap_figure(freqs, band) if freqs else note_figure("no SIS at these thresholds")

@@ -1,21 +1,5 @@
-"""The instructors' page (``book/17_instructors``): what each chapter teaches, what it
-costs alone, the exercises with their run times, and the committed measurements its "known weak spots"
-and its statement of the book's run time quote.
-
-Run times come from ``benchmarks/bench_chapters.py``, which writes ``chapters-<profile>-<device>.json``
-into ``benchmarks/results/`` (``"schema"``: :data:`SCHEMA`). Per chapter it holds ``with_store``
-(executed alone with every artifact stored: the time from an unpacked pack), ``full_build`` (its own
-seconds in one build of the whole book, earlier chapters' artifacts stored) and
-``alone_from_empty_upper_bound`` (an upper bound from an empty store, built from the store's access
-log), and for the pack its size and chapter 04's time after ``store unpack``. This module only reads
-the files (:func:`load`) and lays them out (:func:`table`, :func:`exercise_table`, the ``*_values``
-functions' glue values); without a file the table says "not measured" and the page says why. Every
-sentence is the notebook's: the values here are numbers, names and single words.
-
-The other committed files it reads, each named by a constant below: the whole quick book's time
-(:data:`BOOK`), Part I's verdicts at two seeds (:data:`VERDICTS`), the quick scale study
-(:data:`SCALE`), the standard edition's models (:data:`STANDARD_MODELS`) and the standard edition itself
-(:data:`STANDARD_EDITION`).
+"""The instructors' page (``book/17_instructors``): what each chapter teaches and costs, the exercises' run
+times and the "known weak spots", as tables and glue values from committed ``benchmarks/`` files.
 
     bench = load("benchmarks/results", "chapters-quick-cpu.json")      # None when absent
     Markdown(times_table(bench, "benchmarks/results", "chapters-quick-cpu.json"))
@@ -37,7 +21,7 @@ __all__ = ["SCHEMA", "TEACHING", "BOOK", "VERDICTS", "SCALE", "STANDARD_MODELS",
            "EXERCISE_RUNS", "load", "table", "times_table", "values", "times_values", "book_values",
            "exercise_table", "weak_spot_values", "worth_changing", "parameter_list"]
 
-SCHEMA = 1   # the structure of the file benchmarks/bench_chapters.py writes
+SCHEMA = 1   # version of the file benchmarks/bench_chapters.py writes
 
 BOOK = "book-quick-cpu.json"                # the whole quick book from an empty store, as `make book` runs it
 VERDICTS = "verdicts-quick-cpu.json"        # Part I's verdicts at two seeds (benchmarks/bench_verdicts.py)
@@ -77,11 +61,8 @@ TEACHING = {
                   "compute, how to cite", ()),
 }
 
-#: what an exercise computes beyond what a complete build stored -> (the index's words, the run-time
-#: file's field its time is read from, how that time bounds the exercise's: "≈" about it, "≤" at most).
-#: "store": loads what a complete build stored; "part": trains or selects a little more than the chapter
-#: alone (one model); "own": the chapter's own work again, earlier chapters' loaded; "new": new replicates
-#: of the zoo, and everything computed from them; "study": the scale study's models first
+#: what an exercise computes beyond a complete build's store -> (the index's words, the run-time field that
+#: bounds its time, "≈" about or "≤" at most)
 RUNS = {
     "store": ("nothing new", "with_store", "≈"),
     "part": ("a little more", "full_build", "≤"),
@@ -90,7 +71,7 @@ RUNS = {
     "study": ("the scale study first (`prepare --study scale`)", None, ""),
 }
 
-#: exercise label -> its kind of work (a key of :data:`RUNS`), read from what its solution says it recomputes
+#: exercise label -> its kind of work (a key of :data:`RUNS`), per what its solution recomputes
 EXERCISE_RUNS = {
     "ex-02-seed": "new", "ex-02-epochs": "part",
     "ex-03-tau": "store", "ex-03-method": "store",
@@ -119,8 +100,7 @@ def parameter_list() -> str:
 
 
 def load(results: str | Path, name: str) -> dict | None:
-    """The run-time file ``name`` of ``results``, or None when it is absent; a file of another schema
-    raises a one-line ``ValueError`` naming it."""
+    """The run-time file ``results/name``, or None when absent; ValueError for another :data:`SCHEMA`."""
     path = Path(results) / name
     if not path.is_file():
         return None
@@ -142,8 +122,7 @@ def _seconds(s: float | None) -> str:
 
 
 def times_table(bench: dict | None, results: str | Path, name: str) -> str:
-    """:func:`table`, after a note box saying that the times are not measured where ``bench`` is None
-    (the file ``name`` of ``results``, named relative to the repository root when it lies inside)."""
+    """:func:`table`, after a note that the times are not measured where ``bench`` is None."""
     if bench is not None:
         return table(bench)
     folder = Path(results).resolve()
@@ -154,9 +133,7 @@ def times_table(bench: dict | None, results: str | Path, name: str) -> str:
 
 
 def table(bench: dict | None) -> str:
-    """A MyST Markdown table: per chapter, a link, what it teaches, its time from an unpacked pack and
-    its upper bound from an empty store (from ``bench``; "not measured" without it), and the
-    parameters worth changing."""
+    """MyST table per chapter: what it teaches, its times alone, the parameters worth changing."""
     rows = (bench or {}).get("chapters", {})
     lines = ["| chapter | what it teaches | alone, from an unpacked pack | alone, from an empty store "
              "(upper bound) | worth changing in class |", "|---|---|---|---|---|"]
@@ -170,13 +147,7 @@ def table(bench: dict | None) -> str:
 
 
 def values(bench: dict | None) -> dict:
-    """Glue values of the page's logistics, each "not measured" without ``bench`` or its entry: where,
-    when and at which profile the times were measured and how long the whole book took (``times_profile``,
-    ``times_device``, ``times_date``, ``times_full_build``); the chapter measured alone from an empty store
-    beside its upper bound, where ``bench_chapters.py --validate`` ran (``validate_chapter``, the sidebar's
-    number, ``validate_seconds``, ``validate_bound``); the pack's size and files, the time to unpack it and
-    the chapter run alone after it (``pack_size``, ``pack_files``, ``pack_unpack``, ``pack_chapter``,
-    ``pack_chapter_seconds``)."""
+    """Glue values ``times_*``, ``validate_*`` and ``pack_*`` of ``bench``; "not measured" where it lacks them."""
     from overinterp.pages.chapter import chapter_number     # the sidebar's number, not the file name's
     bench = bench or {}
     pack, check = bench.get("pack") or {}, bench.get("validate") or {}
@@ -191,9 +162,7 @@ def values(bench: dict | None) -> dict:
 
 
 def times_values(bench: dict | None) -> dict:
-    """Per chapter ``<stem>``: ``t_pack_<stem>`` (alone from an unpacked pack), ``t_own_<stem>`` (its own
-    seconds in a complete build) and ``t_empty_<stem>`` (the upper bound from an empty store), as the
-    table prints them ("not measured" without ``bench`` or the chapter)."""
+    """Glue values ``t_pack_<stem>``, ``t_own_<stem>`` (in a complete build) and ``t_empty_<stem>`` per chapter."""
     rows = (bench or {}).get("chapters", {})
     out = {}
     for stem in TEACHING:
@@ -204,11 +173,7 @@ def times_values(bench: dict | None) -> dict:
 
 
 def book_values(results: str | Path, name: str = BOOK) -> dict:
-    """From the whole book's run-time file (``name`` of ``results``, :data:`BOOK`): where and when it ran
-    (``book_device``, ``book_date``, ``book_profile``), how long it executed, rendered and took in all
-    (``book_execute``, ``book_render``, ``book_total``), whether that was ``"within"`` or ``"over"`` the
-    profile's target (``book_against_target``), and the run before it on another machine
-    (``book_previous_total``, ``book_previous_device``); "not measured" without the file."""
+    """Glue values ``book_*`` of the whole book's run-time file; "not measured" without it."""
     doc = _json(Path(results) / name)
     keys = ("book_device", "book_date", "book_profile", "book_execute", "book_render", "book_total",
             "book_against_target", "book_previous_total", "book_previous_device")
@@ -232,10 +197,7 @@ def _time(bench: dict | None, stem: str, kind: str) -> str:
 
 
 def exercise_table(bench: dict | None, book: Path | None = None) -> str:
-    """A MyST Markdown table of every chapter's exercises (:func:`overinterp.pages.exercises.exercises`):
-    the chapter ("chapter N", the sidebar's number), the exercise (a link to it), what it changes, what
-    it computes (:data:`EXERCISE_RUNS`, :data:`RUNS`) and the run time that bounds it in ``bench``. An
-    exercise missing from :data:`EXERCISE_RUNS` raises a ``KeyError`` naming it."""
+    """MyST table of every exercise and its run time; KeyError for one missing from :data:`EXERCISE_RUNS`."""
     from overinterp.pages.chapter import chapter_number
     from overinterp.pages.exercises import exercises
     lines = ["| chapter | exercise | changes | computes | run time |", "|---|---|---|---|---|"]
@@ -263,9 +225,7 @@ def _numbers_span(numbers: list[int]) -> str:
 
 
 def _verdict_values(doc: dict | None) -> dict:
-    """Part I's verdicts at two seeds (:data:`VERDICTS`): how many (claim, model) outcomes there are and how
-    many differ between the seeds, which (:func:`overinterp.pages.report.seed_values`), how many were
-    inconclusive at the first seed, and the widest 95% interval at the first seed (claim, model, ends, width)."""
+    """Glue values ``v_*`` of Part I's verdicts at two seeds: changes, inconclusive ones, widest interval."""
     from overinterp.pages.report import seed_values
     seeds = {k: v for k, v in seed_values(doc, "v").items()
              if k in ("v_seeds", "v_rows", "v_changed", "v_changed_which")}
@@ -287,11 +247,7 @@ def _verdict_values(doc: dict | None) -> dict:
 
 
 def _scale_values(path: Path) -> dict:
-    """The committed scale study (:data:`SCALE`) at the last point of its size curve (the most training
-    images at its width: ``s_point_images``, ``s_point_width``): the test accuracy of its replicates (their
-    mean and each one's) on ``s_images`` test images, the mean SIS size by the gradient engine and by
-    ``pruned`` there, and the gradient engine's ratio over ``pruned`` across all the study's points
-    (:func:`overinterp.pages.scale.values`), with the device it ran on."""
+    """Glue values ``s_*`` of the scale study at its size curve's last point (accuracy, SIS size per engine)."""
     keys = ("s_arch", "s_point_images", "s_point_width", "s_images", "s_acc", "s_acc_values", "s_sis_gradient",
             "s_sis_pruned", "s_ratio_min", "s_ratio_max", "s_device")
     if not path.is_file():
@@ -314,10 +270,7 @@ def _scale_values(path: Path) -> dict:
 
 
 def _standard_values(models: dict | None, edition: Path) -> dict:
-    """The standard edition: its models' test accuracy (lowest–highest over every stored model, how many,
-    how many below the 93% it aimed at) and training epochs, the chapters it executed (the sidebar's numbers), the engine of
-    its SIS sizes and their mean (the lowest and highest architecture's estimate of the claim "sis"),
-    with the verdict's outcome."""
+    """Glue values ``std_*`` of the standard edition: models' accuracy, epochs, chapters, SIS engine and sizes."""
     from overinterp.pages.chapter import chapter_number
     out = dict.fromkeys(("std_acc_range", "std_models", "std_below", "std_epochs", "std_chapters", "std_sis_range",
                          "std_sis_outcome", "std_engine"), MISSING)
@@ -341,10 +294,7 @@ def _standard_values(models: dict | None, edition: Path) -> dict:
 
 
 def weak_spot_values(results: str | Path, root: Path = ROOT) -> dict:
-    """The numbers of the page's "known weak spots", each from a committed file: Part I's verdicts at two
-    seeds (``v_*``, :data:`VERDICTS`), the standard scale study at the zoo's point (``s_*``, :data:`SCALE`) and
-    the standard edition (``std_*``, :data:`STANDARD_MODELS`, :data:`STANDARD_EDITION`); "—" where a file
-    is absent."""
+    """Glue values of the "known weak spots" (``v_*``, ``s_*``, ``std_*``) from committed files; "—" if absent."""
     results = Path(results)
     return {**_verdict_values(_json(results / VERDICTS)), **_scale_values(results / SCALE),
             **_standard_values(_json(results / STANDARD_MODELS), root / STANDARD_EDITION)}

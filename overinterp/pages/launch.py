@@ -1,18 +1,6 @@
-"""The launch buttons of the rendered chapters (a Sphinx extension, loaded by ``_config.yml``).
-
-Jupyter Book's ``launch_buttons`` (``_config.yml``) are one setting for the whole book: the theme
-(sphinx-book-theme) puts the same providers on every notebook page, with no per-page option
-(sphinx-book-theme issue #587). This extension narrows them page by page, after the theme has made them:
-
-* **Binder** stays on every chapter: ``binder/`` installs the project where mybinder.org launches it.
-* **Colab** stays only on the GPU chapters (:data:`overinterp.config.chapters.GPU_CHAPTERS`) whose notebook
-  holds the install cell for the very repository and branch the link opens
-  (:func:`install_cell`, written by ``python -m overinterp chapters --write``):
-  Colab opens the notebook alone, and that cell is what installs the project there. A chapter without it (an
-  edition executed before the cell existed, a notebook whose cell names another repository) gets no Colab link.
-* Without a repository URL the launch buttons are dropped before the theme reads them (the theme cannot build
-  their links without one); :func:`overinterp.pages.build.repository_config` drops them from the staged
-  ``_config.yml`` as well.
+"""Sphinx extension (loaded by ``_config.yml``) narrowing the theme's book-wide launch buttons per page: Binder
+on every chapter; Colab only on GPU chapters whose notebook holds the :func:`install_cell` for the linked
+repository and branch (Colab opens a notebook alone); none without a repository URL.
 """
 from __future__ import annotations
 
@@ -23,16 +11,14 @@ from overinterp.config.chapters import GPU_CHAPTERS
 
 __all__ = ["INSTALL_TAG", "install_cell", "installs_from", "keeps_colab", "setup"]
 
-#: the tag of each chapter's install cell (:func:`install_cell`), right after its parameters cell
+#: the tag of each chapter's install cell, right after its parameters cell
 INSTALL_TAG = "install-overinterp"
 
 
 def install_cell(repository: str, branch: str = "main") -> str:
-    """The source of a chapter's install cell: where ``overinterp`` does not import (a notebook opened in
-    Google Colab), clone ``repository`` at ``branch`` and ``pip install -e`` it with the ``book`` extra (editable:
-    the chapters read the committed results beside the package); where it imports (this repository's
-    environment, Binder, papermill's build) the cell does nothing. Tagged ``remove-cell`` (hidden in the rendered
-    page) and :data:`INSTALL_TAG`; an empty ``repository`` makes the cell say what to do instead of installing."""
+    """Source of a chapter's install cell: where ``overinterp`` does not import (Colab), clone ``repository`` at
+    ``branch`` and ``pip install -e`` it with the ``book`` extra; elsewhere a no-op. An empty ``repository``
+    makes it raise with instructions."""
     if repository:
         body = (f'    subprocess.run(["git", "clone", "-q", "--depth", "1", "-b", {json.dumps(branch)},\n'
                 f'                    {json.dumps(repository)}, "overinterp-book"], check=True)\n'

@@ -1,11 +1,5 @@
-"""Figures of the book: SIS panels (paper Fig. 1, S1), backward-selection curves,
-pixel-location heatmaps (Fig. 2), training curves, SIS sizes, retrained accuracies (Table 1 as
-bars) and numeric tables formatted for display.
-
-Images come in normalised (the models' input); ``to_pixels`` turns them back
-into [0, 1] pixels with the dataset's mean/std. Masked pixels are drawn in a
-neutral colour that no real pixel has (light blue-grey), so a reader sees
-exactly which pixels a subset keeps.
+"""Shared figures of the book (SIS panels, paper Figs. 1-2 and S1; backward-selection curves; training curves;
+Table 1 bars) and display tables. Images come normalised; masked pixels are drawn in :data:`MASK_RGB`.
 """
 from __future__ import annotations
 
@@ -31,8 +25,7 @@ PAGE_PX = 768                  # width (px) at which the book's page shows a wid
 
 
 def text_sizes(fig) -> list[float]:
-    """Font sizes in points of every piece of text a draw of ``fig`` puts on the canvas: hidden
-    artists, empty strings and the tick labels of an axis turned off draw nothing and do not count."""
+    """Font sizes (pt) of every text a draw of ``fig`` actually puts on the canvas."""
     from matplotlib.backends.backend_agg import RendererAgg
     w, h = fig.get_size_inches() * fig.dpi
     renderer, sizes = RendererAgg(int(w), int(h), fig.dpi), []
@@ -49,8 +42,7 @@ def text_sizes(fig) -> list[float]:
 
 
 def figure_png(fig) -> bytes:
-    """``fig`` as the notebook's inline backend renders it (PNG at the figure's dpi, tight bounding
-    box), carrying its font record: the smallest drawn font size in points and that dpi."""
+    """``fig`` as inline PNG bytes (tight bbox), with the smallest drawn font size (pt) and dpi in :data:`FONT_KEY`."""
     sizes = text_sizes(fig)
     record = {"min_pt": min(sizes) if sizes else None, "dpi": float(fig.dpi)}
     buf = io.BytesIO()
@@ -60,9 +52,7 @@ def figure_png(fig) -> bytes:
 
 
 def text_pt(width_in: float, px: float = 9.0, dpi: float = 100.0) -> float:
-    """The font size (pt) that a figure ``width_in`` inches wide needs for its text to be ``px``
-    pixels on the page: a figure wider than :data:`PAGE_PX` at ``dpi`` is shrunk to it, one narrower
-    is shown at its own size."""
+    """Font size (pt) that shows ``px`` pixels high in a figure ``width_in`` wide (shrunk to :data:`PAGE_PX`)."""
     return px * 72 / dpi * max(1.0, width_in * dpi / PAGE_PX)
 
 
@@ -108,16 +98,15 @@ def image_rows(rows: dict[str, np.ndarray], col_titles=None, size: float = 1.3):
 
 def gallery(images: torch.Tensor, masks: dict, mean, std, col_titles=None, original: str | None = "original",
             size: float = 1.3):
-    """Images beside their pixel subsets: a row ``original`` (None: no such row) of the ``images``,
-    then one row per entry of ``masks`` {row label: (N, H, W) bool keep-mask}, masked pixels drawn
-    in :data:`MASK_RGB` (the figure of SIS and 5% subsets, paper Figs. 1-2)."""
+    """Images (row ``original``; None: no such row) above their subsets, a row per ``masks`` entry
+    {label: (N, H, W) bool keep-mask} (paper Figs. 1-2)."""
     rows = {original: to_pixels(images, mean, std)} if original is not None else {}
     rows.update({label: show_masked(images, keep, mean, std) for label, keep in masks.items()})
     return image_rows(rows, col_titles=col_titles, size=size)
 
 
 def note_figure(text: str):
-    """A small figure that only says ``text``: what a chapter shows in place of a figure with nothing to draw."""
+    """A small figure saying only ``text``, shown where there is nothing to draw."""
     fig, ax = plt.subplots(figsize=(4, 1))
     ax.axis("off"), ax.text(0.5, 0.5, text, ha="center")
     return fig
@@ -125,8 +114,7 @@ def note_figure(text: str):
 
 def backselect_curves(values: torch.Tensor, confidence: torch.Tensor, labels=None, threshold: float | None = None,
                       ax=None, fontsize: float | None = None):
-    """Confidence f vs fraction of features remaining, one line per image (values (N, P)); ``fontsize``
-    (pt) of the labels, ticks and legend (None: matplotlib's, legend 7 pt)."""
+    """Confidence against fraction of pixels remaining, a line per image of ``values`` (N, P); ``fontsize`` in pt."""
     ax = ax or plt.subplots(figsize=(5, 3.2))[1]
     v = torch.cat([confidence[:, None], values], 1).detach().cpu().float()  # (N, P+1): 0..P removed
     P = values.shape[1]
@@ -148,8 +136,7 @@ def backselect_curves(values: torch.Tensor, confidence: torch.Tensor, labels=Non
 
 
 def backselect_panels(results: dict, n: int, threshold: float | None = None, size: tuple = (4.2, 3.2)):
-    """:func:`backselect_curves` of the first ``n`` images of each backward-selection result of
-    ``results`` ({panel title: result}), side by side."""
+    """:func:`backselect_curves` of the first ``n`` images of each of ``results`` ({title: result}), side by side."""
     width = size[0] * len(results)
     fig, axes = plt.subplots(1, len(results), figsize=(width, size[1]), squeeze=False)
     pt = text_pt(width)   # text of at least 9 px once the figure is shrunk to the page
@@ -173,8 +160,7 @@ def heatmaps(freqs: dict[str, torch.Tensor], titles: dict[str, str] | None = Non
 
 
 def transfer_matrix(table, size: float = 8.4):
-    """Section 4.1's transfer as a heatmap: accuracy (%) of every model (columns) on the 5% BS subsets of
-    every source replicate (rows), each cell annotated; it fits the page at any number of replicates."""
+    """Section 4.1's transfer heatmap: accuracy (%) of each model (columns) on each source's 5% BS subsets (rows)."""
     n = max(table.shape)
     fig, ax = plt.subplots(figsize=(size, size * table.shape[0] / table.shape[1] * 0.8 + 0.8))
     sns.heatmap(table, ax=ax, vmin=0, vmax=100, cmap="viridis", annot=True, fmt=".0f",
@@ -200,14 +186,13 @@ def training_curves(histories: dict[str, list[dict]], key: str = "loss", ax=None
 
 
 def outside_legend(ax, **kw) -> None:
-    """The axes' legend to the right of the plot, where it covers no data; the figure widens to hold it."""
+    """Put the axes' legend right of the plot, covering no data."""
     ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, **kw)
     ax.figure.tight_layout()
 
 
 def sis_sizes_box(sizes: dict[str, list[float]], bound: float | None = 100 * paper.SIS_MEAN_SIZE_BELOW):
-    """Box plot of the SIS sizes (% of the pixels) per model, from {model: sizes as fractions};
-    dotted: ``bound`` (%), default the paper's bound on the mean (4.1). Drawn on the current axes."""
+    """Box plot on the current axes of SIS sizes (%) per model from {model: fractions}; dotted: ``bound`` (%)."""
     long = pd.DataFrame([{"model": m, "SIS size (% of pixels)": 100 * v} for m, vs in sizes.items() for v in vs])
     ax = sns.boxplot(data=long, x="model", y="SIS size (% of pixels)", hue="model")
     if bound is not None:
@@ -216,9 +201,8 @@ def sis_sizes_box(sizes: dict[str, list[float]], bound: float | None = 100 * pap
 
 
 def retrain_bars(runs: dict[tuple[str, str], pd.DataFrame]):
-    """Test accuracy (%) of retrained models per model and condition, mean and seeded 95% bootstrap
-    interval over the replicates, from {(model, trained and evaluated on): accuracies per replicate (a "test"
-    column)}. Drawn on the current axes."""
+    """Bars on the current axes: test accuracy (%) per model and condition, mean and 95% bootstrap interval,
+    from {(model, condition): frame with a "test" column per replicate}."""
     long = pd.DataFrame([{"model": m, "trained and evaluated on": cond, "test accuracy (%)": acc}
                          for (m, cond), r in runs.items() for acc in r["test"]])
     ax = sns.barplot(data=long, x="model", y="test accuracy (%)", hue="trained and evaluated on",
@@ -228,8 +212,7 @@ def retrain_bars(runs: dict[tuple[str, str], pd.DataFrame]):
 
 
 def mean_std(table, digits: int = 2):
-    """A table with numeric (column, 'mean' | 'std') pairs, formatted 'mean ± std' for display
-    (just the mean where the std is NaN: a single replicate)."""
+    """A table of (column, 'mean' | 'std') pairs as 'mean ± std' strings (the mean alone where std is NaN)."""
     cols = list(dict.fromkeys(c[0] for c in table.columns))
     out = {}
     for c in cols:
@@ -239,9 +222,7 @@ def mean_std(table, digits: int = 2):
 
 
 def long_by(shown: pd.DataFrame, level: str) -> pd.DataFrame:
-    """``shown`` (index levels including ``level``, one column per item) turned so that ``level``'s
-    values become the columns and the items a level of the rows: a wide table made long enough
-    to fit the page. The order of the rows, items and columns is kept."""
+    """``shown`` with ``level``'s values as columns and its columns as a row level, order kept (fits the page)."""
     cols = list(dict.fromkeys(shown.index.get_level_values(level)))
     rest = [n for n in shown.index.names if n != level]
     long = shown.stack(future_stack=True).unstack(level)[cols]
@@ -253,9 +234,7 @@ def long_by(shown: pd.DataFrame, level: str) -> pd.DataFrame:
 
 
 def zoo_stats(stats: pd.DataFrame, threshold: float = paper.SIS_THRESHOLD) -> pd.DataFrame:
-    """:func:`overinterp.experiments.runs.zoo_table` (computed at ``threshold``) for display:
-    'mean ± std' without the epochs, the share of confident test images named by its threshold,
-    "plateaued" as a share of the replicates."""
+    """:func:`overinterp.experiments.runs.zoo_table` (at ``threshold``) for display, as 'mean ± std'."""
     shown = mean_std(stats).drop(columns=["epochs"]).rename(columns={CONFIDENT: f"test at ≥ {threshold:g} (%)"})
     shown["plateaued"] = [f"{100 * v:.0f}% of replicates" for v in stats[("plateaued", "mean")]]
     return shown

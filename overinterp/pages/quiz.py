@@ -1,7 +1,5 @@
-"""The human benchmark as the reader meets it (paper 3.4, Table 2): example rows and the quiz.
-
-:func:`quiz_html` turns a :class:`overinterp.experiments.humans.Benchmark` into the paper's task as
-one static HTML + JavaScript widget; :func:`example_rows` gives the rows of the chapter's figure.
+"""The human benchmark as the reader meets it (paper section 3.4, Table 2): :func:`example_rows` for the
+chapter's figure and :func:`quiz_html`, the task as one static HTML + JavaScript widget.
 """
 from __future__ import annotations
 
@@ -21,8 +19,8 @@ __all__ = ["example_rows", "quiz_html"]
 
 
 def example_rows(bench: Benchmark, classes, mean, std, n: int = 10) -> tuple:
-    """(rows, column titles) for :func:`overinterp.pages.plots.image_rows`: the first image of up to
-    ``n`` classes, unmasked and at every level (masked pixels in the plots' highlight colour)."""
+    """(rows, column titles) for :func:`~overinterp.pages.plots.image_rows`: the first image of up to ``n``
+    classes, unmasked and at every level."""
     first = list(dict.fromkeys(bench.labels.tolist()))[:n]
     cols = torch.tensor([bench.labels.tolist().index(c) for c in first], dtype=torch.long)
     rows = {"original": show_masked(bench.images[cols], None, mean, std)}
@@ -105,17 +103,12 @@ _JS = r"""
 
 def quiz_html(bench: Benchmark, classes, mean, std, paper=None, seed: int = 0, *,
               paper_std=None, highlight: bool = False, px: int = 128, uid: str | None = None) -> str:
-    """The paper's human benchmark (3.4, S4) as one self-contained HTML + JavaScript string.
+    """The paper's human benchmark (sections 3.4, S4) as one self-contained, deterministic HTML + JS string.
 
-    The reader classifies the ``bench`` images level by level in increasing subset size,
-    shuffled within each level (seeded by ``seed``), one button per class; after each level
-    the page shows the reader's accuracy beside ``paper`` +- ``paper_std`` (one entry per level, None = no
-    paper number; default: Table 2 at the benchmark's levels, :func:`paper_humans`) and the accuracy of the models that made the
-    subsets; after the last level it reveals the answer key (the unmasked images with their
-    classes). Images are base64 PNG data URIs: by default exactly what the model sees
-    (masked pixels at the mean pixel, paper 3.3); ``highlight`` draws them in the plots'
-    highlight colour instead. Element ids start with ``uid`` (default: a hash of the content),
-    so two widgets on one page do not collide. Deterministic for fixed inputs.
+    The reader classifies ``bench``'s images level by level (shuffled by ``seed``); each level's accuracy is
+    shown beside ``paper`` +- ``paper_std`` (per level, None: no number; default Table 2) and the models'.
+    Images show masked pixels as the model sees them, or with ``highlight`` in the plots' colour. Element ids
+    start with ``uid`` (default: a content hash).
     """
     L, N = len(bench.fracs), len(bench)
     table2 = paper_humans(bench.fracs)

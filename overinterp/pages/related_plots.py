@@ -1,10 +1,5 @@
-"""Figures of the chapters on related methods: input reduction (chapter 15; Feng et al. 2018, their
-Figures 3, 4 and 7 on our data), Shared Interest (chapter 14; Boggust et al.: the regions and the
-gallery of the eight cases) and Bayes-TrEx (chapter 16; Booth et al. 2021: the VAEs, the samples of
-each target and the SIS of sampled images). Each function takes what an experiment returned
-(:mod:`overinterp.experiments.input_reduction`, ``.shared_interest``, ``.bayes_trex``) and returns a
-matplotlib figure; :func:`overinterp.pages.chapter.figure` glues it.
-"""
+"""Figures of the chapters on related methods: input reduction (chapter 15; Feng et al. 2018), Shared Interest
+(chapter 14; Boggust et al.) and Bayes-TrEx (chapter 16; Booth et al. 2021)."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -28,8 +23,7 @@ __all__ = ["size_figure", "confidence_figure", "examples_figure", "regions_figur
 
 # ----------------------------------------------------------------------------- input reduction (chapter 15)
 def size_figure(images: pd.DataFrame, pixels: int):
-    """Their Figure 3 on our data: histogram of the reduced sizes (pixels, log-spaced bins) of the
-    original and the fine-tuned models' reductions, replicates pooled; the mean in the legend."""
+    """Their Figure 3: histogram of reduced sizes (pixels, log bins) per model, replicates pooled."""
     fig, ax = plt.subplots(figsize=(6, 3), layout="constrained")
     bins = np.unique(np.geomspace(1, pixels, 25).round())
     for name, color in zip(MODELS, ("C0", "C1")):
@@ -46,8 +40,7 @@ def size_figure(images: pd.DataFrame, pixels: int):
 
 
 def confidence_figure(images: pd.DataFrame):
-    """Their Figure 4 on our data: distribution of the confidence in the predicted class on the
-    original and on the reduced inputs, one panel per model, replicates pooled."""
+    """Their Figure 4: confidence in the predicted class on original and reduced inputs, a panel per model."""
     fig, axes = plt.subplots(1, 2, figsize=(7, 2.8), sharey=True, layout="constrained")
     bins = np.linspace(0, 1, 21)
     for ax, name in zip(axes, MODELS):
@@ -64,8 +57,7 @@ def confidence_figure(images: pd.DataFrame):
 
 
 def examples_figure(images: torch.Tensor, reductions: dict, n: int = 6, mask_value=0.0):
-    """Their Figure 7 on images: the first ``n`` images (top), reduced by the original model (middle)
-    and by the fine-tuned one (bottom), replicate 0; pixels removed show the mask value."""
+    """Their Figure 7: the first ``n`` images and their reductions by the original and fine-tuned models."""
     n = min(n, len(images))
     H, W = images.shape[2:]
     rows = [("image", images[:n])] + [(f"reduced,\n{name}", apply_keep(images[:n], reductions[(0, name)].keep[:n]
@@ -88,9 +80,8 @@ def examples_figure(images: torch.Tensor, reductions: dict, n: int = 6, mask_val
 
 def gallery(pixels: np.ndarray, G: torch.Tensor, E: torch.Tensor, table: pd.DataFrame, k: int = 6,
             classes=None, size: float = 1.25):
-    """One row per case of :data:`CASES`, its ``k`` top-ranked images (:func:`ranked`) of one
-    (model, replicate, method) ``table``: the image in grey, the explanation region E in orange,
-    the silhouette G outlined in cyan; titles give the label → prediction and IoU / GTC / EC."""
+    """A row per case of :data:`CASES`: its ``k`` top-ranked images of ``table`` (one model, replicate and
+    method), region E in orange, silhouette G outlined in cyan, titled label→prediction and IoU/GTC/EC."""
     fig, axes = plt.subplots(len(CASES), k, figsize=(size * k + 1.2, size * len(CASES) * 1.12), squeeze=False)
     pt = text_pt(size * k + 1.2)
     for row, c in zip(axes, CASES):
@@ -119,8 +110,7 @@ def gallery(pixels: np.ndarray, G: torch.Tensor, E: torch.Tensor, table: pd.Data
 
 def regions_figure(images: torch.Tensor, labels: torch.Tensor, G: torch.Tensor, regions: dict, model: str,
                    methods: Sequence[str], split, n: int = 8):
-    """The first ``n`` test images (top row), their silhouettes G and the explanation regions of
-    replicate 0 of ``model`` for each of ``methods`` (:func:`overinterp.pages.plots.gallery`)."""
+    """The first ``n`` test images, their silhouettes G and replicate 0's explanation regions per method."""
     show = slice(0, n)
     masks = {"silhouette G": G[show], **{m: regions[(model, 0, m)][show] for m in methods}}
     return subset_gallery(images[show], masks, split.mean, split.std,
@@ -129,8 +119,7 @@ def regions_figure(images: torch.Tensor, labels: torch.Tensor, G: torch.Tensor, 
 
 def case_galleries(images: torch.Tensor, G: torch.Tensor, regions: dict, table: pd.DataFrame, model: str, k: int,
                    split) -> dict:
-    """method -> :func:`gallery` of replicate 0 of ``model`` (its display name), one per method in
-    ``table`` (in table order), on the images' pixels."""
+    """{method: :func:`gallery` of replicate 0 of ``model``} for each method in ``table``."""
     pixels = split.denormalise(images)[:, 0].clamp(0, 1).numpy()
     out = {}
     for m in dict.fromkeys(table["method"]):
@@ -140,9 +129,8 @@ def case_galleries(images: torch.Tensor, G: torch.Tensor, regions: dict, table: 
 
 
 # ----------------------------------------------------------------------------- Bayes-TrEx (chapter 16)
-# The page shows figures about 750 px wide at 100 dpi: 7.5 inches, so a font of 9 pt or more reads at
-# 9 pt or more. Rows of images are subfigures titled above, not y-labels (long labels do not fit beside
-# a 28x28 image at that size).
+# figures are shown ~750 px wide (7.5 in at 100 dpi), so 9 pt stays 9 pt; row titles go above (subfigures),
+# as long y-labels do not fit beside a 28x28 image
 WIDTH = 7.5      # inches, the page's content width at 100 dpi
 FONT = 9         # pt, the smallest text of a figure
 TITLE = 10       # pt, row titles
@@ -159,8 +147,7 @@ def _short(name: str) -> str:
 
 def _image_rows(rows: dict[str, list], titles: dict[str, list] | None = None, cols: int = 8,
                 height: float = 1.05):
-    """A figure WIDTH wide: one subfigure per entry of ``rows`` {row title: images (H, W) or (H, W, 3)},
-    ``cols`` images a row, each titled by ``titles[row][j]`` (FONT pt) when given."""
+    """A figure :data:`WIDTH` wide, a subfigure per ``rows`` entry {title: images}, ``cols`` a row, with ``titles``."""
     titles = titles or {}
     heights = [height + 0.3 + (0.2 + 0.16 * max(str(t).count("\n") + 1 for t in titles[k]) if titles.get(k) else 0.0)
                for k in rows]                                              # image + row title + column titles
@@ -186,8 +173,7 @@ def _image_rows(rows: dict[str, list], titles: dict[str, list] | None = None, co
 @torch.no_grad()
 def vae_figure(vaes: dict[str, VAE], images: torch.Tensor, labels: torch.Tensor, classes: Sequence[str],
                held_out: int, n: int = 10, seed: int = 0):
-    """Rows: the first test image of each class, its reconstruction by the VAE of all classes, ``n``
-    prior samples of each VAE (seeded, the same z for both)."""
+    """Rows: a test image per class, its reconstruction, and ``n`` prior samples of each VAE (the same z)."""
     first = torch.stack([(labels == c).nonzero()[0, 0] for c in range(len(classes))])
     dev = next(vaes["all"].parameters()).device
     x = images[first].to(dev)
@@ -205,8 +191,7 @@ def vae_figure(vaes: dict[str, VAE], images: torch.Tensor, labels: torch.Tensor,
 @torch.no_grad()
 def samples_figure(vaes: dict[str, VAE], chains: dict[str, Chains], logits: dict[str, torch.Tensor],
                    targets: dict[str, Target], classes: Sequence[str], n: int = 8):
-    """One row per target (its name above): ``n`` decoded samples spread over its chains, titled with
-    the classifier's confidence in the target class(es)."""
+    """A row per target: ``n`` decoded samples spread over its chains, titled with the target confidence."""
     cols = max(1, min(n, min(c.z.shape[0] * c.z.shape[1] for c in chains.values())))
     rows, titles = {}, {}
     for name, ch in chains.items():
@@ -220,9 +205,7 @@ def samples_figure(vaes: dict[str, VAE], chains: dict[str, Chains], logits: dict
 
 
 def trace_figure(chains: dict[str, Chains]):
-    """One panel per target: the kept samples of its latent dimension with the largest R̂, one line
-    per chain, and each chain's start point (dashed, same colour; the code it started from) when kept;
-    the legend below the panels."""
+    """A panel per target: its highest-R̂ latent dimension's trace per chain, starts dashed when recorded."""
     names = list(chains)
     ncol = min(2, len(names))
     nrow = (len(names) + ncol - 1) // ncol
@@ -252,10 +235,7 @@ def trace_figure(chains: dict[str, Chains]):
 
 
 def sis_figure(comparison: dict, split, tau: float, n: int):
-    """Up to ``n`` sampled high-confidence images that have an SIS at ``tau``, the targets' classes
-    in turn (:func:`overinterp.experiments.runs.by_class_turns`; top, the class above each), and their
-    SIS, the other pixels drawn in :data:`overinterp.pages.plots.MASK_RGB`; ``comparison`` from
-    :func:`overinterp.experiments.bayes_trex.sis_comparison`."""
+    """Up to ``n`` sampled images with an SIS at ``tau`` above their SIS, from ``sis_comparison``'s ``comparison``."""
     Xs, sis = comparison["images"], comparison["sis"]
     found = torch.tensor([i for i in range(len(Xs)) if sis.found[i]], dtype=torch.long)
     show = by_class_turns(found, torch.as_tensor(comparison["classes"]))[:n].tolist() if len(found) else []

@@ -1,7 +1,6 @@
-"""The verdicts as text and JSON (what ``python -m overinterp verdicts`` prints and writes), and the editions'
-verdicts read for the introduction's bottom line and the report page (``book/18_report``), whose tables,
-forest figures, two-seed check and other values are ``report_tables``, ``report_forest``, ``report_seeds``
-and ``report_values``.
+"""Verdicts as text and JSON (``python -m overinterp verdicts``), and editions' verdicts read for the
+introduction's bottom line and the report page (``book/18_report``; with ``report_tables``, ``report_forest``,
+``report_seeds``, ``report_values``).
 
     print(text(rows))                              # one line per claim and model
     bottom_line(edition_verdicts(STANDARD), "std")   # glue values: claims per outcome, as words and counts
@@ -34,7 +33,7 @@ READING = {HOLDS: "reproduced", FAILS: "not reproduced", INCONCLUSIVE: "inconclu
 #: the glue name of each verdict of the paper's claims (:func:`bottom_line`, :func:`agreement`)
 OUTCOMES = {HOLDS: "reproduced", FAILS: "not", INCONCLUSIVE: "inconclusive", UNTESTABLE: "untestable"}
 
-#: the one line the verdicts command prints first for the tiny profile, and the mark of each of its rows
+#: the tiny profile's warning line and the mark on each of its rows
 TINY_WARNING = ("warning: profile tiny is a smoke test of the pipeline (seconds of training on a handful of "
                 "images): its numbers are not findings; use --profile quick or larger for results")
 TINY_MARK = "[tiny: smoke test] "
@@ -56,8 +55,7 @@ def counts(r: dict) -> list[str]:
 
 
 def text(rows: list[dict], profile: str = "") -> str:
-    """What ``verdicts`` prints: per claim a line (verdict, the source's number, chapter), then one per model
-    (estimate, 95% interval, margin, outcome, replicates, images); the tiny profile's marked as a smoke test."""
+    """What ``verdicts`` prints: per claim a line (verdict, paper's number, chapter), then one per model."""
     from overinterp.config.chapters import chapter_label
     tiny = profile == "tiny"
     out, part, claim = [TINY_WARNING] if tiny else [], None, None
@@ -93,15 +91,14 @@ def write(path, doc: dict) -> None:
 
 
 def same_run(old: dict, new: dict) -> None:
-    """A ValueError naming the first of dataset, profile and seed in which two verdicts documents differ."""
+    """Raise ValueError naming the first of dataset, profile and seed in which two verdicts documents differ."""
     for key in ("dataset", "profile", "seed"):
         if old.get(key) != new.get(key):
             raise ValueError(f"cannot merge verdicts of {key} {new.get(key)!r} into a file of {key} {old.get(key)!r}")
 
 
 def merge(old: dict, new: dict) -> dict:
-    """``old`` with the rows of ``new``'s claims replaced by ``new``'s, in the registry's order, so that a claim
-    computed later joins the file; ``merged`` lists each later command, ``commit`` and ``device`` stay the first's."""
+    """``old`` with ``new``'s claims' rows replacing its own, in registry order; ``merged`` lists each later run."""
     same_run(old, new)
     claims = list(dict.fromkeys(r["claim"] for r in new["rows"]))
     order = {c: i for i, c in enumerate(CLAIMS)}
@@ -115,7 +112,7 @@ def merge(old: dict, new: dict) -> dict:
 
 
 def load(path) -> dict:
-    """A :func:`document` from ``path`` (a clear error naming the file when it is missing or not one)."""
+    """The :func:`document` at ``path``; FileNotFoundError or ValueError naming it otherwise."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no verdicts at {path}: run python -m overinterp verdicts --json {path}")
@@ -128,13 +125,13 @@ def load(path) -> dict:
 # ----------------------------------------------------------------------------- reading an edition's verdicts
 
 def group(claim: str) -> str:
-    """The group of the verdict table ``claim`` sits in: its part, the tests of the published critiques apart."""
+    """``claim``'s group in the verdict table: its part, with the critique tests apart."""
     c = CLAIMS[claim]
     return "Part I: the paper against its critiques" if c.chapter == "07b_critiques" else PARTS[c.part]
 
 
 def edition_verdicts(folder=STANDARD) -> dict | None:
-    """The committed edition's verdicts at its manifest's seed, with its ``"manifest"``; None where there are none."""
+    """The edition's verdicts at its manifest's seed, with its ``"manifest"``; None if absent."""
     folder = Path(folder)
     manifest = json.loads((folder / "manifest.json").read_text()) if (folder / "manifest.json").is_file() else {}
     path = folder / f"verdicts-seed{manifest.get('parameters', {}).get('seed', 0)}.json"
@@ -142,7 +139,7 @@ def edition_verdicts(folder=STANDARD) -> dict | None:
 
 
 def this_execution(run) -> dict:
-    """This execution's verdicts document, from the store the chapters filled, the Verdicts under ``"verdicts"``."""
+    """This execution's verdicts document from the store, the Verdicts under ``"verdicts"``."""
     from overinterp.experiments import claims
     from overinterp.zoo.train import device_name
     vs = claims.verdicts(run, progress=False, controls=True)
@@ -150,15 +147,14 @@ def this_execution(run) -> dict:
 
 
 def second_seed(path) -> dict | None:
-    """The same edition's verdicts at its other seed: the one other ``verdicts-seed*.json`` beside ``path``."""
+    """The edition's verdicts at its other seed (the one other ``verdicts-seed*.json`` beside ``path``), or None."""
     path = Path(path)
     others = sorted(q for q in path.parent.glob("verdicts-seed[0-9]*.json") if q.name != path.name)
     return load(others[0]) if len(others) == 1 else None
 
 
 def by_claim(doc: dict | None) -> dict[str, list[dict]]:
-    """The rows of a verdicts document by claim in the registry's order, without rows of an earlier
-    :attr:`overinterp.paper.claims.Claim.revision` of the claim."""
+    """A verdicts document's rows by claim, in registry order, without rows of an earlier claim revision."""
     rows = {}
     for r in (doc or {}).get("rows", []):
         if r["claim"] in CLAIMS and r.get("revision", 1) == CLAIMS[r["claim"]].revision:
@@ -179,8 +175,7 @@ def claim_label(claim: str) -> str:
 
 
 def blank_failures(doc: dict | None) -> list[str]:
-    """The architectures whose blank under the paper's mask is informative: from the rows' ``blank passes``
-    where they have them, else from the ``blank`` claim's rows."""
+    """The architectures whose blank (fully masked) input is informative under the paper's mask."""
     rows = {c: [r for r in rs if not r.get("condition")] for c, rs in by_claim(doc).items()}   # the paper's mask
     names = {r["model"].split(",")[0].split(" / ")[0] for c in rows for r in rows[c] if r.get("blank passes") is False}
     flagged = names & set(ARCH_NAMES.values())
@@ -191,8 +186,7 @@ def blank_failures(doc: dict | None) -> list[str]:
 
 
 def causes(doc: dict | None) -> dict[str, str]:
-    """Claim -> what a chapter measured beside its verdict: a controlled condition that reads otherwise,
-    else an informative blank where the claim feeds masked inputs."""
+    """{claim: caveat}: a control condition that reads otherwise, else an informative blank for masked inputs."""
     failing, out = blank_failures(doc), {}
     for c, rs in by_claim(doc).items():
         main = rs[0]["verdict"]
@@ -207,9 +201,8 @@ def causes(doc: dict | None) -> dict[str, str]:
 # ----------------------------------------------------------------------------- the bottom line
 
 def bottom_line(doc: dict | None, prefix: str, other: dict | None = None) -> dict:
-    """Glue values of one edition, ``<prefix>_<name>``: the paper's claims per outcome (:data:`OUTCOMES`) as a
-    list with causes and a count (``_n``), with ``other`` (a second seed) only those both seeds agree on and
-    the rest under ``differ``; what was not computed, the blank check and the tests the book adds."""
+    """Glue values ``<prefix>_*`` of one edition: the paper's claims per outcome (with ``other``, a second seed,
+    disagreements under ``_differ``), what was not computed, the blank check and added tests."""
     rows, more, why = by_claim(doc), by_claim(other), causes(doc)
     paper = [c for c in CLAIMS if of_the_paper(c)]
     added = [c for c in CLAIMS if not of_the_paper(c) and c in rows]
@@ -245,8 +238,7 @@ def bottom_line(doc: dict | None, prefix: str, other: dict | None = None) -> dic
 
 
 def agreement(first: dict | None, second: dict | None, prefix: str) -> dict:
-    """Glue values setting ``second``'s verdicts (a smaller scale) beside ``first``'s: the paper's claims both
-    computed, how many agree, which differ, and those only ``second`` computed per outcome."""
+    """Glue values comparing ``second``'s verdicts with ``first``'s: agreement, differences, claims only it has."""
     a, b = by_claim(first), by_claim(second)
     paper = [c for c in CLAIMS if of_the_paper(c)]
     both = [c for c in paper if c in a and c in b]
@@ -261,8 +253,7 @@ def agreement(first: dict | None, second: dict | None, prefix: str) -> dict:
 
 
 def headline(first: dict | None, second: dict | None = None, scale: str = "standard") -> str:
-    """The answer in one sentence: whether the paper reproduces in ``first`` (and ``second``, another seed)
-    and how many claims fall under each outcome."""
+    """One sentence: whether the paper reproduces in ``first`` (and ``second``, another seed), counts per outcome."""
     if first is None:
         return f"No {scale} edition is committed with this book, so it states no verdict at the {scale} scale."
     b = bottom_line(first, "x", second)
@@ -283,8 +274,7 @@ def headline(first: dict | None, second: dict | None = None, scale: str = "stand
 
 
 def values(run, p, standard: dict | None, here: dict) -> dict:
-    """Every value the report page glues from the committed edition ``standard`` and this execution ``here``
-    (``p``: its :class:`overinterp.config.chapters.Report`), and the introduction's ``glance_table``."""
+    """Every glue value of the report page (and ``glance_table``) from edition ``standard`` and execution ``here``."""
     from overinterp.config.profiles import get_profile
     from overinterp.pages.report_tables import glance_table
     std = get_profile("standard")

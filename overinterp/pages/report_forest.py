@@ -1,5 +1,5 @@
-"""The report page's forest figures: every estimate and 95% interval of every claim against its margin, one
-figure per part of the registry (:func:`forest_figures`; ``docs`` is ``{label: verdicts document or None}``)."""
+"""The report page's forest figures: each claim's estimates and 95% intervals against its margin, one figure per
+part of the claim registry."""
 from __future__ import annotations
 
 import math
@@ -31,8 +31,7 @@ def _margin(rows: list[dict]) -> tuple[float, float] | None:
 
 
 def _bounds(claim: str) -> tuple[float, float]:
-    """The range ``claim``'s measure can take, as the verdicts clip their intervals to it
-    (:meth:`overinterp.paper.intervals.Interval.clipped`), from its measure and unit."""
+    """The range ``claim``'s measure can take, from its unit (as the verdicts clip their intervals)."""
     c = CLAIMS[claim]
     name, unit = c.measure, c.unit
     if not unit and (x := re.fullmatch(r"(.+) \(([^()]+)\)", c.measure)):
@@ -50,10 +49,8 @@ def _bounds(claim: str) -> tuple[float, float]:
 
 
 def _xlim(claim: str, rows: list[dict]) -> tuple[float, float]:
-    """The x axis of ``claim``'s panel: its estimates, its margin's finite edges and its intervals' ends,
-    padded, within :func:`_bounds`. An interval's end counts only up to twice the larger of the spread of
-    the estimates and edges and the intervals' median width beyond them, so that one wide interval cannot
-    squash the others (the panel draws the rest as an arrow at the axis' end)."""
+    """The x range of ``claim``'s panel: estimates, margin edges and interval ends, padded, within :func:`_bounds`.
+    Interval ends far outside the rest are left out (drawn as arrows) so one wide interval cannot squash the others."""
     b_lo, b_hi = _bounds(claim)
     margin = _margin(rows)
     core = [v for r in rows if (v := finite(r.get("estimate"))) is not None]
@@ -78,8 +75,7 @@ def _xlim(claim: str, rows: list[dict]) -> tuple[float, float]:
 
 
 def forest_part(claim: str) -> str:
-    """The key of the figure that draws ``claim``: its part ("I", "II", "III"), with Part I's tests of the
-    paper's published critiques apart ("I_critiques"), as the verdict table groups them."""
+    """The figure key of ``claim``: its part ("I", "II", "III"), or "I_critiques" for Part I's critique tests."""
     c = CLAIMS[claim]
     return c.part if group(claim) == PARTS[c.part] else f"{c.part}_critiques"
 
@@ -90,10 +86,9 @@ FOREST_PARTS = {k: next(group(c) for c in CLAIMS if forest_part(c) == k)
 
 
 def forest_figures(docs: dict, columns: int = 2, width: float = 9.0) -> dict:
-    """One figure per key of :data:`FOREST_PARTS`: a panel per claim with an estimate in some edition, a line
-    per model and edition (a marker at the estimate), the region where the claim holds shaded and its finite
-    edges dashed, a one-sided interval dotted from its lowest end to the estimate, an interval that runs past
-    the axis (:func:`_xlim`) ending in an arrow there. A part without an estimate gets a figure saying so."""
+    """``{key of FOREST_PARTS: figure}`` from ``docs`` (``{edition label: verdicts document or None}``): a panel per
+    claim, a line per model and edition, the margin shaded with dashed edges, one-sided intervals dotted, and an
+    arrow where an interval runs past the axis."""
     return {k: _forest(docs, [c for c in CLAIMS if forest_part(c) == k], columns, width) for k in FOREST_PARTS}
 
 
@@ -102,7 +97,7 @@ def _model(name: str) -> str:
 
 
 def _forest_title(claim: str) -> str:
-    """A panel's title: where the source states the claim, and the claim in short, on lines of 44 characters."""
+    """A panel's title: the claim's section and short text, wrapped at 44 characters."""
     c = CLAIMS[claim]
     return textwrap.fill(f"{c.section.split(',')[0]}: {c.short}", 44)
 
@@ -147,8 +142,7 @@ def _forest(docs: dict, claims: list[str], columns: int, width: float):
 
 
 def _forest_panel(ax, claim: str, models: list[str], rows: dict) -> bool:
-    """One claim's panel (``rows``: {edition label: its rows of the claim}), each edition's models shifted
-    apart; True where an interval or an estimate runs past the axis and is drawn as an arrow."""
+    """Draw one claim's panel (``rows``: {edition label: its rows}); True if anything ran past the axis (an arrow)."""
     c = CLAIMS[claim]
     y = {m: -k for k, m in enumerate(models)}
     every = [r for per in rows.values() for r in per]

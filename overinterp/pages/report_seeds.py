@@ -18,8 +18,7 @@ SEEDS = "verdicts-seeds.json"
 
 
 def seed_rows(by_seed: dict[int, list[dict]]) -> list[dict]:
-    """One row per (claim, model) of the verdicts rows of each seed (``{seed: rows}``): ``seeds`` (each
-    seed's row, None where it lacks one) and ``flip`` (one seed "holds", another "does not hold")."""
+    """A row per (claim, model) of ``{seed: verdicts rows}``: ``seeds`` ({seed: row or None}) and ``flip``."""
     keys = list(dict.fromkeys((r["claim"], r["model"]) for recs in by_seed.values() for r in recs))
     rows = []
     for claim, model in keys:
@@ -36,7 +35,7 @@ def overlapping(seeds: list[int], replicates: int) -> list[tuple[int, int]]:
 
 
 def _replicates(doc: dict) -> int | None:
-    """A two-seed document's replicates per seed, or its profile's (a file of schema < 3 does not record them)."""
+    """A two-seed document's replicates per seed, else its profile's (older files lack them); None if unknown."""
     from overinterp.config.profiles import PROFILES
     return doc.get("replicates") or (PROFILES[doc["profile"]].replicates if doc.get("profile") in PROFILES else None)
 
@@ -53,8 +52,8 @@ def _short(claim: str) -> str:
 
 
 def seed_values(doc: dict | None, prefix: str) -> dict:
-    """Glue values of a two-seed document's first two seeds: the seeds and their replicates ('0–4 and 5–9'),
-    the outcomes both computed, which changed and which flipped; "—" for each without a document."""
+    """Glue values ``<prefix>_*`` of a two-seed document's first two seeds: seeds, replicates ('0–4 and 5–9'),
+    outcomes compared, changed and flipped; "—" without a document."""
     keys = ("seeds", "replicates", "rows", "changed", "changed_which", "flips", "flips_which")
     if not doc or not doc.get("rows"):
         return {f"{prefix}_{k}": MISSING for k in keys}
@@ -73,14 +72,13 @@ def seed_values(doc: dict | None, prefix: str) -> dict:
 
 
 def seed_doc(path) -> dict | None:
-    """The two-seed check at ``path`` (``benchmarks/bench_verdicts.py --out``), None where none is committed."""
+    """The two-seed check at ``path``, or None."""
     path = Path(path)
     return json.loads(path.read_text()) if path.is_file() else None
 
 
 def seed_table(files: dict) -> "pd.DataFrame":
-    """Each two-seed check of ``files`` ({label: path}) in a column of short facts (:func:`seed_values`, device,
-    date; overlapping replicates marked); which outcomes changed is :func:`seed_changes`' table, to fit the page."""
+    """A column of short facts per two-seed check of ``files`` ({label: path}); changes are in :func:`seed_changes`."""
     import pandas as pd
     out = {}
     for label, path in files.items():
@@ -96,14 +94,13 @@ def seed_table(files: dict) -> "pd.DataFrame":
 
 
 def _unbroken(outcome: str) -> str:
-    """An outcome of a few short words ("does not hold") kept on one line; "inconclusive at this scale" may wrap."""
+    """A short outcome with non-breaking spaces, so it stays on one line."""
     return outcome.replace(" ", "\u00a0") if len(outcome) <= 16 else outcome
 
 
 def seed_changes(files: dict) -> "pd.DataFrame":
-    """The outcomes that changed between the two seeds of each check of ``files`` (as :func:`seed_table`'s),
-    one row each: edition, claim, model, the outcome at each seed, the second marked "(flip)" where they
-    contradict each other; one row saying so where none changed, one of "—" where no check is committed."""
+    """A row per outcome that changed between the two seeds of each check of ``files`` ("(flip)" where they
+    contradict); a placeholder row per check without changes or without a file."""
     import pandas as pd
     out = []
     for label, path in files.items():
@@ -121,6 +118,6 @@ def seed_changes(files: dict) -> "pd.DataFrame":
             out.append({"edition": label, "claim": "no outcome changed", "model": MISSING, "1st seed": MISSING,
                         "2nd seed": MISSING})
     frame = pd.DataFrame(out, columns=["edition", "claim", "model", "1st seed", "2nd seed"])
-    # no row labels: a column of labels is laid out as narrow as one letter beside the claims, and breaks them
+    # no row labels: their column would squeeze the claims to one letter wide
     frame.index = [""] * len(frame)
     return frame

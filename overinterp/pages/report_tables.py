@@ -1,7 +1,5 @@
-"""The report page's tables of the verdicts: every verdict by claim and edition (:func:`verdict_table`, pasted
-into the introduction), the paper's claims at a glance (:func:`glance_table`), the result of each claim
-(:func:`results_table`), the claims tested (:func:`scope_table`) and the profiles' deviations
-(:func:`deviations_frame`). ``docs`` is ``{label: verdicts document or None}``, the largest scale first."""
+"""The report page's verdict tables: by claim and edition, at a glance, results, scope and the profiles'
+deviations. ``docs`` is ``{label: verdicts document or None}``, the largest scale first."""
 from __future__ import annotations
 
 from html import escape
@@ -15,15 +13,14 @@ from overinterp.paper.verdicts import MARKS
 __all__ = ["NOTES", "MARK", "TOPICS", "verdict_frame", "verdict_table", "glance_frame", "glance_table",
            "results_table", "scope_table", "deviations_frame"]
 
-#: what decides a verdict beside its numbers, by claim (the notes are the page's Markdown): the
-#: backward-selection engine behind its subsets, the strength of the control a difference is measured
-#: against, class information leaking through the mask's shape, and the blank image of models fed masked inputs
+#: claims whose verdict also depends on: the backward-selection engine, the control's strength, class
+#: information leaking through the mask's shape, the blank image (the page's notes explain each)
 NOTES = {"engine": tuple(c for c, claim in CLAIMS.items() if claim.engine),
          "control": ("transfer", "beats", "road", "dilated_beats", "insertion"),
          "leakage": ("beats", "near", "road", "dilated_beats", "dilated_near", "mask_shape"),
          "blank": tuple(c for c, claim in CLAIMS.items() if claim.blank)}
 MARK = {"engine": "a", "control": "b", "leakage": "c", "blank": "d"}
-#: the topics of :func:`overinterp.paper.deviations.profile_deviations`, by the names the table gives them
+#: topics of :func:`~overinterp.paper.deviations.profile_deviations` -> the table's names
 TOPICS = {"models": "models", "evaluation": "evaluation", "backselect": "backward selection",
           "retraining": "retraining"}
 
@@ -38,8 +35,7 @@ def _html(text) -> str:
 
 
 def _value(r: dict, digits: int) -> str:
-    """'8.0 [5.2, 10.8] (5 replicates, 200 images)': a row's estimate, 95% interval (one-sided: its lowest end)
-    and counts, each piece unbroken; never "R × N", as images are per replicate or in all by the claim."""
+    """'8.0 [5.2, 10.8] (5 replicates, 200 images)': a row's estimate, 95% interval (one-sided: lowest end), counts."""
     est, lo, hi = (finite(r.get(k)) for k in ("estimate", "low", "high"))
     parts = [number(est, digits)]
     if lo is not None and hi is not None:
@@ -60,7 +56,7 @@ def _cell(rows: list[dict] | None, digits: int) -> str:
 
 
 def _chapter_link(stem: str) -> str:
-    """'<a href="03_sis.html">chapter 2</a>': the chapter of a claim by the number of the sidebar."""
+    """'<a href="03_sis.html">chapter 2</a>': a link to the chapter, by its sidebar number."""
     from overinterp.pages.chapter import chapter_number
     n = chapter_number(stem)
     text = f"chapter\u00a0{n}" if n else stem
@@ -79,9 +75,7 @@ def _quoted(claim: str) -> str:
 
 
 def verdict_frame(docs: dict) -> "pd.DataFrame":
-    """Every claim of the registry with its group (:func:`overinterp.pages.report.group`): the claim (with the
-    marks of its :data:`NOTES`, section and our measure), the source's number, the margin, per edition the
-    verdict with each model's estimate [95% interval] (replicates, images), and the chapter; cells are HTML."""
+    """A row per claim (HTML cells): group, claim, source's number, margin, each edition's verdict, chapter."""
     import pandas as pd
     rows = {label: by_claim(doc) for label, doc in docs.items()}
     out = []
@@ -98,8 +92,7 @@ def verdict_frame(docs: dict) -> "pd.DataFrame":
 
 
 def verdict_table(docs: dict):
-    """:func:`verdict_frame` as one HTML table, one body per group opened by a row naming it; no caption,
-    since the introduction pastes it under prose that says what it is."""
+    """:func:`verdict_frame` as one uncaptioned HTML table, a body per group."""
     from IPython.display import HTML
     frame = verdict_frame(docs)
     columns = [c for c in frame.columns if c != "group"]
@@ -119,9 +112,7 @@ def _mark(rows: dict, c: str, stale_ids: list[str]) -> str:
 
 
 def glance_frame(first: dict | None, second: dict | None, here: dict | None, here_label: str) -> "pd.DataFrame":
-    """The paper's claims at a glance: the claim, the paper's number, the standard edition's outcome at each
-    of its seeds (``first``, ``second``), this execution's (``here``, column ``here_label``), and one short
-    reason: a cause a chapter found, the seeds' disagreement, or an earlier criterion being recomputed."""
+    """The paper's claims at a glance: outcome marks at seeds ``first``, ``second`` and in ``here``, and why."""
     import pandas as pd
     docs = [first, second, here]
     rows, stale_ids, why, why_here = [by_claim(d) for d in docs], [stale(d) for d in docs], causes(first), causes(here)
@@ -153,8 +144,7 @@ def glance_table(first: dict | None, second: dict | None, here: dict | None, her
 
 
 def results_table(docs: dict):
-    """Per claim: who states it, its result, the edition that decided it (the first of ``docs`` that computed
-    it), its verdict in each edition and the chapter."""
+    """Per claim: who states it, its result, the first edition that computed it, each edition's verdict."""
     import pandas as pd
     rows = {label: by_claim(doc) for label, doc in docs.items()}
     index, out = [], []
@@ -181,8 +171,7 @@ def scope_table():
 
 
 def deviations_frame(profiles: list) -> "pd.DataFrame":
-    """Every deviation of ``profiles`` from the paper's protocol by topic (:data:`TOPICS`), with the profiles
-    that make it (:func:`overinterp.paper.deviations.profile_deviations`)."""
+    """Every deviation of ``profiles`` from the paper's protocol, by topic, with the profiles that make it."""
     import pandas as pd
     seen: dict[tuple, list[str]] = {}
     for t, name in TOPICS.items():

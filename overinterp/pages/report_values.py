@@ -1,5 +1,5 @@
-"""The report's values beside the verdicts: the scale, data and accuracy of the editions, their controls and
-engines, the compute each took, the GPU editions, and the book's citation."""
+"""The report's glue values beside the verdicts: editions' scale, data, accuracy, controls, engines, compute,
+and the book's citation."""
 from __future__ import annotations
 
 import json
@@ -21,8 +21,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 
 def scale_values(profile, dataset: str, prefix: str) -> dict:
-    """Glue values naming the scale of ``profile`` on ``dataset``: architectures, widths, replicates, training
-    images ('all 60,000' or '1,500 of the 60,000'), epochs and test images."""
+    """Glue values ``<prefix>_*`` of ``profile``'s scale on ``dataset`` (archs, widths, replicates, images, epochs)."""
     from overinterp.paper.numbers import ARCH_NAMES
     from overinterp.zoo.data import load
     total = len(load(dataset, "train"))
@@ -54,8 +53,7 @@ def paper_values(dataset: str) -> dict:
 
 
 def gpu_values(folder=ROOT / "editions", cost=RESULTS / "gpu-profile-cuda.json") -> dict:
-    """The committed editions executed on a GPU, and the ``gpu`` profile's cost in GPU-hours as
-    ``benchmarks/bench_gpu_profile.py`` projected it."""
+    """Glue values: the editions executed on a GPU, and the ``gpu`` profile's projected GPU-hours."""
     names = []
     for m in sorted(Path(folder).glob("*/manifest.json")):
         e = json.loads(m.read_text())
@@ -96,8 +94,7 @@ def zoo_accuracies(run) -> tuple[list[float], int]:
 
 
 def control_values(verdicts: dict, prefix: str = "exec") -> dict:
-    """Glue values of what this execution's Verdicts measure against (ranges over the models, %): 4.2's
-    random-subset and BS-subset models, 4.1's transfer on own BS subsets and on random subsets."""
+    """Glue values (ranges over models, %) of the controls of sections 4.1 (transfer) and 4.2 (retraining)."""
     out = {f"{prefix}_{k}": MISSING for k in ("random_acc", "bs_acc", "own_acc", "random_subsets")}
     for claim, columns in (("beats", {"random_acc": "random subsets", "bs_acc": "BS subsets"}),
                            ("transfer", {"own_acc": "own accuracy", "random_subsets": "random subsets"})):
@@ -108,8 +105,7 @@ def control_values(verdicts: dict, prefix: str = "exec") -> dict:
 
 
 def engine_values(engines: dict, tau: float = 0.99, path=RESULTS / "backselect-cpu.json") -> dict:
-    """Glue values of the engine benchmark's fidelity runs (``benchmarks/bench_backselect.py``): per
-    ``name: BackSelectConfig`` of ``engines`` its mean SIS size at ``tau`` against exact backward selection."""
+    """Glue values: per ``{name: BackSelectConfig}`` its mean SIS size at ``tau`` over exact's (benchmark)."""
     fid = json.loads(Path(path).read_text()).get("fidelity", {}) if Path(path).is_file() else {}
     runs = fid.get("runs", [])
 
@@ -134,8 +130,7 @@ def engine_values(engines: dict, tau: float = 0.99, path=RESULTS / "backselect-c
 
 def compute_frame(standard=STANDARD / "compute.json", book=RESULTS / "book-quick-cpu.json",
                   chapters=RESULTS / "chapters-quick-cpu.json") -> "pd.DataFrame":
-    """The compute each edition took per run, discarded runs included: hours, machine, process (summed over
-    processes side by side) or wall-clock hours, and what became of the run."""
+    """The compute of each edition's runs, discarded ones included: hours (process or wall clock), machine, kept."""
     import pandas as pd
     out = []
 
@@ -178,8 +173,7 @@ def compute_frame(standard=STANDARD / "compute.json", book=RESULTS / "book-quick
 
 
 def compute_values(frame, editions=("standard", "quick")) -> dict:
-    """Per edition of :func:`compute_frame`: the process and wall-clock hours of the runs kept, the runs
-    discarded and the machine."""
+    """Glue values per edition of :func:`compute_frame`: kept hours per clock, runs discarded, machine."""
     out = {f"{e}_{k}": MISSING for e in editions for k in ("process_hours", "wall_hours", "discarded", "device")}
     if len(frame):
         for edition, part in frame.groupby("edition", sort=False):
@@ -199,7 +193,7 @@ def citation(path=ROOT / "CITATION.cff") -> dict:
 
 
 def _bibtex(kind: str, key: str, fields: dict, width: int = 72) -> str:
-    """A BibTeX entry with its values wrapped at ``width`` columns, so that it fits the page's column."""
+    """A BibTeX entry wrapped at ``width`` columns."""
     import textwrap
     pad = max(map(len, fields)) + 2
     lines = []

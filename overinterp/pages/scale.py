@@ -1,5 +1,5 @@
-"""The scale study (:func:`overinterp.experiments.scale.study`) as JSON, tables and curves: what
-``python -m overinterp scale --json`` writes and the chapter "How the claims move with scale" reads.
+"""The scale study (:func:`overinterp.experiments.scale.study`) as JSON (``python -m overinterp scale --json``),
+glue values, tables and curves for the chapter "How the claims move with scale".
 
     doc = document(run, rows, seconds, device); write(path, doc)
     rows = load(path)                  # the study's rows, with the provenance in rows.attrs
@@ -36,8 +36,7 @@ SHORT = {"test accuracy (%)": "acc", "SIS size (%)": "sis", "accuracy drop (poin
 
 
 def document(run, rows: pd.DataFrame, seconds: float, device: str) -> dict:
-    """The JSON of one ``scale`` run: what produced it (commit, device, profile, the study's
-    configuration, seconds) and every row."""
+    """The JSON of one ``scale`` run: its provenance (commit, device, profile, config, seconds) and every row."""
     return {"schema": 1, "dataset": run.dataset, "profile": run.profile.name, "seed": run.seed, "device": device,
             "commit": code_version(), "tau": run.profile.sis_threshold, "recipe": asdict(run.profile.train),
             "config": asdict(run.profile.scale), "seconds": round(seconds, 1),
@@ -50,8 +49,7 @@ def write(path, doc: dict) -> None:
 
 
 def load(path) -> pd.DataFrame:
-    """The rows of a :func:`document` (a clear error naming the file when it is missing or not one);
-    the rest of the document in ``.attrs``."""
+    """The rows of the :func:`document` at ``path``, the rest in ``.attrs``; an error naming a missing or bad file."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no scale study at {path}: run python -m overinterp scale --json {path}")
@@ -65,9 +63,7 @@ def load(path) -> pd.DataFrame:
 
 
 def rows_for(run, study: str | None = None) -> pd.DataFrame:
-    """The study a chapter shows: the file ``study``, else the profile's committed one
-    (``ScaleConfig.results``, from the repository root), else computed from the artifact store
-    (:func:`overinterp.experiments.scale.study`)."""
+    """The study a chapter shows: the file ``study``, else the profile's committed one, else computed from the store."""
     from overinterp.config.chapters import ROOT
     from overinterp.experiments import scale
     path = study or run.profile.scale.results
@@ -75,8 +71,7 @@ def rows_for(run, study: str | None = None) -> pd.DataFrame:
 
 
 def trend(rows: pd.DataFrame, measure: str, curve: str, setting: str | None = None) -> dict:
-    """How ``measure`` moves along ``curve`` (first setting unless given): its estimate [interval] at the
-    first and last point, the change, whether the two intervals are apart, and the largest replicate sd."""
+    """How ``measure`` moves along ``curve`` (at ``setting``, default the first): end points, change, ``apart``."""
     r = rows[(rows["measure"] == measure) & (rows["curve"] == curve)]
     r = r[r["setting"] == (setting or r["setting"].iloc[0])]
     x = "training images" if curve == "size" else "width"
@@ -90,9 +85,7 @@ def trend(rows: pd.DataFrame, measure: str, curve: str, setting: str | None = No
 
 
 def toward(t: dict) -> str:
-    """How a :func:`trend` moves against the paper's number, in words: "toward the paper's number" or
-    "away from the paper's number" when its end points' intervals are apart (closer or farther at the
-    last point), "no move beyond the intervals" when they overlap, "no paper number" without one."""
+    """A :func:`trend` against the paper's number, in words (see :data:`MOVED`'s keys)."""
     if not t["apart"]:
         return "no move beyond the intervals"
     if not np.isfinite(t["paper"]):
@@ -108,15 +101,8 @@ def _main_setting(rows: pd.DataFrame, measure: str) -> str:
 
 
 def values(rows: pd.DataFrame, run=None) -> dict:
-    """The numbers and words the chapter's sentences glue: per measure (:data:`SHORT`) and curve, the
-    estimate and interval at the curve's first and last point (``sis_size_from``, ``sis_size_to_iv``, ...),
-    ``..._apart`` ("apart" or "overlapping" intervals), ``..._sd`` (the largest replicate sd), ``..._toward``
-    (:func:`toward`); ``size_apart_n`` of ``size_measures_n`` (and ``width_...``): how many measures' end
-    points are apart along each curve; the factors: ``sis_grad_width_from/to`` (the other engine's SIS along the width curve),
-    ``engine_ratio_min/max`` (mean SIS size by the gradient engine over the pruned one, across points) and
-    ``mask_drop_mean/black`` (the accuracy drop with either mask at the size curve's last point); the
-    provenance (profile, device, commit, replicates, images) from the document where the rows came from
-    one, else from ``run``."""
+    """The chapter's glue values: each measure's :func:`trend` per curve (``<key>_<curve>_*``), engine ratio,
+    drop per mask, provenance (from the document, else ``run``) and :func:`_words`' sentences."""
     out, apart = {}, {"size": [], "width": []}
     for m, key in SHORT.items():
         digits = 3 if m == "confidence drop" else 1
@@ -169,13 +155,8 @@ def values(rows: pd.DataFrame, run=None) -> dict:
 
 
 def edition_values(rows: pd.DataFrame, edition: dict | None) -> dict:
-    """The study's largest training set (size curve, pruned SIS) beside the SIS verdict of the committed standard
-    edition (``edition``: its verdicts document) for the same architecture: ``pt_sis``/``ed_sis`` (mean SIS size,
-    %), ``pt_sis_iv``/``ed_sis_iv`` (95% intervals), ``pt_x`` (training images), ``pt_models`` and ``pt_images``
-    (SIS per model), ``ed_models`` and ``ed_images`` (test images), ``ed_overlap`` ("overlap" or "do not
-    overlap") and ``ed_beside``, the sentences that read them. Both are ResNet20 at the standard recipe, but other
-    models and images: the two readings of one recipe differ by what the intervals allow for, or more. Where
-    either is absent every number is :data:`MISSING` and ``ed_beside`` says which is."""
+    """Glue values of the study's SIS size at its largest training set (``pt_*``) beside the verdicts document
+    ``edition``'s (``ed_*``), and the sentence ``ed_beside``; :data:`MISSING` where either is absent."""
     keys = ("pt_sis", "pt_sis_iv", "pt_x", "pt_models", "pt_images", "ed_sis", "ed_sis_iv", "ed_models", "ed_images",
             "ed_overlap")
     out = dict.fromkeys(keys, MISSING)
@@ -203,7 +184,7 @@ def edition_values(rows: pd.DataFrame, edition: dict | None) -> dict:
                                 f"{out['ed_models']} {arch} models of that recipe on {out['ed_images']} test images: "
                                 f"{out['ed_sis']}% {out['ed_sis_iv']}. The two intervals {out['ed_overlap']}."}
 
-#: each measure's unit after a number in a sentence, and the paper's number as the chapter names it
+#: each measure's unit after a number in a sentence, and how the chapter names the paper's number
 UNIT = {"acc": "%", "sis": "%", "drop": " points", "conf": "", "bsrand": " points", "fullbs": " points"}
 PAPER_NOTE = {"acc": "the paper's {arch} on CIFAR-10: {v}%", "sis": "the paper, 4.1: below {v}%",
               "drop": "the paper's {arch}, Table 1: {v} points", "conf": "the paper, 4.1: {v}",
@@ -222,12 +203,7 @@ def _num(x, digits: int) -> str:
 
 
 def _words(rows: pd.DataFrame, v: dict) -> dict:
-    """The chapter's sentences on the study, from :func:`values`' numbers (``v``), in words that read where a
-    measure was not measured (no confident image: no SIS size) or the paper gives no number: per measure and
-    curve ``<key>_<curve>_text`` (from the first to the last point, the intervals and the replicates' spread)
-    and ``<key>_size_moved`` (how it moved along the size curve, against the paper's number); per measure
-    ``<key>_paper_note``; ``engine_text`` (the gradient engine's SIS against pruned's) and ``study_code``
-    ("code <commit>", or "the code of this execution" for a study computed here)."""
+    """Sentences ``*_text``, ``*_moved``, ``*_paper_note``, ``study_code`` from :func:`values`' numbers ``v``."""
     out, measured = {}, set(rows["measure"])
     arch = v["study_arch"]
     for m, key in SHORT.items():
@@ -277,8 +253,7 @@ def _words(rows: pd.DataFrame, v: dict) -> dict:
 
 
 def table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Estimate [95% interval] per measure and setting (rows) and distinct point (columns: "1,500 images,
-    width 8" ...; the curves' shared point once), with the paper's number."""
+    """Estimate [95% interval] per measure and setting (rows) and point (columns), with the paper's number."""
     r = rows.assign(cell=[f"{v:.3g} [{lo:.3g}, {hi:.3g}]" for v, lo, hi in
                           zip(rows["estimate"], rows["95% low"], rows["95% high"])],
                     point=[f"{n:,} images, width {w}" for n, w in zip(rows["training images"], rows["width"])])
@@ -289,9 +264,7 @@ def table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def curves(rows: pd.DataFrame, measures=None):
-    """One panel per measure (rows) and curve (columns: training images, width): per setting the
-    estimate with its 95% interval joined across the points, each replicate's value as a dot, the
-    paper's number (CIFAR-10) as a dashed line."""
+    """A panel per measure and curve: estimate, 95% interval and replicates per setting, paper's number dashed."""
     measures = [m for m in (measures or ORDER) if m in set(rows["measure"])]
     fig, axes = plt.subplots(len(measures), 2, figsize=(8.4, 2.1 * len(measures)), squeeze=False, sharex="col")
     colors = {}

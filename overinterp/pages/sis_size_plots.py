@@ -1,12 +1,6 @@
-"""Figures that compare models' SIS sizes: chapter 8 "Does SIS size predict accuracy?" (``book/08_sis_accuracy``;
-paper 4.4, Figure 5 and S3), chapter 9 "Adversarially robust models" (``book/09_robust``; paper 4.5,
-Figure 1 "Adv. Robust") and chapters 10 and 11 on ensembles and input dropout
-(``book/10_ensembles``, ``book/11_input_dropout``; paper 4.6, Figure 6).
-
-Each function takes what an experiment returned (:mod:`overinterp.experiments.sis_accuracy`,
-``.robust``, ``.mitigation``) and returns a matplotlib figure (:func:`sizes_figure`: its axes);
-:func:`overinterp.pages.chapter.figure` glues it. Thresholds are drawn at equal spacing (0.95 and 0.99
-would crowd on a linear axis).
+"""Figures comparing models' SIS sizes: SIS size against accuracy (chapter 8; paper section 4.4, Figures 5
+and S3), adversarially robust models (chapter 9; section 4.5) and ensembles and input dropout (chapters 10-11;
+section 4.6, Figure 6), from :mod:`overinterp.experiments.sis_accuracy`, ``.robust`` and ``.mitigation``.
 
     fig5, figs3 = increase_figure(inc), confidence_figure(images)    # chapter 8
     ax = sizes_figure(sizes)                                         # chapter 9
@@ -35,13 +29,11 @@ def _tau_axis(ax, taus: Sequence[float]) -> None:
     ax.set_xlabel("SIS threshold τ")
 
 
-# ----------------------------------------------------------------------------- does SIS size predict accuracy? (chapter 8)
+# ------------------------------------------------------------------------ does SIS size predict accuracy? (chapter 8)
 
 def increase_figure(increase: pd.DataFrame, sets: Sequence[str] | None = None, size: float = 4.0):
-    """Figure 5: percentage increase vs tau with its 95% interval (error bars), one line per
-    model (side by side at each tau), one panel per set; dotted at 0 (no difference). The y axis
-    is linear from -100% to +100% and logarithmic above (a small misclassified mean makes
-    increases of thousands of percent)."""
+    """Figure 5: percentage increase against τ with 95% intervals, a line per model, a panel per set; y symlog
+    above ±100% (a small misclassified mean makes increases of thousands of percent)."""
     sets = list(sets or increase["set"].unique())
     taus = sorted(increase["tau"].unique())
     pos = {t: k for k, t in enumerate(taus)}
@@ -69,9 +61,8 @@ def increase_figure(increase: pd.DataFrame, sets: Sequence[str] | None = None, s
 
 def confidence_figure(images: pd.DataFrame, sets: Sequence[str] | None = None, taus: Sequence[float] | None = None,
                       size: float = 4.0, seed: int = 0):
-    """Figure S3: mean confidence on the full image of the correct (solid) and incorrect (dashed)
-    images with an SIS at each tau (axis: ``taus``, default those in ``images``), with a bootstrap
-    95% interval, one colour per model, one panel per set (replicates pooled)."""
+    """Figure S3: mean full-image confidence of correct (solid) and incorrect (dashed) images with an SIS at each
+    τ, bootstrap 95% intervals, a colour per model, a panel per set."""
     sets = list(sets or images["set"].unique())
     taus = sorted(images["tau"].unique() if taus is None else taus)
     df = images.assign(x=images["tau"].map({t: k for k, t in enumerate(taus)}),
@@ -93,7 +84,7 @@ def confidence_figure(images: pd.DataFrame, sets: Sequence[str] | None = None, t
     return fig
 
 
-# ----------------------------------------------------------------------------- adversarially robust models (chapter 9)
+# ---------------------------------------------------------------------------- adversarially robust models (chapter 9)
 
 def no_sis_figure(tau: float):
     """The figure in place of the gallery when no image has an SIS of the robust model."""
@@ -101,10 +92,8 @@ def no_sis_figure(tau: float):
 
 
 def sizes_figure(sizes: pd.DataFrame):
-    """SIS size (% of the pixels) per image with an SIS, per model (colour: replicate); dotted: the
-    paper's bound on the mean (4.1). Drawn on the current axes; the strip's jitter is seaborn's draw
-    from numpy's global generator, seeded here (and restored after) so that the figure is the same
-    on every execution."""
+    """Strip plot on the current axes (returned) of SIS size (%) per model and replicate; dotted: the paper's
+    bound (section 4.1). Seeds numpy's global generator (restored after) so seaborn's jitter is reproducible."""
     state = np.random.get_state()
     np.random.seed(0)
     try:
@@ -121,9 +110,9 @@ def sizes_figure(sizes: pd.DataFrame):
     return ax
 
 
-# ----------------------------------------------------------------------------- ensembles and input dropout (chapters 10, 11)
+# ---------------------------------------------------------------------- ensembles and input dropout (chapters 10, 11)
 
-#: Line style per kind of model of Figure 6 (:func:`overinterp.experiments.mitigation.sis_table`'s "kind").
+#: line style per kind of model of Figure 6
 _STYLE = {"single": dict(ls="--", lw=1.0, marker="o", ms=2), "ensemble": dict(ls="-", lw=2.2, marker="s", ms=3),
           "input dropout": dict(ls=":", lw=1.8, marker="^", ms=3),
           "input dropout, no masks": dict(ls="-.", lw=1.2, marker="v", ms=3),
@@ -131,11 +120,8 @@ _STYLE = {"single": dict(ls="--", lw=1.0, marker="o", ms=2), "ensemble": dict(ls
 
 
 def sis_figure(means: pd.DataFrame, accuracy: Mapping[str, float] | None = None, ax=None):
-    """Fig. 6: mean SIS size (% of the pixels) against tau, one line per model with its 95%
-    interval shaded (:func:`overinterp.experiments.mitigation.mean_sizes`); colour by architecture
-    (black: the ensemble of all), dashed single models, thick ensembles, dotted input dropout;
-    ``accuracy`` (model -> test accuracy, %; :func:`overinterp.experiments.mitigation.dropout_legend`)
-    goes in the legend. Thresholds at equal spacing (0.95 and 0.99 would crowd)."""
+    """Figure 6: mean SIS size (%) against τ, a line per model with its 95% interval shaded, colour by
+    architecture, style by kind; ``accuracy`` ({model: test accuracy %}) goes in the legend."""
     ax = ax or plt.subplots(figsize=(7.5, 4.2), layout="constrained")[1]
     taus = sorted(means["tau"].unique())
     pos = {t: k for k, t in enumerate(taus)}

@@ -1,7 +1,6 @@
-"""How fast is backward selection? The chapter ``book/13_speed`` (paper 3.3, S5) shows the benchmark results that
-:mod:`overinterp.experiments.benchmarks` reads: ``*_values`` are ``{glue name: str}`` for
-:func:`overinterp.pages.chapter.glue_all` and ``*_table`` the tables as shown, numbers rounded as the prose rounds
-them (:func:`fmt`), :data:`MISSING` for a missing one, no device column for one device.
+"""The benchmark results of the chapter "How fast is backward selection?" (paper sections 3.3, S5), from
+:mod:`overinterp.experiments.benchmarks`: ``*_values`` return ``{glue name: str}`` (:data:`MISSING` where
+absent), ``*_table`` the tables as shown, numbers rounded as the prose rounds them (:func:`fmt`).
 """
 from __future__ import annotations
 
@@ -16,9 +15,8 @@ from overinterp.paper.numbers import PAPER_S5
 
 def exact_facts(results: dict, tau: float = 0.99, bound: float = 5.0, source_key: str | None = None,
                 sample: dict | None = None) -> dict[str, str]:
-    """What "Why it holds or fails here" says of :func:`claim_measures`: the model and images, exact's measures and
-    its coarsest gradient setting's, exact's mean SIS above or below ``bound`` (%), and how the model and images
-    relate to the chapter's (artifact key ``source_key``, ``sample``: a Selection's key); else :data:`MISSING`."""
+    """Glue facts of :func:`claim_measures` for "Why it holds or fails here" (exact's and the coarsest gradient
+    run's measures, SIS against ``bound`` %, relation to ``source_key``/``sample``); :data:`MISSING` without exact."""
     bench = claim_measures(results, tau)
     if not (bench["method"] == "exact").any():
         return dict.fromkeys("images dataset arch profile acc n exact_sis coarse coarse_sis bound full exact_acc "
@@ -46,8 +44,7 @@ def exact_facts(results: dict, tau: float = 0.99, bound: float = 5.0, source_key
 # ----------------------------------------------------------------------------- numbers and words, tables as shown
 
 def fmt(x, digits: int | str = 2) -> str:
-    """:func:`number` with thousands separated: ``digits`` decimals, or "sig3": 3 significant digits (82.1, 8.73,
-    0.101), whole from 1000 on."""
+    """:func:`number` with thousands separators: ``digits`` decimals, or "sig3" (3 significant digits below 1000)."""
     if number(x) == MISSING:
         return MISSING
     x, sig3 = float(x), digits == "sig3"
@@ -79,9 +76,7 @@ def _model(arch: str, shape: tuple) -> str:
 
 def _display(df: pd.DataFrame, names: dict, index: list[str] | None = None, digits: dict | int | None = None,
              single: tuple = ("device",)) -> pd.DataFrame:
-    """The columns of ``names`` renamed and written as text: yes/no, :func:`fmt` with ``digits`` (per column, or
-    one number for all; else 2, and 0 for integers), a (low, high) pair of columns as their :func:`span`; ``index``
-    columns as the index; a ``single`` column of one value dropped."""
+    """``names``' columns renamed and as text (:func:`fmt`), indexed by ``index``; one-valued ``single`` dropped."""
     def cell(v, digits):
         v = v.item() if hasattr(v, "item") else v
         if isinstance(v, bool):
@@ -148,9 +143,7 @@ def efficiency_table(eff: pd.DataFrame) -> pd.DataFrame:
 
 
 def check_values(chk: pd.DataFrame) -> dict[str, str]:
-    """The measured exact run and the range the efficiency rows at its thread count predict for it (``chk_pred``;
-    all rows where none has it), where it lies and how far outside (``chk_off``, %); its evaluations/s, worth
-    ``chk_rate_eq`` of the efficiency model, and where that lies among the engine's and the plain rounds."""
+    """Glue values ``chk_*``: the measured exact run against the efficiency rows' prediction and rounds."""
     if chk.empty:
         return dict.fromkeys(("chk_" + k for k in "arch shape eff_width fid_width eff_macs fid_macs macs_x fold "
                               "fold_rounds fold_setting eff_s measured threads images pred pred_threads where off "
@@ -196,7 +189,7 @@ def _taus(fid: pd.DataFrame) -> dict[str, str]:
 
 
 def fidelity_values(fid: pd.DataFrame, ctx: pd.DataFrame) -> dict[str, str]:
-    """Cost and SIS size ratio of each method, ``pruned`` at the m the benchmark chose (its rule and reason)."""
+    """Glue values ``fid_*``: cost and SIS size ratio per method, ``pruned`` at the benchmark's chosen m."""
     exact, approx, grad = fid[fid["method"] == "exact"], fid[fid["method"] != "exact"], fid[fid["method"] == "gradient"]
     ratios = list(_taus(fid))
     chosen = fid.merge(ctx[["device", "chosen_m"]], on="device")
@@ -229,11 +222,10 @@ def fidelity_table(fid: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_fidelity(fid: pd.DataFrame):
-    """Seconds per image (log x) against the mean SIS size over exact's, a panel per tau, a labelled marker per
-    method and setting (colour: method, shape: device): lower left is cheap and faithful."""
+    """Seconds per image (log) against SIS size over exact's, a panel per τ, a marker per method and setting."""
     import matplotlib.pyplot as plt
     colours, markers, taus = {"exact": "black", "pruned": "tab:blue", "gradient": "tab:orange"}, "osD^v", _taus(fid)
-    # 7.8 inches wide at 100 dpi: about the book's content width, so 9-point text stays 9 points
+    # 7.8 in at 100 dpi is about the page's width, so 9 pt text stays 9 pt
     fig, axes = plt.subplots(1, len(taus) or 1, figsize=(3.9 * (len(taus) or 1), 3.4), squeeze=False, sharey=True)
     devices = list(dict.fromkeys(fid["device"]))
     # each label at the first offset where it overlaps no earlier label and no point (else at the last)
@@ -278,8 +270,7 @@ def plot_fidelity(fid: pd.DataFrame):
 
 
 def projection_values(proj: pd.DataFrame) -> dict[str, str]:
-    """The batch timed and per dataset (``fm``, ``c10``) its images, model, exact's hours and days, and the
-    fastest approximation's hours, name and device."""
+    """Glue values ``proj_*``: per dataset (``fm``, ``c10``) the projected hours of exact and the fastest method."""
     proj, out = _with_run(proj), {"proj_batch": span(proj["batch"], 0), "proj_device": listed(proj["device"])}
     for ds, key in (("fashion-mnist", "fm"), ("cifar10", "c10")):
         p = proj[proj["dataset"] == ds]
@@ -301,8 +292,7 @@ def projection_table(proj: pd.DataFrame) -> pd.DataFrame:
 
 
 def s5_values(t: pd.DataFrame) -> dict[str, str]:
-    """Our devices and the closest of our rows to the paper's setting: an Inception-v3 row first, then the fewest
-    minutes."""
+    """Glue values ``s5_*``: our devices and our row closest to the paper's S5 setting (Inception-v3 first)."""
     best = t[t["closest"]].assign(rank=lambda b: ~b["model"].str.startswith("Inception"))
     best = best.sort_values(["rank", "minutes_32"]).head(1)
     b = best.iloc[0] if len(best) else pd.Series(dtype=object)

@@ -1,13 +1,7 @@
-"""The registry of the claims the book tests: one entry per claim, the paper's and the related methods'.
-
-A :class:`Claim` names what is tested and where: its id (the key of every glue record, JSON row and
-command-line flag), the part and chapter that show it, the section of its source, a short statement
-for tables, the source's number as quoted (a number we derive from the source's tables says so),
-and the column of the verdict's table that holds our measure. The margin, its reason and the
-interval live with the function that decides it (:mod:`overinterp.paper.verdicts`,
-:mod:`overinterp.paper.further_verdicts`, by the rule of :mod:`overinterp.paper.decide`); how the
-measure's data are computed from a run is :mod:`overinterp.experiments.claims`, which maps each id
-to that computation and gives ``verdicts(run)``.
+"""The registry of the claims the book tests (the paper's and the related methods'): id, part, chapter,
+source section, the source's number as quoted, and the column holding our measure. Margins live with
+the deciding functions (:mod:`.verdicts`, :mod:`.further_verdicts`); a run's data come from
+:mod:`overinterp.experiments.claims`.
 
     CLAIMS["accurate"].paper      # 'drop at most 0.52 points'
     records(verdict, "accurate")  # JSON-ready rows: per model, estimate, 95% interval, margin, outcome
@@ -88,8 +82,7 @@ CLAIMS = {c.id: c for c in [
     Claim("road", "I", "06_why", "our control (Rong et al. 2022)",
           "retrained on imputed BS subsets far above imputed random ones", "not in the paper",
           "difference (points)", engine="train"),
-    # the chapter "Is the model reading the pixels or the mask?", which closes Part I: each claim tests what one
-    # published critique says of the paper's method (section = the critique)
+    # chapter 07b: each claim tests one published critique of the method (section = the critique)
     Claim("dilated", "I", "07b_critiques", "Springer 2022", "3×3-dilated 5% BS subsets keep the prediction",
           "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)", engine="test", blank=True),
     Claim("dilated_sis", "I", "07b_critiques", "Springer 2022", "3×3-dilated SIS keep the prediction",
@@ -144,17 +137,15 @@ def paper_number(claim: str) -> str:
 
 
 def quoted(claim: str) -> tuple[str, str]:
-    """The source's number for ``claim`` split for a table: (what the source says, how we derived it), e.g.
-    ("share 0.21", "derived from 4.1's accuracies") for a number we compute from the source's tables, and
-    (the number as quoted, "") for one the source states."""
+    """(what the source says, how we derived it) for ``claim``, e.g. ("share 0.21", "derived from 4.1's
+    accuracies"); (the number as quoted, "") for one the source states."""
     m = re.search(r"\s*\((derived[^()]*)\)\s*$", CLAIMS[claim].paper)
     return (CLAIMS[claim].paper[:m.start()], m.group(1)) if m else (CLAIMS[claim].paper, "")
 
 
 def of_the_paper(claim: str) -> bool:
-    """Whether ``claim`` is one the paper (or its authors' code) makes: Parts I and II, less the book's own
-    controls and questions ("our ...") and the tests of the paper's published critiques (chapter 07b). The
-    others are what the book adds: those controls, the critiques and the related methods of Part III."""
+    """Whether the paper (or its code) makes ``claim``: Parts I and II, less our own controls and questions
+    and the critiques' tests (07b)."""
     c = CLAIMS[claim]
     return c.part in ("I", "II") and c.chapter != "07b_critiques" and not c.section.startswith("our ")
 
@@ -186,10 +177,9 @@ def blank_of(model: str, passes: dict[str, bool]) -> bool | None:
 
 
 def records(verdict: Verdict, claim: str) -> list[dict]:
-    """Per row of the verdict's table: claim id, model, estimate, 95% interval, margin, outcome, the
-    replicates and images behind it and, where inconclusive, how many replicates would decide it
-    (JSON-ready; None where a value does not exist), the verdict's engine and, for a claim that feeds the
-    zoo masked inputs (:attr:`Claim.blank`), whether the row's architecture passes the blank check."""
+    """JSON-ready rows of the verdict's table (None where a value does not exist): estimate, 95% interval,
+    margin, outcome, replicates, images, replicates to decide, engine and, for :attr:`Claim.blank`
+    claims, whether the row's architecture passes the blank check."""
     col = CLAIMS[claim].measure
     out = []
     for m, r in verdict.numbers.iterrows():

@@ -1,14 +1,8 @@
-"""How every claim is decided: a 95% interval of our measure against a margin, one of four outcomes.
-
-The interval is :func:`overinterp.paper.intervals.replicate_interval`'s (over the model replicates, plus the
-image error they share); the margin is the region where the claim holds, from the source's own numbers with a
-stated tolerance where its gap is finer than our sample resolves. As an equivalence test: "holds" when the
-whole interval lies inside the margin, "does not hold" when it lies wholly outside, "inconclusive at this
-scale" when it straddles an edge, "cannot be tested" when the numbers cannot test the claim (a control that
-learned nothing). A claim about every model fails when it fails for one and holds when it holds for each.
-
-The generic decision: :func:`interval_row` per model (:func:`difference_rows` for a difference of two
-conditions), then :func:`from_rows`.
+"""How every claim is decided, as an equivalence test: the 95% interval of our measure
+(:func:`~overinterp.paper.intervals.replicate_interval`) against the margin where the claim holds (from the
+source's numbers): "holds" wholly inside, "does not hold" wholly outside, "inconclusive at this scale"
+straddling an edge, "cannot be tested" without numbers. A claim about every model fails if it fails for
+one and holds if it holds for each. :func:`interval_row` per model, then :func:`from_rows`.
 """
 from __future__ import annotations
 
@@ -59,8 +53,8 @@ class Margin:
         return None
 
     def to_decide(self, iv: Interval) -> str:
-        """How many replicates would decide a straddling interval, in words: 'about 7', 'over 100'
-        ('needs replicates (one model)': no replicate spread to scale; '' when ``iv`` straddles no edge)."""
+        """Replicates that would decide a straddling interval: 'about 7', 'over 100', 'needs replicates
+        (one model)'; '' when ``iv`` straddles no edge."""
         e = self.edge(iv)
         if e is None:
             return ""
@@ -130,9 +124,8 @@ class Verdict:
         return "; ".join(parts)
 
     def per_model(self) -> str:
-        """Each row's estimate and interval against the margin, and its outcome: '✔ ResNet20: 2.00 [0.50, 3.10],
-        margin ≤ 5, holds', every row to the measure's one precision; "no estimate" or "no interval" where they do not exist (the book's one number
-        rule, :func:`overinterp.paper.formatting.number`); empty where the table has no interval."""
+        """'✔ ResNet20: 2.00 [0.50, 3.10], margin ≤ 5, holds; ...' at one precision for the measure; "no
+        estimate" / "no interval" where missing; empty where the table has no interval."""
         cols = list(self.numbers.columns)
         if "95% low" not in cols or "outcome" not in cols:
             return ""
@@ -169,8 +162,7 @@ class Verdict:
                 "as well as the kept pixels.")
 
     def _repr_markdown_(self) -> str:
-        """The box a chapter shows: its outcome in a title that reads with each of the four outcomes, the
-        scope, each row against the margin, the claim, the criterion and the note."""
+        """The chapter's verdict box: outcome, scope, rows, claim, criterion, engine, blank check, note."""
         lines = [f":::{{admonition}} Verdict: the claim's outcome here is “{self.word}”",
                  f":class: {BOX.get(self.outcome, 'note')}"]
         if len(self.numbers):
@@ -190,8 +182,7 @@ def summary(verdicts: Mapping[str, Verdict]) -> pd.DataFrame:
 
 
 def replicates(x, dtype=np.float64) -> list[np.ndarray]:
-    """Per-replicate arrays: a list of arrays stays one, a flat sequence of numbers is one replicate
-    (``dtype`` None keeps the values' own, e.g. image ids)."""
+    """Per-replicate arrays; a flat sequence of numbers is one replicate (``dtype`` None: the values' own)."""
     if isinstance(x, np.ndarray) and x.ndim == 1:
         return [x.astype(dtype or x.dtype)]
     x = list(x)
@@ -201,9 +192,8 @@ def replicates(x, dtype=np.float64) -> list[np.ndarray]:
 
 
 def interval_row(iv: Interval | None, margin: Margin, name: str, scale: float = 1.0, **extra) -> dict:
-    """A verdict table's row: estimate, interval, margin and outcome (``scale``: e.g. 100 for percent;
-    the margin is in the scaled unit); an inconclusive row says how many replicates would decide it.
-    ``iv`` None: a row that cannot be tested (no estimate, no interval)."""
+    """A verdict table's row: estimate, interval, margin, outcome (and replicates to decide, if inconclusive);
+    ``scale`` (e.g. 100 for percent) is the margin's unit; ``iv`` None: a row that cannot be tested."""
     if iv is None:
         return {**extra, name: math.nan, "95% low": math.nan, "95% high": math.nan, "margin": str(margin),
                 "outcome": UNTESTABLE}
@@ -216,8 +206,7 @@ def interval_row(iv: Interval | None, margin: Margin, name: str, scale: float = 
 
 
 def from_rows(claim: str, criterion: str, rows: dict) -> Verdict:
-    """The :class:`Verdict` of a claim about every row (model) of ``rows`` ({name: :func:`interval_row`}),
-    its outcome combined from theirs (:func:`combine`)."""
+    """The :class:`Verdict` over ``rows`` ({model: :func:`interval_row`}), outcome by :func:`combine`."""
     numbers = pd.DataFrame.from_dict(rows, orient="index")
     return Verdict(claim, criterion, combine(list(numbers["outcome"])) if len(numbers) else UNTESTABLE, numbers)
 
@@ -225,10 +214,9 @@ def from_rows(claim: str, criterion: str, rows: dict) -> Verdict:
 def difference_rows(a: Mapping, b: Mapping, measure: str, margin: Margin, labels: tuple[str, str], seed: int,
                     resamples: int, models=None, paired_images: bool = True, ratio: bool = False,
                     drop_empty: bool = False) -> dict:
-    """Per model of ``models`` (default: ``a``'s): the mean (%) of ``a`` and of ``b`` (1/0 or shares per image,
-    per replicate), columns ``labels``, and the row of the interval of 100 (a - b) in points (``ratio``: a / b)
-    over the replicates (:func:`replicate_interval`; ``paired_images``: every replicate on the same images).
-    ``drop_empty``: keep only the replicates where both have values (a model without one cannot be tested)."""
+    """Per model: the means (%) of ``a`` and ``b`` (per-image shares per replicate) as columns ``labels``, and
+    the interval row of 100 (a - b) points (``ratio``: a / b). ``paired_images``: all replicates on the same
+    images; ``drop_empty``: only replicates where both have values."""
     rows = {}
     for model in a if models is None else models:
         g = {"a": replicates(a[model]), "b": replicates(b[model])}

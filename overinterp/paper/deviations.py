@@ -1,12 +1,9 @@
-"""What an execution does differently from the paper's protocol: one home for every deviation the
-book lists. A deviation is a fixed fact of a configuration set beside the paper's (its ``paper``
-profile, :mod:`overinterp.paper.numbers`), not a result, so each is one line of text.
+"""What an execution does differently from the paper's protocol (the ``paper`` profile and
+:mod:`overinterp.paper.numbers`): every deviation the book lists, one line of text each.
 
     profile_deviations(run.profile, "models", "backselect")   # the topics a chapter depends on
     imagenet_deviations(cfg, model, spec, "photos")          # the ImageNet chapter's (4.1.1, S5)
     robust_deviations(run, epsilon)                          # the adversarially robust models' (4.5)
-
-:func:`overinterp.pages.chapter.deviations_box` shows them in a chapter (a MyST box: presentation).
 """
 from __future__ import annotations
 
@@ -16,8 +13,7 @@ from overinterp.paper.numbers import ARCH_NAMES, IMAGENET_FIG4, MADRY_TRAINING, 
 
 __all__ = ["CODE_DEVIATIONS", "profile_deviations", "imagenet_deviations", "robust_deviations"]
 
-#: Where the zoo's architectures (overinterp.zoo.models) differ from the paper's code
-#: (github gifford-lab/overinterpretation, model/): listed as deviations of every profile, the paper's too.
+#: where the zoo's architectures differ from the paper's code (gifford-lab/overinterpretation): every profile's
 CODE_DEVIATIONS = (
     ("resnet20", "ResNet20's downsampling shortcuts are 1x1 convolutions with batch norm (He et al.'s option B) and "
                  "its weights keep PyTorch's default initialisation; the paper's code (model/resnet_cifar.py) uses "
@@ -30,10 +26,8 @@ CODE_DEVIATIONS = (
 
 
 def profile_deviations(p, *topics: str) -> list[str]:
-    """What profile ``p`` does differently from the paper's protocol (the ``paper`` profile,
-    sections 3.2, 3.3, 4.1, 4.2, S1), for the ``topics`` a chapter depends on: "models",
-    "evaluation", "backselect", "retraining" (all when none given). For ``paper`` only
-    :data:`CODE_DEVIATIONS`, where our architectures differ from the authors' code."""
+    """How profile ``p`` departs from the ``paper`` profile (3.2, 3.3, 4.1, 4.2, S1) in ``topics``: "models",
+    "evaluation", "backselect", "retraining" (default: all). For ``paper``: :data:`CODE_DEVIATIONS` only."""
     ref, out = PROFILES["paper"], []
     topics = set(topics or ("models", "evaluation", "backselect", "retraining"))
     if "models" in topics:
@@ -93,12 +87,9 @@ def profile_deviations(p, *topics: str) -> list[str]:
 
 
 def imagenet_deviations(cfg, model: str, spec: dict, source: str) -> list[str]:
-    """What the ImageNet chapter does differently from the paper's 4.1.1 / S5 protocol
-    (:data:`overinterp.paper.numbers.IMAGENET_FIG4`), ``cfg`` an ImageNetConfig, ``spec`` the
-    classifier's entry of :data:`overinterp.experiments.imagenet.MODELS`, ``source`` the images,
-    "photos" (the shipped photographs) or "imagenet" (a folder), as
-    :func:`overinterp.experiments.imagenet_chapter.source` names them; one line per departure: model,
-    images, backward selection, confidence, sample size."""
+    """How the ImageNet chapter departs from 4.1.1 / S5 (:data:`~overinterp.paper.numbers.IMAGENET_FIG4`):
+    ``cfg`` an ImageNetConfig, ``spec`` the classifier's entry of ``experiments.imagenet.MODELS``,
+    ``source`` "photos" (shipped) or "imagenet" (a folder)."""
     paper, size = IMAGENET_FIG4, PAPER_S5["size"]
     out = []
     if model != paper["model"]:
@@ -120,10 +111,8 @@ def imagenet_deviations(cfg, model: str, spec: dict, source: str) -> list[str]:
 
 
 def robust_deviations(run, epsilon: float) -> list[str]:
-    """How ``run``'s robust models and attacks differ from Madry et al.'s CIFAR-10 model that the
-    paper used (wide ResNet, all 50,000 images, 7 PGD steps of 2/255 at 8/255; its leaderboard's
-    evaluation: 20 steps, up to 10 restarts, all 10,000 test images); ``epsilon`` the radius the models are
-    trained at (:func:`overinterp.experiments.robust.epsilon`)."""
+    """How ``run``'s robust models and attacks depart from Madry et al.'s model, the paper's (4.5);
+    ``epsilon``: the radius the models are trained at."""
     cfg, p = run.profile.robust, run.profile
     n = cfg.train_size or p.train_size
     out = [f"our {ARCH_NAMES.get(cfg.arch, cfg.arch)} ({p.width(cfg.arch) or 'paper'} initial filters), adversarially "

@@ -1,7 +1,5 @@
-"""One rule for printing a number of ours: fixed decimals, and "—" where the value does not exist.
-
-Every glued number, table cell and command-line line goes through :func:`number`, so no page prints
-"nan", "inf" or "+nan" for a measure that is undefined (no image with an SIS, a control at chance).
+"""One rule for printing a number of ours: fixed decimals, and "—" where the value does not exist (never
+"nan" or "inf").
 
     number(12.345)              # '12.3'
     number(float("nan"))        # '—'
@@ -20,8 +18,7 @@ MISSING = "—"
 
 
 def number(x, digits: int = 1, sign: bool = False, suffix: str = "") -> str:
-    """``x`` to ``digits`` decimals (with its sign when ``sign``) and ``suffix``; :data:`MISSING`
-    where ``x`` is None, NaN or infinite."""
+    """``x`` to ``digits`` decimals (signed when ``sign``) and ``suffix``; :data:`MISSING` for None, NaN, inf."""
     try:
         x = float(x)
     except (TypeError, ValueError):
@@ -32,9 +29,8 @@ def number(x, digits: int = 1, sign: bool = False, suffix: str = "") -> str:
 
 
 def span(values, digits: int = 1, sign: bool = False, suffix: str = "") -> str:
-    """'lo–hi' of the finite ``values`` as :func:`number` writes them, with ``suffix`` once at the end;
-    'lo' alone where both ends read the same (so no page prints "3–3%"); :data:`MISSING` where no
-    value is finite."""
+    """'lo–hi' of the finite ``values`` with ``suffix`` once; 'lo' alone where both ends read the same;
+    :data:`MISSING` where none is finite."""
     shown = [x for x in values if number(x) != MISSING]
     if not shown:
         return MISSING
@@ -43,16 +39,14 @@ def span(values, digits: int = 1, sign: bool = False, suffix: str = "") -> str:
 
 
 def bounds(low, high, digits: int = 1, sign: bool = False) -> str:
-    """An interval's ends, 'low to high' as :func:`number` writes them; :data:`MISSING` alone where
-    either end does not exist (not "— to —")."""
+    """'low to high'; :data:`MISSING` alone where either end does not exist."""
     lo, hi = number(low, digits, sign), number(high, digits, sign)
     return MISSING if MISSING in (lo, hi) else f"{lo} to {hi}"
 
 
 def counted(nums) -> str:
-    """What a verdict's rows (a DataFrame) count, joined by '; ' with each distinct count once:
-    '40 images × 2 members' (an ensemble's gain), '40 images × (2 + 2 models)' (treated and control
-    models), else '40 images'."""
+    """The distinct counts of a verdict's rows, joined by '; ': '40 images × 2 members',
+    '40 images × (2 + 2 models)' (treated and control) or '40 images'."""
     def one(r):
         if "treated models" in r.index:
             return f"{int(r['images'])} images × ({int(r['treated models'])} + {int(r['control models'])} models)"

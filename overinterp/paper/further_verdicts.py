@@ -1,10 +1,6 @@
-"""The verdicts of the paper's further claims (4.6: ensembles; the input dropout of its code's README;
-4.1.1 on ImageNet; 4.2 with imputed subsets; 4.5: robust models), of the claims the related methods'
-chapters test (Feng et al. 2018's fine-tuning; Shared Interest's reading of 4.1.1; 4.1 on Bayes-TrEx
-samples) and of the paper's published critiques (chapter 07b), from the numbers the experiments compute.
-
-The rule is :mod:`overinterp.paper.decide`'s (an interval against a margin). The claims that say "larger"
-without a size take a minimal increase (:func:`~overinterp.paper.verdicts.at_least`); the others state theirs.
+"""Verdicts of the paper's further claims (4.1.1, 4.2 imputed, 4.5, 4.6, input dropout), the related
+methods' claims (Feng et al., Shared Interest, Bayes-TrEx) and the published critiques (07b), by the rule
+of :mod:`overinterp.paper.decide`; "larger" claims without a size use :func:`~overinterp.paper.verdicts.at_least`.
 
     v = ensembles_increase_accuracy(gains)     # gains: overinterp.experiments.mitigation.ensemble_gains
     v = borders_verdict(shares, area, 0.9)     # shares: overinterp.experiments.imagenet_chapter.border_shares
@@ -30,22 +26,17 @@ __all__ = ["ensembles_increase_sis", "ensembles_increase_accuracy", "dropout_inc
            "dilation_keeps_prediction", "dilated_retraining_verdicts", "saliency_on_boundary", "blank_uninformative",
            "mask_shape_leaks", "masked_miscalibrated", "search_beats_saliency"]
 
-#: The fully masked input counts as uninformative while its top-class probability is at most this multiple of the
-#: largest class prior (balanced classes: 2 / classes, 0.2 for ten). The SIS reference code asks that "the
-#: prediction on the fully-masked input is uninformative ... (e.g. ... tends to the mean or prior over the training
-#: data)"; twice the prior lets a model lean toward a class without deciding for it.
+#: The blank is uninformative up to this multiple of the class prior: a model may lean toward a class, not decide it
 BLANK_PRIOR_MULTIPLE = 2.0
-#: SmoothGrad "concentrates" on the mask's edge when the ring of masked pixels around the kept ones holds at
-#: least this multiple of its share of the area: a quarter more, so that a ring holding about its area's share
-#: (attribution that ignores the edge) decides "does not hold" rather than staying inconclusive forever.
+#: SmoothGrad "concentrates" on the mask's edge from this multiple of the ring's area share, so that attribution
+#: ignoring the edge decides "does not hold" rather than staying inconclusive
 BOUNDARY_RATIO = 1.25
 
 
 def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images: int, column: str,
             key: str) -> Verdict:
-    """Per row of an experiment's increase table (its estimate in ``column``, its interval in "low", "high"):
-    decided against the minimal increase of the claim ``key`` (:func:`~overinterp.paper.verdicts.at_least`);
-    cannot be tested with fewer than ``min_images`` images."""
+    """Rows of an increase table (estimate in ``column``, interval "low", "high") against ``at_least(key)``;
+    untestable below ``min_images`` images."""
     margin = at_least(key)
     numbers = rows.copy()
     numbers["images"] = numbers["images"].astype(int)
@@ -62,9 +53,8 @@ def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images:
 
 
 def ensembles_increase_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdict:
-    """Section 4.6, Fig. 6, S2: an ensemble's SIS is larger than its members'. ``increase``: rows of
-    :func:`overinterp.experiments.mitigation.ensemble_increase` (one per ensemble and tau), paired on the images
-    where the ensemble and each member have an SIS. Can fail: an ensemble whose SIS are smaller."""
+    """4.6, Fig. 6, S2: an ensemble's SIS is larger than its members'. ``increase``: rows of
+    ``experiments.mitigation.ensemble_increase``."""
     return _larger(increase, "Ensembling increases the SIS size: an ensemble needs more pixels than its members to "
                    "reach the same confidence (section 4.6, Fig. 6; Fig. S2: 'the ensemble SIS are larger').",
                    "ensemble", "the ensemble's mean SIS size minus its members', on the images where all have an "
@@ -73,9 +63,8 @@ def ensembles_increase_sis(increase: pd.DataFrame, min_images: int = 10) -> Verd
 
 
 def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100) -> Verdict:
-    """Section 4.6: 'ensembling uniformly increases the model accuracy'. ``gains``: rows of
-    :func:`overinterp.experiments.mitigation.accuracy_gain`, one per ensemble. Can hold: a gain like the
-    paper's (about a point) over a few thousand images; can fail: an ensemble less accurate than its members."""
+    """4.6: 'ensembling uniformly increases the model accuracy'. ``gains``: rows of
+    ``experiments.mitigation.accuracy_gain``, one per ensemble."""
     numbers = gains.rename(columns={"gain (points)": "increase (points)"})
     ens, one = TABLE1[("ensemble 5x resnet18", "full", "full")][0], TABLE1[("resnet18", "full", "full")][0]
     return _larger(numbers, "Ensembling increases the accuracy over that of the members (section 4.6: 'uniformly'; "
@@ -86,9 +75,8 @@ def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100) -> V
 
 
 def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdict:
-    """The claim that input dropout mitigates overinterpretation: its models' SIS are larger. ``increase``:
-    rows of :func:`overinterp.experiments.mitigation.dropout_increase` (one per tau), on the images where
-    every model has an SIS. Can fail: input-dropout models with smaller SIS."""
+    """Input dropout mitigates overinterpretation: its models' SIS are larger. ``increase``: rows of
+    ``experiments.mitigation.dropout_increase`` (one per tau)."""
     return _larger(increase, "Input dropout mitigates overinterpretation: models trained with it have larger SIS "
                    "(the abstract that the paper code's README reproduces: 'We find ensembling and input dropout can "
                    "each help mitigate overinterpretation').",
@@ -99,10 +87,9 @@ def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdi
 
 
 def increases(images: pd.DataFrame, measure: str, claim: str, key: str, min_images: int = 10, seed: int = 0) -> Verdict:
-    """Verdict on "entropy fine-tuning increases ``measure``" ("reduced size" or "SIS size"): per replicate,
-    the paired differences (fine-tuned - original) over the images that have it under both models (a size of
-    -1, no SIS, leaves the image out); their mean over the replicates (each on its own images) against the
-    minimal increase of the claim ``key``. Cannot be tested when a replicate has fewer than ``min_images``."""
+    """Whether entropy fine-tuning increases ``measure`` ("reduced size" or "SIS size"): per-image fine-tuned -
+    original over images with both (size -1: none), mean over replicates against ``at_least(key)``;
+    untestable when a replicate has fewer than ``min_images``."""
     margin = at_least(key)
     w = images.pivot_table(index=["replicate", "image"], columns="model", values=measure)
     w = w[(w >= 0).all(axis=1)]
@@ -111,7 +98,7 @@ def increases(images: pd.DataFrame, measure: str, claim: str, key: str, min_imag
         g = w.loc[r] if r in w.index.get_level_values(0) else w.iloc[:0]
         d = (g["fine-tuned"] - g["original"]).to_numpy(float)
         diffs.append(d)
-        # the measure last, so that it stands right before the interval's columns (Verdict.per_model reads it there)
+        # the measure last: Verdict.per_model reads it right before the interval's columns
         rows[f"replicate {r}"] = {"replicates": 1, "images": len(d), "original": g["original"].mean(),
                                   "fine-tuned": g["fine-tuned"].mean(), "images larger": int((d > 0).sum()),
                                   "images smaller": int((d < 0).sum()), "mean increase": d.mean() if len(d) else None}
@@ -148,12 +135,9 @@ def sis_verdict(images: pd.DataFrame, min_images: int) -> Verdict:
 
 def borders_verdict(shares: Sequence[float], area: float, tau: float, min_images: int = 10, seed: int = 0,
                     resamples: int = 2000) -> Verdict:
-    """Figure 4's claim: SIS "strongly concentrated along the image borders rather than near the center".
-    ``shares``: per image with an SIS at ``tau`` (NaN: an empty SIS, left out), the share of its SIS pixels in
-    the border band, whose share of the image's area is ``area``
-    (:func:`overinterp.experiments.imagenet_chapter.border_shares`). "Strongly": the mean share at least halfway
-    from the area share (SIS placed without regard to position) to all pixels, ``(1 + area) / 2``. Can fail:
-    SIS spread evenly, although a mere excess over the area share would have passed."""
+    """Figure 4: SIS "strongly concentrated along the image borders". ``shares``: per image, its SIS pixels'
+    share in the border band (NaN: empty SIS), the band being ``area`` of the image. "Strongly": a mean share
+    at least ``(1 + area) / 2``, halfway from no concentration to all pixels."""
     s = np.asarray([x for x in shares if not math.isnan(x)], float)
     margin = Margin(low=100 * (1 + area) / 2, words="at least halfway from the band's area share to all SIS pixels")
     iv = None if len(s) < max(min_images, 1) else replicate_interval(
@@ -173,21 +157,16 @@ def borders_verdict(shares: Sequence[float], area: float, tau: float, min_images
 
 
 def imputed_verdict(bs: Sequence, random: Sequence, model: str, seed: int = 0, resamples: int = 2000) -> Verdict:
-    """Section 4.2's "far more accurate than random" (:func:`~overinterp.paper.verdicts.retrain_beats_random`)
-    on models retrained on BS and random subsets whose removed pixels ROAD's noisy linear imputation filled:
-    per retrained replicate, 1/0 per test image; the verdict's row is "<model>, imputed (ROAD)"
-    (:func:`overinterp.experiments.factors.imputed_correct` gives all three)."""
+    """4.2's :func:`~overinterp.paper.verdicts.retrain_beats_random` on ROAD-imputed subsets: per retrained
+    replicate, 1/0 per test image; row "<model>, imputed (ROAD)"."""
     name = f"{model}, imputed (ROAD)"
     return retrain_beats_random({name: bs}, {name: random}, seed=seed, resamples=resamples)
 
 
 def robust_sis_sparse(sizes: Mapping[str, Sequence], tau: float, bound: float = SIS_MEAN_SIZE_BELOW,
                       min_images: int = 5, seed: int = 0) -> Verdict:
-    """Section 4.5: "models trained to be robust to adversarial attacks classify the highly sparse sufficient
-    input subsets as confidently as the models in Section 4.1". ``sizes``: robust model -> SIS size (%) of each
-    image, one array per replicate (NaN: no SIS), e.g. :func:`overinterp.experiments.robust.per_replicate`.
-    Tested as section 4.1's claim (:func:`~overinterp.paper.verdicts.sis_size`); cannot be tested with fewer
-    than ``min_images`` SIS (the robust model is rarely that confident)."""
+    """4.5: robust models' SIS are sparse too, tested as 4.1's :func:`~overinterp.paper.verdicts.sis_size`.
+    ``sizes``: robust model -> per replicate, SIS size (%) per image (NaN: no SIS)."""
     v = sis_size({name: [r / 100 for r in replicates(s)] for name, s in sizes.items()}, tau, bound,
                  min_images, seed=seed,
                  claim="Adversarially robust models classify highly sparse sufficient input subsets as confidently as "
@@ -201,12 +180,8 @@ def robust_sis_sparse(sizes: Mapping[str, Sequence], tau: float, bound: float = 
 
 
 def sis_on_background(coverage: pd.DataFrame, tau: float, seed: int = 0, resamples: int = 2000) -> Verdict:
-    """The paper's 4.1.1 claim in Shared Interest's terms: the SIS of confidently classified images rely on
-    the background rather than the object. ``coverage``: one row per image counted, columns "model",
-    "replicate", "explanation coverage" (the share of its SIS's pixels on the garment) and "random pixels
-    (|G| / HW)" (the garment's share of the image), as
-    :func:`overinterp.experiments.shared_interest.background_coverage` gives them. The measure is the mean of
-    their difference (each replicate its own images). Can fail: SIS on the garment."""
+    """4.1.1 in Shared Interest's terms: SIS lie on the background. ``coverage``: rows of
+    ``experiments.shared_interest.background_coverage``; measure: mean of EC minus the garment's area share."""
     margin = Margin(high=0.0, words="SIS on the garment less often than random pixels")
     rows = {}
     for model, g in coverage.groupby("model", sort=False):
@@ -229,11 +204,8 @@ def sis_on_background(coverage: pd.DataFrame, tau: float, seed: int = 0, resampl
 
 def sparse_pixels(generated: Sequence[float], real: Sequence[float], tau: float,
                   bound: float = SIS_MEAN_SIZE_BELOW, min_images: int = 3, seed: int = 0) -> Verdict:
-    """Are generated in-distribution images classified from sparse pixels, as real ones are (paper 4.1)?
-    ``generated`` / ``real``: SIS sizes (fractions of the pixels) at ``tau`` of the sampled high-confidence
-    images and of the SIS chapter's confident test images (:func:`overinterp.experiments.bayes_trex.sis_comparison`).
-    :func:`~overinterp.paper.verdicts.sis_size` on the sampled images; the real images' row is shown beside
-    them without an outcome. Cannot be tested with fewer than ``min_images`` sampled images that reach tau."""
+    """4.1 on Bayes-TrEx samples: :func:`~overinterp.paper.verdicts.sis_size` of the ``generated`` images' SIS
+    sizes (fractions), with the ``real`` confident test images' row beside, untested."""
     claim = (f"Images a generative model makes in-distribution, sampled where the classifier is confident, are "
              f"classified from sparse pixels as real test images are: at tau = {tau:g} the mean SIS is below "
              f"{100 * bound:g}% of the image (the paper's 4.1 finding for real CIFAR-10 test images).")
@@ -254,12 +226,9 @@ def sparse_pixels(generated: Sequence[float], real: Sequence[float], tau: float,
 
 def dilation_keeps_prediction(undilated: Mapping, dilated: Mapping, kernel: int, subsets: str,
                               paired_images: bool = True, seed: int = 0, resamples: int = 2000) -> Verdict:
-    """Springer (2022): if the kept pixels are sufficient evidence, giving their neighbours back their true
-    values (the keep-mask dilated by ``kernel`` x ``kernel``) should not take the prediction away.
-    ``undilated`` / ``dilated``: model -> per replicate, 1/0 per image (the full image's class kept) on the
-    ``subsets`` ("BS subsets": shared test images; "SIS": each replicate its own, ``paired_images=False``).
-    The measure is dilated - undilated in points, against chapter 4's flat margin. Can fail: predictions
-    that rest on the mask's edge collapse, tens of points."""
+    """Springer (2022): dilating the keep-mask by ``kernel`` x ``kernel`` should not take the prediction away.
+    ``undilated`` / ``dilated``: model -> per replicate, 1/0 per image (full image's class kept) on the
+    ``subsets`` ("BS subsets": shared images; "SIS": own images, ``paired_images=False``); measure in points."""
     margin = Margin(low=-TOLERANCE_POINTS, words=f"change at least −{TOLERANCE_POINTS:g} points")
     rows = difference_rows(dilated, undilated, "change (points)", margin, ("dilated (%)", "undilated (%)"), seed,
                            resamples, paired_images=paired_images, drop_empty=True)
@@ -282,10 +251,8 @@ def dilation_keeps_prediction(undilated: Mapping, dilated: Mapping, kernel: int,
 
 def dilated_retraining_verdicts(bs: Mapping, random: Mapping, full: Mapping, chance: float, kernel: int,
                                 seed: int = 0) -> tuple[Verdict, Verdict]:
-    """Springer's proposed test: section 4.2's two claims, with their margins, on models retrained on
-    ``kernel``-dilated 5% BS subsets (``bs``), on random masks with as many pixels (``random``) and on full
-    images (``full``): model -> per retrained replicate, 1/0 per test image. Can fail: patterns that lived in
-    the mask's exact edge vanish once it moves."""
+    """Springer's proposed test: 4.2's two claims on models retrained on dilated BS subsets (``bs``), random
+    masks of as many pixels (``random``) and full images (``full``): model -> per replicate, 1/0 per image."""
     beats = retrain_beats_random(bs, random, seed=seed)
     near = retrain_near_full(bs, full, chance, seed=seed)
     for model, row in beats.numbers.iterrows():       # the most a BS model can beat random by: full - random
@@ -312,11 +279,8 @@ def dilated_retraining_verdicts(bs: Mapping, random: Mapping, full: Mapping, cha
 
 
 def saliency_on_boundary(attribution: Mapping, area: Mapping, seed: int = 0, resamples: int = 2000) -> Verdict:
-    """Springer (2022): SmoothGrad saliency of SIS images concentrates on the boundary between kept and masked
-    pixels. ``attribution`` / ``area``: model -> per replicate, per image the share of its attribution on the
-    one-pixel ring of masked pixels around the kept ones, and the ring's share of the image's area (shared test
-    images). The measure is their ratio, against ``BOUNDARY_RATIO``. Can fail: maps on the kept pixels or
-    spread over the image."""
+    """Springer (2022): SmoothGrad concentrates on the mask's boundary. ``attribution`` / ``area``: model -> per
+    replicate, per image the ring's share of the attribution and of the area; measure: their ratio."""
     margin = Margin(low=BOUNDARY_RATIO, words=f"the ring holds at least {BOUNDARY_RATIO:g} times its share of the area")
     rows = difference_rows(attribution, area, "ring ÷ area", margin,
                            ("ring's share of the attribution (%)", "ring's share of the area (%)"), seed, resamples,
@@ -335,11 +299,8 @@ def saliency_on_boundary(attribution: Mapping, area: Mapping, seed: int = 0, res
 
 def blank_uninformative(confidence: Mapping, classes: int, predicted: Mapping | None = None,
                         seed: int = 0) -> Verdict:
-    """The SIS reference code's check: "one should check that the function's prediction on the fully-masked
-    input is uninformative". ``confidence``: row (architecture and mask value) -> the top-class probability of
-    each replicate on the fully masked image; ``classes``: their number (balanced priors); ``predicted``: row ->
-    the classes predicted, for the table. Uninformative up to BLANK_PRIOR_MULTIPLE / classes. Can fail: a blank
-    classified confidently, which makes the empty set an SIS of that class."""
+    """The SIS reference's check that the fully masked input is uninformative. ``confidence``: row -> each
+    replicate's top-class probability on the blank; ``classes``: their number; ``predicted``: for the table."""
     high = BLANK_PRIOR_MULTIPLE / classes
     margin = Margin(high=high, words=f"top-class probability at most {high:g}")
     rows = {}
@@ -360,11 +321,9 @@ def blank_uninformative(confidence: Mapping, classes: int, predicted: Mapping | 
 
 
 def mask_shape_leaks(same: Mapping, blank: Mapping, fill: str, seed: int = 0, resamples: int = 2000) -> Verdict:
-    """Missingness bias (Jain et al. 2022): the mask's pattern alone can push a CNN toward a class. ``same`` /
-    ``blank``: model -> per replicate, per shared test image, 1/0 whether the input that keeps the shape of the
-    replicate's own 5% BS mask (its kept pixels set to ``fill``) is given the BS subset's class, and whether
-    the fully masked input is. The baseline is the blank, not the prior: a blank called one class already
-    matches every subset of it. The measure is their difference in points, at least TOLERANCE_POINTS."""
+    """Missingness bias (Jain et al. 2022): the mask's shape alone pushes toward the subset's class. ``same`` /
+    ``blank``: model -> per replicate, 1/0 per shared image: the shape input (kept pixels = ``fill``) gets the
+    subset's class; the blank does (the baseline, as a blank of one class matches all its subsets)."""
     margin = Margin(low=TOLERANCE_POINTS, words=f"excess over the blank at least {TOLERANCE_POINTS:g} points")
     rows = difference_rows(same, blank, "excess over the blank (points)", margin,
                            ("same class as the subset (%)", "blank's class the subset's (%)"), seed, resamples,
@@ -384,11 +343,8 @@ def mask_shape_leaks(same: Mapping, blank: Mapping, fill: str, seed: int = 0, re
 
 
 def masked_miscalibrated(masked: Mapping, full: Mapping, images: int, bins: int = 15, seed: int = 0) -> Verdict:
-    """ReCalX (Decker et al. 2025): models are miscalibrated on the masked inputs that perturbation-based
-    explanations feed them. ``masked`` / ``full``: row -> the expected calibration error (``bins`` equal-width
-    bins, a fraction) of each replicate on the masked inputs and on the full images (the same ``images`` test
-    images). The measure is masked - full in points, a t interval over the replicates' differences (an ECE is
-    not a mean over images: their shared error is only in the replicates' scatter)."""
+    """ReCalX (Decker et al. 2025): worse calibration on masked inputs. ``masked`` / ``full``: row -> each
+    replicate's ECE (a fraction) on the same ``images``; measure: masked - full in points, over replicates."""
     margin = at_least("calibration")
     rows = {}
     for name in masked:
@@ -410,10 +366,8 @@ def masked_miscalibrated(masked: Mapping, full: Mapping, images: int, bins: int 
 
 
 def search_beats_saliency(bs: Mapping, saliency: Mapping, frac: float, seed: int = 0, resamples: int = 2000) -> Verdict:
-    """Is the sufficiency of 5% subsets a product of backward selection's search over masked inputs? ``bs`` /
-    ``saliency``: model -> per replicate, 1/0 per shared test image, the accuracy with the last ``frac`` of the
-    backward-selection order kept, and with as many of the most salient pixels (the input gradient on the full
-    image). The measure is bs - saliency in points, at least FAR_MORE_POINTS (chapter 5's margin)."""
+    """Our question: do BS subsets beat as many most-salient pixels (input gradient)? ``bs`` / ``saliency``:
+    model -> per replicate, 1/0 per shared test image with ``frac`` kept; measure in points."""
     margin = Margin(low=FAR_MORE_POINTS, words=f"difference at least {FAR_MORE_POINTS:g} points")
     rows = difference_rows(bs, saliency, "difference (points)", margin,
                            ("backward-selection order (%)", "saliency order (%)"), seed, resamples, drop_empty=True)

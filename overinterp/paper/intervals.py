@@ -1,40 +1,14 @@
 """Confidence intervals for the claims' measures: a t interval over model replicates plus the image error they share.
 
-What the interval covers: the population mean of a measure over model replicates (seeds) and over
-images, i.e. what a reproduction with other seeds and other test images of the same distribution
-would find on average. Our measures vary far more between replicates than between images (two
-seeds of one architecture differ by points of accuracy where a few hundred images resolve a
-fraction of a point), so the interval is built around the replicate-to-replicate variation:
-
-* :func:`replicate_interval` computes the measure once per replicate, ``theta_r``, and takes their
-  mean (replicates weigh equally). Its standard error has two parts: the scatter of the
-  ``theta_r`` (``var / R``, with ``R - 1`` degrees of freedom), which holds each replicate's own
-  image noise too, and, where every replicate is measured on the same images, the image-sampling
-  error that all replicates share and their scatter cannot see (the mean covariance of
-  ``theta_r`` and ``theta_s`` over a joint bootstrap of the images). The interval is
-  ``estimate ± t * SE`` with Welch-Satterthwaite degrees of freedom, and never narrower than the
-  replicates' own t interval. In simulation (tests/test_intervals.py, ``python
-  tests/test_intervals.py``) it covers the true mean at least 93% of the time with 3 or 5
-  replicates that differ by 0 to 20 points of accuracy, where a percentile bootstrap over the
-  replicates (which sees only 10 distinct means of 3) covered 81% at 20 points.
-* Replicates that share only some images (each the first confident images of one test sample)
-  give their images' ids (``image_ids``): the shared image error is then drawn by a joint
-  bootstrap over the union of the ids, so replicates correlate by the images they share, and
-  ``paired_images=True`` is the case where every replicate has all of them. Treating such
-  replicates as having their own images leaves that error out: in simulation
-  (tests/test_interval_designs.py: the first 40 confident images of one sample of 1,000, 84% shared
-  between two replicates, image error at the mean as large as the replicates' spread) that
-  interval covered 0.86 with 3 replicates and 0.76 with 5, the one with ids 0.96 with either.
-* ``bounds``: a measure with a range (a probability, a share, a size as a fraction) keeps its
-  interval inside it.
-* With a single model there is no replicate scatter to measure: the interval falls back to a
-  percentile bootstrap over that model's images, and says so (``Interval.method``). It covers
-  image sampling only, not another seed.
-* :func:`replicates_needed`: how many replicates would decide a claim whose interval straddles
-  a margin's edge, at the same per-replicate spread.
-
-:func:`bootstrap` is the plain one-level percentile bootstrap for statistics of whole samples.
-Everything is seeded: the same inputs and seed give the same interval.
+The interval covers the population mean over seeds and images. Measures vary far more between replicates
+than between images, so :func:`replicate_interval` takes the mean of the per-replicate ``theta_r``, with
+SE from their scatter (``var / R``, R - 1 df) plus, on shared images, the image error all replicates
+share (mean covariance over a joint image bootstrap; ``image_ids`` for partly shared images):
+``estimate ± t * SE``, Welch-Satterthwaite df, never narrower than the replicates' own t interval. It
+covers >= 93% in simulation (tests/test_intervals.py) where a bootstrap over 3 replicates covered 81%.
+One model: a percentile bootstrap over its images (images only, not seeds; said in ``Interval.method``).
+:func:`replicates_needed` sizes a deciding study; :func:`bootstrap` is the plain percentile bootstrap.
+Everything is seeded.
 """
 from __future__ import annotations
 
@@ -57,12 +31,9 @@ MAX_DF = 1e6
 
 @dataclass(frozen=True)
 class Interval:
-    """An estimate and its (1 - alpha) interval ``[low, high]``, and how it was made.
-
-    ``replicates``: the model replicates it covers (1: one model, images only); ``sd``: the sample
-    standard deviation of the per-replicate estimates; ``shared_se``: the standard error of the
-    image sampling that every replicate shares (0 where the replicates have their own images);
-    ``df``: the t interval's (Welch-Satterthwaite) degrees of freedom; ``method``: in words."""
+    """An estimate and its (1 - alpha) interval ``[low, high]``. ``replicates``: 1 = one model, images only;
+    ``sd``: of the per-replicate estimates; ``shared_se``: SE of the image sampling all replicates share
+    (0 for own images); ``df``: Welch-Satterthwaite; ``method``: in words."""
     estimate: float
     low: float
     high: float
@@ -81,10 +52,7 @@ class Interval:
         return f"{number(self.estimate, digits)} [{number(self.low, digits)}, {number(self.high, digits)}]"
 
     def clipped(self, low: float, high: float) -> "Interval":
-        """The interval with its ends kept inside ``[low, high]``, the range of the measure (a NaN end
-        stays NaN). The true value lies in the range, so clipping never takes it out of the interval:
-        coverage cannot fall, and an end outside the range only said the normal approximation overshot
-        it. The estimate is not moved (a mean of values in the range lies in it)."""
+        """The ends clipped to the measure's range ``[low, high]`` (NaN stays NaN; coverage cannot fall)."""
         low, high = float(low), float(high)
         if not low <= high:
             raise ValueError(f"bounds must be (low, high) with low <= high, got ({low}, {high})")
@@ -109,9 +77,8 @@ class Interval:
 
 def bootstrap(samples: tuple, statistic: Callable, n_resamples: int = 2000, confidence_level: float = 0.95,
               seed: int = 0, undefined: float = np.nan) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic(*resampled, axis=1)`` over the 1-d arrays of
-    ``samples``, each resampled ``n_resamples`` times (``statistic`` gets arrays of shape
-    (n_resamples, n_i) and reduces axis 1). A NaN statistic of a resample counts as ``undefined``."""
+    """Percentile bootstrap of ``statistic(*resampled, axis=1)`` over the 1-d ``samples`` (arrays of shape
+    (n_resamples, n_i)); a NaN statistic of a resample counts as ``undefined``."""
     rng = np.random.default_rng(seed)
     drawn = [np.asarray(x)[rng.integers(0, len(x), (n_resamples, len(x)))] for x in samples]
     stat = np.nan_to_num(statistic(*drawn, axis=1), nan=undefined)
@@ -140,8 +107,7 @@ def _nanmean(x: np.ndarray, axis=None) -> np.ndarray:
 
 
 def _resampled_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """The NaN-ignoring mean of each row of ``x`` (shape (n,) or (k, n)) over each row of image
-    indices ``idx`` (shape (b, n)): shape (b,) or (k, b); NaN where a draw holds no value."""
+    """NaN-ignoring means of ``x`` ((n,) or (k, n)) over each row of ``idx`` (b, n): (b,) or (k, b)."""
     ok = ~np.isnan(x)
     if ok.all():
         return np.take(x, idx, axis=-1).mean(axis=-1)
@@ -182,9 +148,8 @@ def _one_model(reps: dict[str, list[np.ndarray]], statistic: Callable, paired_im
 
 
 def _on_union(reps: dict[str, list[np.ndarray]], image_ids: Mapping[str, Sequence]) -> tuple[dict, int]:
-    """Each replicate's values laid out on the union of every replicate's image ids (in the order
-    of first appearance; NaN where a replicate lacks the image), and the union's size: paired
-    positions then are the same image, and a joint draw of positions is a draw of the union."""
+    """Each replicate's values laid out on the union of the image ids (first appearance; NaN where
+    missing), and the union's size."""
     if set(image_ids) != set(reps):
         raise ValueError(f"image_ids needs the conditions of groups, got {sorted(image_ids)} for {sorted(reps)}")
     ids = {}
@@ -214,38 +179,17 @@ def replicate_interval(groups: Mapping[str, Sequence], statistic: Callable[[dict
                        paired_images: bool = True, n_resamples: int = 1000, confidence_level: float = 0.95,
                        seed: int = 0, image_ids: Mapping[str, Sequence] | None = None,
                        bounds: tuple[float, float] | None = None) -> Interval:
-    """Estimate and interval of ``statistic`` over model replicates and images (see the module).
+    """Estimate and interval of ``statistic`` over model replicates and images (module docstring).
 
-    ``groups``: condition -> one 1-d array per replicate of per-image values (1/0 for a correct
-    image, a confidence drop, an SIS size; NaN: no value for that image, left out of its
-    replicate's mean). Conditions are paired by replicate index; a condition with one replicate
-    while others have R is the same for every replicate (e.g. a source model against R other
-    models); any other mismatch of counts raises ValueError. ``statistic`` maps {condition:
-    array of means} to an array elementwise (it gets shape () or (n,)); default: the one
-    condition's mean.
-
-    Per replicate r, ``theta_r = statistic({condition: mean of its replicate r})``; the estimate
-    is their mean; the interval is ``estimate ± t(df) * sqrt(a + c)`` with ``a = var(theta) / R``
-    (R - 1 df) and, when ``paired_images`` (every array holds the same images, in the same
-    order), ``c`` the mean covariance of ``theta_r`` and ``theta_s`` (r != s) over ``n_resamples``
-    joint bootstrap draws of the images, clipped at 0 (where the replicates have their own images,
-    only a one-replicate condition's images are shared; otherwise c = 0); ``df`` by
-    Welch-Satterthwaite with c as known; the half-width is at least ``t(R - 1) * sqrt(a)``, the
-    replicates' own t interval (see :func:`_t_half_width`). A replicate with no value in a condition, or whose
-    ``theta_r`` is not finite, is dropped (said in ``method``). One replicate: a percentile
-    bootstrap over its images, marked as covering one model.
-
-    ``image_ids``: condition -> one array per replicate of its images' ids (e.g. their positions
-    in the test sample), parallel to its values, each image once per replicate; for replicates
-    that share some images (each the first confident images of one sample). It replaces
-    ``paired_images``: ``c`` comes from a joint bootstrap of the union of the ids, where each
-    replicate's mean takes the draws of its own ids with their multiplicities (NaN where a draw
-    holds none of them: the draw is left out), so replicates that share images move together as
-    far as they share them. Ids equal everywhere (in the same order) give the numbers of
-    ``paired_images=True``, the same draws included; disjoint ids leave only the scatter.
-    ``bounds``: ``(low, high)``, the range of ``statistic`` (a probability, a share, a fraction of
-    the pixels); the interval's ends are clipped to it (:meth:`Interval.clipped`: the true value is
-    in the range, so coverage cannot fall)."""
+    ``groups``: condition -> one 1-d array per replicate of per-image values (NaN: no value, left out).
+    Conditions pair by replicate index; a one-replicate condition is shared by all R; other count
+    mismatches raise ValueError. ``statistic``: {condition: means} -> array, elementwise (default: the one
+    condition's mean). ``theta_r = statistic(replicate r's means)``; interval ``mean ± t(df) * sqrt(a + c)``,
+    ``a = var(theta) / R``, ``c`` the shared image covariance (``paired_images``: same images in the same
+    order; else only one-replicate conditions' images), at least ``t(R - 1) * sqrt(a)``. Replicates
+    with no value or a non-finite ``theta_r`` are dropped (said in ``method``); one left: bootstrap.
+    ``image_ids``: condition -> per-replicate image ids parallel to the values, for partly shared images
+    (replaces ``paired_images``). ``bounds``: the statistic's range; the ends are clipped to it."""
     if not groups:
         raise ValueError("replicate_interval needs at least one condition")
     if statistic is None:
@@ -274,8 +218,7 @@ def replicate_interval(groups: Mapping[str, Sequence], statistic: Callable[[dict
 def _interval(reps: dict[str, list[np.ndarray]], counts: dict[str, int], R: int, statistic: Callable,
               paired_images: bool, n_resamples: int, confidence_level: float, rng: np.random.Generator,
               distinct: int | None) -> Interval:
-    """:func:`replicate_interval` of validated replicates (``distinct``: the images' union where
-    they came with ids, else None)."""
+    """:func:`replicate_interval` of validated replicates (``distinct``: the ids' union size, or None)."""
     # per replicate and condition: the mean over images, a one-replicate condition broadcast to every r
     means = {k: np.array([_nanmean(r) for r in rs]) for k, rs in reps.items()}
     means = {k: np.broadcast_to(m, (R,)) for k, m in means.items()}
@@ -316,9 +259,8 @@ def _interval(reps: dict[str, list[np.ndarray]], counts: dict[str, int], R: int,
 def _shared_variance(reps: dict[str, list[np.ndarray]], means: dict[str, np.ndarray], statistic: Callable,
                      keep: np.ndarray, shared: list[str], paired_images: bool, n_resamples: int,
                      rng: np.random.Generator) -> float:
-    """The mean covariance of theta_r and theta_s (r != s, kept replicates) over bootstrap draws of
-    the images of the ``shared`` conditions (with ``paired_images`` one draw for all of them, else
-    one per condition; the other conditions stay at their means), clipped at 0."""
+    """Mean covariance of theta_r, theta_s (r != s) over bootstrap draws of the ``shared`` conditions'
+    images (one joint draw with ``paired_images``; others at their means), clipped at 0."""
     R, kept = len(keep), int(keep.sum())
     if paired_images:
         X = np.stack([x for k in shared for x in reps[k]])                  # every array, on the same images
@@ -339,14 +281,9 @@ def _shared_variance(reps: dict[str, list[np.ndarray]], means: dict[str, np.ndar
 
 
 def _t_half_width(a: float, c: float, replicates: int, confidence_level: float) -> tuple[float, float]:
-    """The half-width ``t(df) * sqrt(a + c)`` and its Welch-Satterthwaite ``df`` (``a``: the
-    replicates' variance of the mean, ``replicates - 1`` df; ``c``: the shared image variance,
-    taken as known), never below the replicates' own ``t(replicates - 1) * sqrt(a)``.
-
-    The floor: with ``a`` estimated from a few replicates, Satterthwaite's df grows exactly when
-    ``a`` came out small by chance, and the t quantile then shrinks with it, so that adding the
-    shared image error could narrow the interval; in simulation (tests/test_intervals.py) this
-    cost 3 replicates of a skewed replicate distribution 3 points of coverage (0.92)."""
+    """Half-width ``t(df) * sqrt(a + c)`` and its Welch-Satterthwaite ``df`` (``a``: replicate variance of the
+    mean; ``c``: shared image variance, as known), at least ``t(replicates - 1) * sqrt(a)``: df grows when
+    ``a`` is small by chance, so adding ``c`` could otherwise narrow the interval."""
     q = 1 - (1 - confidence_level) / 2
     df = MAX_DF if a == 0 else min(MAX_DF, (a + c) ** 2 / (a ** 2 / (replicates - 1)))
     half = float(stats.t.ppf(q, df)) * math.sqrt(a + c)
@@ -359,11 +296,8 @@ def _half_width(sd: float, shared_se: float, n: int, confidence_level: float) ->
 
 def replicates_needed(iv: Interval, edge: float, confidence_level: float = 0.95,
                       max_replicates: int = 100) -> int | None:
-    """The fewest replicates (at least 2) whose interval (the rule of :func:`replicate_interval`), at
-    ``iv``'s per-replicate sd and shared image error and centred on ``iv``'s estimate, would lie
-    wholly on one side of ``edge`` (not touching it); None
-    when not even ``max_replicates`` would (an estimate at the edge, a shared image error too
-    large) or when ``iv`` covers one model (no replicate spread to scale)."""
+    """The fewest replicates (>= 2) whose interval, at ``iv``'s sd, shared error and estimate, would lie
+    wholly on one side of ``edge``; None beyond ``max_replicates`` or when ``iv`` covers one model."""
     if iv.sd is None or iv.replicates is None or iv.replicates < 2:
         return None
     shared = iv.shared_se or 0.0

@@ -1,9 +1,5 @@
-"""Numbers quoted from the paper (Carter et al., NeurIPS 2021), in one place.
-
-Every value is the paper's, on CIFAR-10 (or ImageNet where said); the book sets them
-beside ours and never presents one of ours as one of these. Accuracies in percent as
-numbers: (mean, std over five runs) where the paper gives a std, (value, None) where it
-does not; :func:`table1` formats a row for display, :func:`table1_test` gives the number.
+"""Numbers quoted from the paper (Carter et al., NeurIPS 2021) and related methods' papers, in one place:
+CIFAR-10 unless said. Accuracies in percent as (mean, std over five runs), std None where not given.
 """
 from __future__ import annotations
 
@@ -70,8 +66,7 @@ def fmt(value: tuple) -> str:
 
 
 def table1(arch: str, train_on: str, evaluate_on: str, table: dict = TABLE1) -> dict:
-    """The paper's row formatted for display, {set: 'mean ± std'}, or {} where the paper has no
-    such row (e.g. our small CNN)."""
+    """The paper's row for display, {set: 'mean ± std'}, or {} where it has none (e.g. our small CNN)."""
     row = table.get((arch, train_on, evaluate_on))
     return {s: fmt(v) for s, v in zip(SETS, row)} if row else {}
 
@@ -91,8 +86,7 @@ SUBSET_FRAC = 0.05
 # ----------------------------------------------------------------------------- related methods' papers
 #: Feng et al. 2018 (input reduction), 2.2: "beam size five ... comparable results to larger beam sizes".
 FENG_BEAM = 5
-#: Feng et al. 2018, Table 2 (NLP validation sets): accuracy (%) and mean reduced length (words) before / after
-#: fine-tuning.
+#: Feng et al. 2018, Table 2: accuracy (%) and mean reduced length (words) before / after fine-tuning.
 FENG_TABLE2 = {"SQuAD": (77.41, 78.03, 2.27, 4.97), "SNLI": (85.71, 85.72, 1.50, 2.20),
                "VQA": (61.61, 61.54, 2.30, 2.87)}
 #: Feng et al. 2018, Figure 3: mean length (words) of the original and the reduced inputs.
@@ -104,10 +98,7 @@ BOOTH_MISCLASSIFIED_LEVEL = 0.85
 #: Booth et al. 2021, Table 2, the Fashion-MNIST rows matching a target of chapter 16: (kind, classes) -> text.
 BOOTH_TABLE2 = {("ambiguous", (0, 3)): "0.48, 0.48 ± .02, .02", ("high", (8,)): "0.97 ± .03 (held out)"}
 
-#: S5, "Scaling SIS to ImageNet": "We use k = 100 in this paper, which allows us to find one SIS
-#: for each of 32 ImageNet images (i.e., a mini-batch) in ~1-2 minutes using Batched Gradient FindSIS."
-#: The paper names no GPU. Exact backward selection of one 299x299 image "would require ~4 billion
-#: forward passes" (P(P+1)/2 for P = 89401).
+#: S5: "k = 100 ... one SIS for each of 32 ImageNet images (i.e., a mini-batch) in ~1-2 minutes"; no GPU named.
 PAPER_S5 = {"images": 32, "minutes": (1, 2), "k": 100, "pixels": 299 * 299, "size": 299,
             "model": "Inception-v3 (pre-trained, PyTorch)", "data": "ImageNet images, 299×299",
             "what": "one SIS per image with Batched Gradient BackSelect + FindSIS (k = 100)",
@@ -122,11 +113,9 @@ IMAGENET_FIG4 = {"model": "inception_v3", "tau": 0.9, "min_confidence": 0.9, "im
 HUMANS_PER_CLASS = 10
 #: ... whose subsets "are sampled across our three models": images per architecture.
 HUMANS_SPLIT = {"resnet20": 35, "resnet18": 35, "vgg16": 30}
-#: 4.5: Madry et al. (2018)'s adversarially trained CIFAR-10 model, the one the paper used: l-inf PGD training at
-#: radius ``epsilon`` (pixels in [0, 1]) with ``steps`` steps of ``step_size`` x epsilon, on all ``images`` training
-#: images for ``iterations`` steps of batches of ``batch``.
+#: 4.5: Madry et al. (2018)'s robust CIFAR-10 model, the paper's: l-inf PGD training, epsilon in [0, 1] pixel
+#: units, step_size in units of epsilon.
 MADRY_TRAINING = {"epsilon": 8 / 255, "steps": 7, "step_size": 0.25, "images": 50000, "iterations": 80000,
                   "batch": 128}
-#: 4.5: that model's clean test accuracy (Madry et al. 2018) and its white-box leaderboard
-#: (github.com/MadryLab/cifar10_challenge): 20-step PGD on the cross-entropy.
+#: 4.5: that model's clean accuracy and white-box leaderboard (github.com/MadryLab/cifar10_challenge).
 MADRY_ACCURACY = {"clean accuracy (%)": 87.3, "PGD-20 accuracy (%)": 47.04, "PGD-20, 10 restarts accuracy (%)": 45.21}

@@ -1,10 +1,6 @@
-"""The paper's main claims as verdicts (sections 4.1, 4.2, 4.4), decided by the rule of
-:mod:`overinterp.paper.decide` (an interval against a margin, one of four outcomes).
-
-One function per claim. Each takes our measurements per image and per model replicate (1/0 for a correct
-image, a confidence drop, an SIS size), computes the claim's measure with its 95% interval, and states the
-claim with the paper's numbers, the margin with its reason, and what it counts. The same functions and
-margins serve every profile.
+"""The paper's main claims as verdicts (4.1, 4.2, 4.4), by the rule of :mod:`overinterp.paper.decide`: one
+function per claim, from per-image values per model replicate to the measure's 95% interval, the claim
+with the paper's numbers, and the margin with its reason; the same for every profile.
 
     v = subsets_accurate(full={"ResNet20": [c1, c2]}, bs={"ResNet20": [b1, b2]})   # 1/0 per image
     v.word, v.numbers      # 'does not hold', estimate, interval, margin and outcome per model
@@ -28,29 +24,21 @@ __all__ = ["Verdict", "Margin", "MARKS", "HOLDS", "FAILS", "INCONCLUSIVE", "UNTE
            "SIS_ACCURACY_TAUS", "SIS_ACCURACY_MIN_INCREASE", "TOLERANCE_POINTS", "TOLERANCE_CONFIDENCE",
            "FAR_MORE_POINTS", "interval_row", "from_rows", "paper_round", "minus", "MIN_INCREASE", "at_least"]
 
-#: "About as accurate" (Table 1): the paper's drops are at most about 1 point (``paper_gap``), finer than
-#: an interval over a few hundred test images and a few replicates resolves (one image of 300 is 0.33
-#: points), so a drop counts as "about as accurate" up to this many points of accuracy.
+#: "About as accurate" (Table 1), in points: the paper's drops (<= ~1 point) are finer than a few hundred
+#: test images resolve
 TOLERANCE_POINTS = 5.0
-#: "About as confident" (4.1: mean drops -0.035 to -0.012, negative = more confident): a mean drop of
-#: the predicted class's probability up to this much still counts as "about as confident".
+#: "About as confident" (4.1: mean drops -0.035 to -0.012): the largest mean drop of probability allowed
 TOLERANCE_CONFIDENCE = 0.05
 #: "Far more accurate" (4.2, Table 1: BS-retrained models beat random-retrained ones by 38.8 to 43.8
 #: points): at least a quarter of the paper's smallest gap, in points.
 FAR_MORE_POINTS = 10.0
-#: Section 4.4's thresholds at which the verdict is decided, the same for every execution: the SIS chapter's 0.99
-#: and two lower ones at which most test images are confident (the chapter draws every threshold of its figure).
+#: 4.4's thresholds of the verdict: the SIS chapter's 0.99 and two at which most test images are confident
 SIS_ACCURACY_TAUS = (0.7, 0.9, 0.99)
-#: "Significantly larger" (4.4): the correct images' mean SIS at least this many percent above the misclassified
-#: ones', so that an increase indistinguishable from zero decides the claim as not holding instead of leaving it
-#: open.
+#: "Significantly larger" (4.4), in percent: so that an increase indistinguishable from zero does not hold
 SIS_ACCURACY_MIN_INCREASE = 10.0
 
-#: Where "larger" holds, for the claims that give no size of the increase (4.6, input dropout, input
-#: reduction's fine-tuning, ReCalX): an increase of at least a minimal effect, so that a null result (an
-#: interval around 0 that excludes the minimal effect) decides "does not hold" instead of staying
-#: inconclusive. Each is in the measure's unit, with its reason (half a point of SIS size is about 4 pixels
-#: of a 28 x 28 image).
+#: The minimal effect of "larger" claims that give no size (measure's unit, reason), so that a null result
+#: decides "does not hold" instead of staying inconclusive.
 MIN_INCREASE = {"ensemble_accuracy": (0.43, "half the paper's +0.87-point gain of five ResNet18, Table 1"),
                 "ensemble_sis": (0.5, "a tenth of the 5% the paper bounds SIS below"),
                 "dropout": (0.5, "a tenth of the 5% the paper bounds SIS below"),
@@ -69,15 +57,13 @@ def at_least(claim: str) -> Margin:
 
 
 def paper_gap(train_on: str, evaluate_on: str) -> float:
-    """The paper's largest drop of CIFAR-10 test accuracy (points) from full-image models to
-    (train_on, evaluate_on) over its three architectures (Table 1), at least 0."""
+    """The paper's largest Table 1 test-accuracy drop (points, >= 0) from full to (train_on, evaluate_on)."""
     gaps = [paper.table1_test(a, "full", "full")[0] - paper.table1_test(a, train_on, evaluate_on)[0] for a in _ARCHS]
     return max(0.0, max(gaps))
 
 
 def paper_transfer_share() -> float:
-    """Section 4.1's transfer in the terms of :func:`no_transfer`: the share of ResNet18's lift above
-    random 5% subsets (Table 1) that the other models recover on its subsets (about 0.21)."""
+    """4.1's transfer as :func:`no_transfer` measures it: the share of ResNet18's lift that others recover (~0.21)."""
     t = paper.TRANSFER_RESNET18
     others = [v for name, v in t.items() if name != "itself"]
     random = paper.table1_test("resnet18", "full", "random")[0]
@@ -103,16 +89,10 @@ def _test_range(train_on: str, evaluate_on: str) -> str:
 def sis_size(sizes: Mapping[str, Sequence], tau: float, bound: float = paper.SIS_MEAN_SIZE_BELOW,
              min_images: int = 1, claim: str | None = None, seed: int = 0, resamples: int = 2000,
              ids: Mapping[str, Sequence] | None = None) -> Verdict:
-    """Section 4.1: at tau = 0.99 the mean SIS is below 5% of the image. ``sizes``: model -> SIS size of
-    each image as a fraction of the pixels, one array per replicate (or one flat array); NaN: no SIS, not
-    counted. A model with fewer than ``min_images`` SIS cannot be tested. ``claim``: the claim tested with
-    this bound (default: section 4.1's).
-
-    ``ids``: model -> per replicate, the id of each image of ``sizes``, for replicates whose images overlap:
-    their shared image error then enters the interval (``image_ids`` of :func:`replicate_interval`), and
-    "images" counts the distinct images, "SIS sizes" the sizes over all replicates. Without ids each
-    replicate has its own images. Can hold: small SIS give an interval below the bound; can fail: large
-    ones an interval above it."""
+    """4.1: at tau = 0.99 the mean SIS is below 5% of the image. ``sizes``: model -> per replicate, SIS size
+    per image as a fraction (NaN: no SIS); fewer than ``min_images`` SIS: untestable. ``claim``: default
+    4.1's. ``ids``: per-replicate image ids for overlapping images (their shared error enters the interval;
+    "images" counts distinct ones); without, each replicate has its own images."""
     margin = Margin(high=100 * bound, words=f"below {100 * bound:g}%")
     rows = {}
     for name, s in sizes.items():
@@ -144,10 +124,8 @@ def sis_size(sizes: Mapping[str, Sequence], tau: float, bound: float = paper.SIS
 
 def subsets_accurate(full: Mapping[str, Sequence], bs: Mapping[str, Sequence], seed: int = 0,
                      resamples: int = 2000) -> Verdict:
-    """Section 4.1, Table 1: models classify their own 5% BS subsets about as accurately as full images.
-    ``full`` / ``bs``: model -> per replicate, 1/0 per test image (the same images), on the full image and
-    on that replicate's own BS subset of it. The measure is the drop full - subset in points. Can hold: a
-    drop like the paper's (at most ~1 point); can fail: a drop of tens of points."""
+    """4.1, Table 1: own 5% BS subsets about as accurate as full images. ``full`` / ``bs``: model -> per
+    replicate, 1/0 per test image (same images); the measure is the drop in points."""
     allowed = paper_gap("full", "bs")
     margin = Margin(high=TOLERANCE_POINTS, words=f"drop at most {TOLERANCE_POINTS:g} points")
     rows = difference_rows(full, bs, "drop (points)", margin, ("full images", "own BS subsets"), seed, resamples,
@@ -164,10 +142,8 @@ def subsets_accurate(full: Mapping[str, Sequence], bs: Mapping[str, Sequence], s
 
 
 def confidence_kept(drops: Mapping[str, Sequence], seed: int = 0, resamples: int = 2000) -> Verdict:
-    """Section 4.1: the mean drop of confidence from full image to 5% BS subset is about zero or negative.
-    ``drops``: model -> per replicate, the per-image drop of the predicted class's probability (full -
-    subset), every replicate on the same test images; the interval stays in [-1, 1]. Can hold: no change
-    or a gain; can fail: a model much less confident on its subsets."""
+    """4.1: the mean confidence drop from full image to 5% BS subset is about zero or negative. ``drops``:
+    model -> per replicate, per-image drop of the predicted class's probability (same test images)."""
     means = [m for m, _ in paper.CONFIDENCE_DROP.values()]
     margin = Margin(high=TOLERANCE_CONFIDENCE, words=f"mean drop at most {TOLERANCE_CONFIDENCE:g}")
     rows = {}
@@ -193,13 +169,10 @@ def _transfer_share(m: dict) -> np.ndarray:
 
 def no_transfer(own: Mapping[str, Sequence], others: Mapping[str, Sequence], random: Mapping[str, Sequence],
                 min_lift: float = 10.0, seed: int = 0, resamples: int = 2000) -> Verdict:
-    """Section 4.1: one model's 5% BS subsets are not classified correctly by other models.
-
-    Per architecture, one entry per source replicate r (1/0 per test image, the same images): ``own[arch][r]``
-    the source on its own subsets, ``others[arch][r]`` a list of arrays, one per other model on them,
-    ``random[arch][r]`` the source on random 5% subsets. The measure is the share of the source's lift above
-    random that the other models recover, averaged over the source replicates. Can hold: the paper's share,
-    0.21; can fail: subsets that every model reads give a share near 1."""
+    """4.1: one model's 5% BS subsets are not classified correctly by other models. Per architecture and
+    source replicate r, 1/0 per test image: ``own[arch][r]`` on its own subsets, ``others[arch][r]`` one
+    array per other model, ``random[arch][r]`` on random subsets. Measure: the share of the source's lift
+    above random that others recover."""
     t = paper.TRANSFER_RESNET18
     others_paper = [v for name, v in t.items() if name != "itself"]
     margin = Margin(high=0.5, words="share below one half")
@@ -229,9 +202,8 @@ def no_transfer(own: Mapping[str, Sequence], others: Mapping[str, Sequence], ran
 
 def retrain_beats_random(bs: Mapping[str, Sequence], random: Mapping[str, Sequence], seed: int = 0,
                          resamples: int = 2000) -> Verdict:
-    """Section 4.2: new models trained and evaluated on 5% BS subsets are far more accurate than ones on
-    random 5% subsets. Inputs: model -> per retrained replicate, 1/0 per test image (the same test images).
-    Can hold: a gap like the paper's (39-44 points); can fail: BS models no better than random ones."""
+    """4.2: models retrained on 5% BS subsets are far more accurate than on random ones. Inputs: model ->
+    per retrained replicate, 1/0 per test image (same images)."""
     margin = Margin(low=FAR_MORE_POINTS, words=f"difference at least {FAR_MORE_POINTS:g} points")
     rows = difference_rows(bs, random, "difference (points)", margin, ("BS subsets", "random subsets"), seed,
                            resamples, models=random)
@@ -247,10 +219,8 @@ def retrain_beats_random(bs: Mapping[str, Sequence], random: Mapping[str, Sequen
 
 def retrain_near_full(bs: Mapping[str, Sequence], full: Mapping[str, Sequence], chance: float,
                       min_lift: float = 10.0, seed: int = 0, resamples: int = 2000) -> Verdict:
-    """Section 4.2: models trained on 5% BS subsets are nearly as accurate as models trained on full images.
-    ``full``: the full-image control (same architecture, images and budget), like ``bs``; ``chance``:
-    accuracy (%) of guessing. Can hold: a drop within the tolerance (or subsets beating the control, which
-    the note says); can fail: BS models far below the control. Cannot be tested against a control near chance."""
+    """4.2: models retrained on 5% BS subsets are nearly as accurate as a full-image control (same
+    architecture, images, budget); ``chance``: guessing accuracy (%); untestable for a control near chance."""
     allowed = paper_gap("bs", "bs")
     margin = Margin(high=TOLERANCE_POINTS, words=f"drop at most {TOLERANCE_POINTS:g} points")
     rows = difference_rows(full, bs, "drop (points)", margin, ("full images", "BS subsets"), seed, resamples,
@@ -280,15 +250,9 @@ def retrain_near_full(bs: Mapping[str, Sequence], full: Mapping[str, Sequence], 
 
 def sis_predicts_accuracy(increase: pd.DataFrame, taus: Sequence[float] = SIS_ACCURACY_TAUS,
                           min_images: int = 20) -> Verdict:
-    """Section 4.4, Figure 5: at every SIS threshold, the SIS of correctly classified images are
-    significantly larger than those of misclassified images, on the test and OOD sets.
-
-    ``increase``: one row per (model, set, tau), the columns of
-    :func:`overinterp.experiments.sis_accuracy.percentage_increase`: "model", "set", "tau", "correct images",
-    "incorrect images" (images with a non-empty SIS at tau in each group), "increase (%)" and "low", "high"
-    (its 95% interval). One verdict row per (model, set, tau) of ``taus``; a row tests the claim where both
-    groups have at least ``min_images`` images. A row holds at or above SIS_ACCURACY_MIN_INCREASE and does not
-    hold wholly below it (no increase, or larger SIS on misclassified images)."""
+    """4.4, Figure 5: correct images' SIS are significantly larger than misclassified ones', at every
+    threshold, test and OOD. ``increase``: rows of ``experiments.sis_accuracy.percentage_increase``; a
+    row of ``taus`` is tested where both groups have ``min_images`` images with a non-empty SIS."""
     margin = Margin(low=SIS_ACCURACY_MIN_INCREASE, words=f"increase at least {SIS_ACCURACY_MIN_INCREASE:g}%")
     rows = {}
     at = increase[increase["tau"].round(6).isin([round(float(t), 6) for t in taus])]

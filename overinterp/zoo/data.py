@@ -1,27 +1,13 @@
-"""Datasets of the paper (section 3.1) and our Fashion-MNIST analogues.
+"""Datasets of the paper (3.1) and our Fashion-MNIST analogues, as normalised tensors.
 
-The paper trains on CIFAR-10 and evaluates overinterpretation out of
-distribution on CIFAR-10.1 v6 (2000 class-balanced images) and on "a uniform
-random sample of 2000 images from the CIFAR-10-C set" (section 3.1). Our default
-dataset is Fashion-MNIST, with **fashion-mnist-c** as its CIFAR-10-C analogue:
-2000 (corruption, severity, test image) triples sampled uniformly with a fixed
-seed, corrupted with the ImageNet-C / CIFAR-10-C corruption functions.
+The paper trains on CIFAR-10 and evaluates out of distribution on CIFAR-10.1 v6 and "a uniform random
+sample of 2000 images from the CIFAR-10-C set"; our **fashion-mnist-c** is the analogue: 2000 seeded
+(corruption, severity, test image) triples corrupted by ``imagecorruptions-imaug`` (seedable, works on
+28x28 padded to 32x32; its ImageNet-C severities are harsher on 28x28 than CIFAR-10-C's).
 
-Every :class:`Split` is normalised with its *in-distribution training set's*
-per-channel mean/std (fixed published constants, :data:`STATS`), so a masked
-pixel of value 0 is the mean pixel (paper section 3.3), and OOD sets share the
-normalisation of the data the model was trained on.
-
-Files live under ``root`` (default :func:`data_root`: ``$OVERINTERP_DATA`` or
-``./data``). Checksums are verified on download only; files placed by hand are
-trusted as they are. Without the files and without network, loading raises
-:class:`DataUnavailable` naming the files and the folder to put them in.
-
-Corruption library: ``imagecorruptions-imaug`` (maintained numpy-2 fork of bethgelab's
-``imagecorruptions``): all 19 corruptions run on 28x28 (padded to its 32x32 minimum) and every
-random draw is seedable, so builds are reproducible (``imagecorruptions`` 1.1.2 no longer imports;
-``corrupt-tta`` cannot seed impulse noise). Its severities are ImageNet-C's, harsher on 28x28 than
-CIFAR-10-C's on 32x32 (blurs erase most detail at severity >= 3). Building 2000 images takes ~4 s.
+Every :class:`Split` is normalised with its *in-distribution training set's* mean/std (:data:`STATS`), so
+a masked value 0 is the mean pixel (3.3). Files live under :func:`data_root`; checksums are verified on
+download only; missing files without network raise :class:`DataUnavailable` naming where to put them.
 """
 from __future__ import annotations
 
@@ -64,7 +50,7 @@ CIFAR101_FILES = {"cifar10.1_v6_data.npy": "29615bb88ff99bca6b147cee2520f010",
                   "cifar10.1_v6_labels.npy": "a27460fa134ae91e4a5cb7e6be8d269e"}
 CIFAR10C_URL = "https://zenodo.org/record/2535967/files/CIFAR-10-C.tar"
 CIFAR10C_MD5 = "56bf5dcef84df0e2308c6dcbcbbd8499"
-#: The 15 ImageNet-C corruptions + 4 extra, as in CIFAR-10-C (all work on 28x28 after padding).
+#: The 15 ImageNet-C corruptions + 4 extra, as in CIFAR-10-C.
 FMNIST_C_CORRUPTIONS = ("gaussian_noise", "shot_noise", "impulse_noise", "defocus_blur", "glass_blur",
                         "motion_blur", "zoom_blur", "snow", "frost", "fog", "brightness", "contrast",
                         "elastic_transform", "pixelate", "jpeg_compression", "speckle_noise",
@@ -78,12 +64,8 @@ class DataUnavailable(RuntimeError):
 
 @dataclass
 class Split:
-    """One split of one data set, normalised with the training set's mean/std.
-
-    ``images`` and ``labels`` are fresh tensors on every :func:`load` call, so
-    changing them in place never affects the in-memory cache. ``info`` holds
-    per-image provenance for the corrupted sets (``corruption`` names,
-    ``severity`` 1-5 and ``source_index`` into the clean test set)."""
+    """One split, normalised; fresh tensors on every :func:`load` (in-place changes spare the cache).
+    ``info``: per-image ``corruption``, ``severity`` (1-5) and ``source_index`` for the corrupted sets."""
     name: str
     split: str
     images: torch.Tensor
@@ -118,9 +100,7 @@ def ood_sets(dataset: str) -> list[str]:
 
 def load(dataset: str, split: str = "test", root: str | Path | None = None, download: bool = True, *,
          sample_size: int = OOD_SAMPLE_SIZE) -> Split:
-    """Load one split as a normalised :class:`Split` (cached in memory per arguments).
-
-    ``sample_size`` only matters for the corrupted sets (fashion-mnist-c, cifar10-c)."""
+    """One split as a normalised :class:`Split` (cached); ``sample_size``: the corrupted sets' only."""
     if dataset not in DATASETS:
         raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
     splits = ("train", "test") if _PARENT[dataset] == dataset else ("test",)
@@ -136,16 +116,14 @@ def load(dataset: str, split: str = "test", root: str | Path | None = None, down
 
 
 def shape(dataset: str) -> tuple[int, int]:
-    """(channels, classes) of ``dataset``'s images, without loading them: what a model is built for
-    (:func:`load` normalises a whole split, ~50 ms for Fashion-MNIST's 60,000 training images)."""
+    """(channels, classes) of ``dataset``'s images, without loading them."""
     if dataset not in DATASETS:
         raise ValueError(f"dataset must be one of {DATASETS}, got {dataset!r}")
     return len(STATS[_PARENT[dataset]][0]), len(CLASSES[_PARENT[dataset]])
 
 
 def take(split: Split, n: int | None, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """(images, labels): the first ``n`` of a seeded permutation of ``split`` (all, in order, when
-    ``n`` is None or at least its size)."""
+    """(images, labels): the first ``n`` of a seeded permutation (all, in order, when ``n`` is None or >= size)."""
     if n is None or n >= len(split):
         return split.images, split.labels
     idx = torch.randperm(len(split), generator=torch.Generator().manual_seed(seed))[:n]
@@ -154,9 +132,8 @@ def take(split: Split, n: int | None, seed: int = 0) -> tuple[torch.Tensor, torc
 
 @dataclass(frozen=True)
 class Selection:
-    """Which images a run sees: :func:`take` of ``n`` images of one set, optionally narrowed to
-    the positions ``index`` of that sample. Its :meth:`key` is part of every backward-selection
-    key, so the command line and the chapters name the same images the same way."""
+    """Which images a run sees: :func:`take` of ``n`` images of one set, optionally narrowed to positions
+    ``index``; its :meth:`key` is part of every backward-selection key."""
     dataset: str                 # the models' (in-distribution) data set: fashion-mnist, cifar10
     set: str = "test"            # "train", "test" or one of ood_sets(dataset)
     n: int | None = None         # images sampled (None = all)
@@ -206,8 +183,7 @@ def _load_uint8(dataset: str, split: str, root: Path, download: bool, sample_siz
 
 def _ensure(what: str, ready: Callable[[], bool], fetch: Callable[[], object], download: bool, hint: str,
             archive: Path | None = None) -> None:
-    """Make sure a data set is on disk: already there, extractable from a
-    pre-placed ``archive``, or downloaded by ``fetch``; else a clear error."""
+    """Make sure a data set is on disk (there, in ``archive``, or fetched); else :class:`DataUnavailable`."""
     if ready():
         return
     if archive is not None and archive.is_file():
@@ -272,12 +248,9 @@ def _fashion_mnist(root: Path, train: bool, download: bool):
 
 def corrupt_images(images: np.ndarray, labels: np.ndarray, sample_size: int = OOD_SAMPLE_SIZE,
                    seed: int = OOD_SEED, corruptions: tuple[str, ...] = FMNIST_C_CORRUPTIONS) -> dict:
-    """The CIFAR-10-C protocol on grey images: ``sample_size`` (corruption,
-    severity, image) triples drawn uniformly without replacement, each corrupted
-    deterministically (seeded per triple; numpy's global RNG is restored after).
-
-    ``images``: uint8 (N, H, W). Returns uint8 ``images`` (n, H, W), ``labels``,
-    ``corruption`` (index into ``corruptions``), ``severity`` (1-5), ``source_index``."""
+    """The CIFAR-10-C protocol on grey uint8 ``images`` (N, H, W): ``sample_size`` (corruption, severity,
+    image) triples drawn without replacement, each seeded (numpy's global RNG restored after). Returns
+    uint8 ``images`` (n, H, W), ``labels``, ``corruption`` (index), ``severity`` (1-5), ``source_index``."""
     from imagecorruptions import corrupt, corruption_dict  # heavy import (numba): only when building
 
     n, h, w = images.shape
@@ -329,8 +302,7 @@ def _fashion_mnist_c(root: Path, download: bool, size: int):
 # --------------------------------------------------------------------------- CIFAR-10 family
 
 class _ArrayUnpickler(pickle.Unpickler):
-    """Unpickles dicts, lists, bytes and NumPy arrays only: a batch file from elsewhere that names
-    any other global (the way a pickle runs code) is refused, not run."""
+    """Unpickles dicts, lists, bytes and NumPy arrays only: any other global (how a pickle runs code) is refused."""
     ALLOWED = {("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "_reconstruct"),
                ("numpy._core.multiarray", "_reconstruct"), ("numpy.core.numeric", "_frombuffer"),
                ("numpy._core.numeric", "_frombuffer"), ("_codecs", "encode")}
@@ -342,10 +314,7 @@ class _ArrayUnpickler(pickle.Unpickler):
 
 
 def _read_cifar_batches(folder: Path, names: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
-    """CIFAR-10 python pickles (dicts with b"data" uint8 (N, 3072), b"labels") -> (N,3,32,32), (N,).
-
-    Read here rather than through ``torchvision.datasets.CIFAR10``, which
-    re-checks every batch file's md5 on each load (we verify the archive on download)."""
+    """CIFAR-10 python pickles -> uint8 (N,3,32,32), (N,); not via torchvision, which re-checks md5s per load."""
     data, labels = [], []
     for name in names:
         with open(folder / name, "rb") as fh:

@@ -6,13 +6,8 @@
 * ``wideresnet``-- WRN-28-10 (the adversarially robust model of section 4.5 is a WRN).
 * ``cnn``       -- three conv layers (32/64/128 filters) for laptop-sized runs.
 
-Every model takes ``in_channels`` and ``num_classes`` and works on 28x28 and 32x32
-inputs (global average pooling before the classifier). ``width`` scales the number
-of filters (the paper's value is the default) so CPU profiles can shrink a model.
-``Ensemble`` averages member logits (paper 3.2). ``fuse_conv_bn`` folds each
-eval-mode batch norm into the convolution before it, for the backward-selection engine;
-``count_macs`` counts the multiply-adds of one forward pass (the chapter "How fast is
-backward selection?" compares timings of models of different widths by it).
+Every model takes ``in_channels`` and ``num_classes``, works on 28x28 and 32x32 (global average pooling),
+and has ``width`` initial filters (default: the paper's). ``Ensemble`` averages logits (3.2).
 """
 from __future__ import annotations
 
@@ -32,11 +27,8 @@ def count_params(model: nn.Module) -> int:
 
 
 def count_macs(model: nn.Module, shape: tuple) -> int:
-    """Multiply-adds of one forward pass of ``model`` on one input of ``shape`` (C, H, W): those of
-    its convolutions and matrix products, as torch's ``FlopCounterMode`` counts them (2 FLOPs per
-    multiply-add); batch norms, activations and pooling are not counted, so folding batch norms into
-    the convolutions does not change the count. Runs the model once on zeros in eval mode, without
-    gradients, and restores its mode."""
+    """Multiply-adds of one forward pass on one input of ``shape`` (C, H, W): convolutions and matrix
+    products only (``FlopCounterMode`` / 2), so folding batch norms leaves it unchanged."""
     from torch.utils.flop_counter import FlopCounterMode
     was_training, device = model.training, next(model.parameters()).device
     try:
@@ -48,11 +40,8 @@ def count_macs(model: nn.Module, shape: tuple) -> int:
 
 
 def fuse_conv_bn(model: nn.Module) -> nn.Module:
-    """A copy of the eval-mode ``model`` in which every batch norm that follows a convolution is
-    folded into it (torch.fx's ``fuse``): the same function up to float rounding, in fewer kernels.
-    A module torch.fx cannot trace (``InputDropout``'s mask loop) keeps its forward and has its
-    children fused. The backward-selection engine's forwards and input gradients run 1.2-2x faster
-    so on this CPU (benchmarks/bench_backselect.py, section ``fusion``); ``model`` is untouched."""
+    """A copy of the eval-mode ``model`` with each batch norm folded into the convolution before it: the
+    same function up to rounding, 1.2-2x faster; an untraceable module has only its children fused."""
     return _fuse(copy.deepcopy(model))
 
 

@@ -1,14 +1,6 @@
-"""Training and evaluation (paper section 3.2 and S1).
-
-SGD with Nesterov momentum 0.9, weight decay 5e-4, batch 128, learning rate 0.1
-divided by 5 at 30/60/80% of training (epochs 60/120/160 of 200), cross-entropy,
-optional random crop (pad 4) + horizontal flip, optional input dropout.
-
-The data path is airbench-style: the whole training set is one tensor on the
-device, batches are slices of a device-side ``randperm`` and augmentation is
-done on whole batches -- no DataLoader, no worker processes. ``fit`` takes any
-(images, labels) tensors, so the retraining experiments of section 4.2 train on
-5% pixel subsets (the rest masked with zeros) with the very same function.
+"""Training and evaluation (paper 3.2, S1): the paper's SGD recipe (:class:`TrainConfig`) on whole tensors
+on the device (airbench-style: no DataLoader, augmentation per batch), so the retraining of 4.2 trains on
+pixel subsets with the same :func:`fit`.
 
     history = fit(model, images, labels, TrainConfig(epochs=30), seed=0)
 """
@@ -68,16 +60,10 @@ def device_name(device: str | torch.device | None = "auto") -> str:
 
 
 class InputDropout(nn.Module):
-    """Input dropout (the paper code's mitigation): each pixel, all channels together,
-    is kept with probability ``keep_prob`` and otherwise set to 0 (the mean pixel).
-
-    In training mode one fresh mask per image. In eval mode the output is the mean of the
-    *logits* over ``samples`` masks, as the paper code's ``ModelWithInputDropout`` averages
-    its outputs (``torch.mean(outs, dim=0)``); but where that code draws fresh masks at
-    every call, ours are drawn once from a fixed seed and shared by every image of the
-    batch, so an image's output is the same at any batch position and batch size: a
-    deterministic function of the image (needed by backselect,
-    :func:`overinterp.engine.backselect.check_batch_independent`).
+    """Input dropout (the paper code's mitigation): each pixel (all channels) kept with probability
+    ``keep_prob``, else 0 (the mean pixel); a fresh mask per image in training. In eval mode the mean
+    *logits* over ``samples`` masks drawn once from ``seed`` and shared by the batch (the paper code draws
+    fresh ones), so the output is a deterministic function of the image, as backselect needs.
     """
 
     def __init__(self, model: nn.Module, keep_prob: float, samples: int = 1, seed: int = 0):
@@ -104,8 +90,7 @@ PAD = 4  # random-crop padding (S1)
 
 
 def augment_draws(n: int, gen: torch.Generator | None = None, device="cpu") -> torch.Tensor:
-    """(3, n) int64 random crop offsets (rows dy, columns dx in [0, 2*PAD]) and horizontal flips
-    (0/1) for ``n`` images, drawn on the CPU from ``gen`` and moved to ``device`` in one copy."""
+    """(3, n) int64: crop offsets dy, dx in [0, 2*PAD] and flips (0/1), drawn on the CPU from ``gen``."""
     d = torch.randint(0, 2 * PAD + 1, (2, n), generator=gen)
     flip = (torch.rand(n, generator=gen) < 0.5).long()
     return torch.cat([d, flip[None]]).to(device)
@@ -113,12 +98,8 @@ def augment_draws(n: int, gen: torch.Generator | None = None, device="cpu") -> t
 
 def augment_batch(x: torch.Tensor, pad_value: torch.Tensor, gen: torch.Generator | None = None,
                   draws: torch.Tensor | None = None) -> torch.Tensor:
-    """Random crop with ``PAD`` pixels of padding, then random horizontal flip, on a batch.
-
-    ``pad_value`` (C,) is what padding is filled with (black, as torchvision pads raw pixels).
-    ``draws`` (3, B) from :func:`augment_draws` (default: drawn now from ``gen``); passing an
-    epoch's draws keeps the training loop free of host-device copies.
-    """
+    """Random crop (``PAD`` padding of ``pad_value`` (C,), black) then horizontal flip of a batch;
+    ``draws`` (3, B): :func:`augment_draws`' (default: drawn now from ``gen``)."""
     B, C, H, W = x.shape
     dy, dx, flip = augment_draws(B, gen, x.device) if draws is None else draws
     xp = pad_value.view(1, C, 1, 1).expand(B, C, H + 2 * PAD, W + 2 * PAD).clone()
@@ -137,11 +118,8 @@ def _autocast(device: torch.device, bf16: bool):
 def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig = TrainConfig(),
         seed: int = 0, device="auto", progress: bool = True, desc: str = "train", perturb=None) -> list[dict]:
     """Train ``model`` in place on (images (N,C,H,W), labels (N,)); returns per-epoch stats.
-
-    ``perturb(model, x, y) -> x'`` (or ``(x', y')``), if given, replaces each (augmented) batch before the
-    step: adversarial training trains on PGD examples (:mod:`overinterp.experiments.robust`, Madry et al. 2018),
-    counterfactual training on the batch and its masked copy (:mod:`overinterp.experiments.masked`); the stats
-    are then those of the replaced batches."""
+    ``perturb(model, x, y) -> x'`` (or ``(x', y')``) replaces each augmented batch (PGD, masked copies);
+    the stats are then the replaced batches'."""
     device = resolve_device(device)
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
@@ -157,8 +135,7 @@ def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: Train
     sched = torch.optim.lr_scheduler.MultiStepLR(opt, [int(f * total) for f in cfg.milestones], cfg.gamma)
     history, bar = [], tqdm(total=total, desc=desc, disable=not progress, unit="step")
     for epoch in range(cfg.epochs):
-        # one host->device copy per epoch (permutation, augmentation draws); the loss and accuracy
-        # accumulate on the device and are read once per epoch: no host round trip per step
+        # one host->device copy and one read per epoch: no host round trip per step
         t0 = time.perf_counter()
         loss_sum = torch.zeros((), device=device)
         correct, seen = torch.zeros((), dtype=torch.long, device=device), 0
@@ -196,12 +173,9 @@ def tail_start_loss(history: list[dict], tail: float = 1 / 3) -> float:
 
 
 def plateaued(history: list[dict], tail: float = 1 / 3, rtol: float = 0.1, atol: float = 0.01) -> bool:
-    """Our stopping criterion: training has plateaued when the mean training loss fell
-    by less than ``rtol`` (relative) or less than ``atol`` nats over the last ``tail`` of the epochs.
-
-    ``atol`` = 0.01 nats is the loss of a true-class probability of 0.99, the paper's tau: a loss
-    resting at its weight-decay floor still falls by tens of percent in relative terms (measured on
-    the quick ResNet20 trained 48 epochs on 6000 images: 0.0058 -> 0.0044 over the last third)."""
+    """Our stopping criterion: the training loss fell by less than ``rtol`` (relative) or ``atol`` nats over
+    the last ``tail`` of the epochs. ``atol`` = 0.01 nats, the loss at p = 0.99 (the paper's tau): a loss at
+    its weight-decay floor still falls by tens of percent relatively."""
     if len(history) < 2:
         return False
     start = tail_start_loss(history, tail)
@@ -210,8 +184,7 @@ def plateaued(history: list[dict], tail: float = 1 / 3, rtol: float = 0.1, atol:
 
 @torch.inference_mode()
 def logits(model: nn.Module, images: torch.Tensor, batch_size: int = 1000, device="auto") -> torch.Tensor:
-    """(N, num_classes) float32 outputs of ``model`` in eval mode, in batches of ``batch_size``, on the CPU:
-    the library's one batched-inference loop."""
+    """(N, num_classes) float32 outputs of ``model`` in eval mode, in batches, on the CPU."""
     device = resolve_device(device)
     model.to(device).eval()
     return torch.cat([model(images[i:i + batch_size].to(device)).float().cpu()
@@ -238,13 +211,9 @@ def make_model(cfg: dict, in_channels: int, num_classes: int) -> nn.Module:
 
 
 def cached_training(kind: str, cfg, module: nn.Module, train, evaluate=None, store: Store | None = None) -> nn.Module:
-    """``module`` with the weights the store holds for (``kind``, ``cfg``), or trained now and saved:
-    the one "train once, keep in the store" of the library.
-
-    ``train(module)`` trains in place and returns what to keep beside the weights (e.g. the
-    history); it is timed (``seconds``). ``evaluate(module)``, after it, returns more to keep (e.g.
-    a test accuracy). ``module.info`` holds everything kept but the weights.
-    """
+    """``module`` with the store's weights for (``kind``, ``cfg``), or trained now and saved. ``train(module)``
+    trains in place and returns a dict to keep (timed: ``seconds``); ``evaluate(module)`` returns more;
+    ``module.info`` holds all kept but the weights."""
     store = store or Store()
     saved = store.load(kind, cfg)
     if saved is None:
@@ -263,12 +232,9 @@ def cached_fit(kind: str, cfg: dict, model: nn.Module, images, labels: torch.Ten
                train_cfg: TrainConfig, seed: int, device="auto", store: Store | None = None,
                progress: bool = True, desc: str = "train", eval_data: tuple | None = None,
                perturb=None) -> nn.Module:
-    """:func:`fit` ``model`` on (images, labels) unless the store holds the weights for ``cfg``
-    (:func:`cached_training`). Returns the model in eval mode on ``device``; ``model.info`` holds the
-    training history, the accuracy on ``eval_data`` = (images, labels), the wall time and the device.
-    ``images`` may be a function returning (images, labels) (``labels`` None), called only when the
-    model must be trained, so a stored model costs no data loading. ``perturb``: see :func:`fit` (what it
-    does must be part of ``cfg``).
+    """:func:`fit` unless the store holds ``cfg``'s weights; the model in eval mode on ``device``, ``info``:
+    history, accuracy on ``eval_data`` = (images, labels), seconds, device. ``images`` may be a function
+    returning (images, labels) (``labels`` None), called only to train. ``perturb`` must be part of ``cfg``.
     """
     def train(m):
         x, y = images() if callable(images) else (images, labels)
