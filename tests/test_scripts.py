@@ -154,3 +154,14 @@ def test_pack_zoo_packs_the_profiles_zoo_models_only_and_lists_the_missing_ones(
     assert fresh.load("model", model_config("fashion-mnist", "resnet20", "tiny", 0))["state_dict"]["w"].sum() == 2
     empty = Store(tmp_path / "empty")
     assert pack_zoo.main(["--profile", "tiny", "--artifacts", str(empty.root), "--out", str(tmp_path / "x.tar.gz")]) == 2
+
+
+def test_same_code_ignores_docstrings_and_comments_but_not_a_changed_string_or_name():
+    from tools.same_code import code_of
+    before = 'def f(x):\n    """Long.\n\n    Story."""\n    return x + 1  # why\n'
+    assert code_of(before) == code_of('def f(x):\n    """Short."""\n    # a reason\n    return x + 1\n')
+    assert code_of(before) == code_of("def f(x):\n    return x + 1\n")
+    assert code_of(before) != code_of('def f(x):\n    """Long."""\n    return x + 2\n')
+    assert code_of(before) != code_of('def f(y):\n    """Long."""\n    return y + 1\n')
+    # a string that is not the first statement is code (a glued sentence)
+    assert code_of('def f():\n    x = 1\n    "said"\n') != code_of('def f():\n    x = 1\n    "told"\n')
