@@ -12,8 +12,8 @@ import sys
 import time
 from dataclasses import asdict, fields, replace
 
-from overinterp.config.chapters import (RunConfig, add_arguments, chapter_label, chapter_number, chapter_stem,
-                                        from_arguments, toc_chapters)
+from overinterp.config.chapters import (RunConfig, add_arguments, chapter_label, chapter_number, chapter_parameters,
+                                        chapter_stem, from_arguments, toc_chapters)
 
 PROG = "python -m overinterp"
 DESCRIPTION = ("The command line of the overinterp book, a reproduction of Carter et al., NeurIPS 2021: it trains "
@@ -209,7 +209,9 @@ def cmd_book(args) -> int:
     only = only_chapters(args.only)                                     # before anything executes
     c = from_arguments(RunConfig, args)
     make_run(c.dataset, c.profile, c.device, c.seed)                  # checks the parameters before any chapter
-    parameters = {**asdict(c), "profile": c.profile or make_run(c.dataset, c.profile).profile.name}
+    run = make_run(c.dataset, c.profile)
+    parameters = {**asdict(c), "profile": c.profile or run.profile.name,
+                  **chapter_parameters(only or toc_chapters(), args.parameter or [], run.profile)}
     t0 = time.perf_counter()
     # the chapters' kernels are other processes; the book repairs damaged artifacts unless --no-repair
     kernels = {"OVERINTERP_ARTIFACTS": str(Store().root.resolve()),
@@ -375,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
                  "an edition.")
     k.add_argument("--only", nargs="*", metavar="CHAPTER",
                    help="execute only these chapters, named by notebook stem: " + ", ".join(toc_chapters()))
+    k.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="a chapter parameter, as papermill's -p (python -m overinterp chapters lists them), checked "
+                        "before anything executes: e.g. --only 03_sis -p tau 0.9")
     k.add_argument("--out", default=None, help="build folder (default _build)")
     k.add_argument("--edition", action="store_true",
                    help="save the executed chapters as an edition (editions/<dataset>-<profile>/) instead of rendering")

@@ -352,6 +352,29 @@ def test_book_only_an_unknown_chapter_ends_with_one_line_listing_the_valid_names
     assert built == [["03_sis", "04_pixel_subsets"]]       # a notebook's path names its chapter too
 
 
+
+@pytest.mark.parametrize("argv, says", [
+    (["--only", "03_sis", "-p", "tau", "2"], "parameter tau=2 is not valid: must lie strictly between 0 and 1"),
+    (["--only", "03_sis", "-p", "tau", "1"], "parameter tau=1 is not valid"),
+    (["--only", "03_sis", "-p", "bogus", "3"], "parameter bogus: no chapter executed here takes it; theirs: n_curves"),
+    (["-p", "seed", "3"], "parameter seed: use --seed"),
+])
+def test_book_refuses_a_bad_chapter_parameter_in_one_line_before_executing(capsys, monkeypatch, argv, says):
+    from overinterp.pages import build
+    monkeypatch.setattr(build, "build", lambda parameters, **k: pytest.fail("executed before checking -p"))
+    assert exit_code(["book", "--profile", "tiny", "--device", "cpu", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and says in err
+
+
+def test_book_passes_a_checked_chapter_parameter_read_as_a_literal(monkeypatch):
+    from overinterp.pages import build
+    built = []
+    monkeypatch.setattr(build, "build", lambda parameters, **k: built.append(parameters))
+    assert exit_code(["book", "--profile", "tiny", "--device", "cpu", "--only", "03_sis", "-p", "tau", "0.9",
+                      "-p", "n_show", "3", "--out", "/nonexistent-build"]) == 0
+    assert built[0]["tau"] == 0.9 and built[0]["n_show"] == 3 and built[0]["profile"] == "tiny"
+
 ROWS = [{"claim": "sis", "model": "ResNet20", "estimate": 8.0019, "low": 5.1814, "high": 10.8224, "margin": "≤ 5",
          "outcome": "does not hold", "replicates": 5.0, "images": 200.0, "to decide": None, "part": "I",
          "chapter": "03_sis", "verdict": "does not hold"},

@@ -24,7 +24,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]   # the repository root (relative paths are read from it)
 
 __all__ = ["param", "RunConfig", "CHAPTERS", "GPU_CHAPTERS", "ParameterError", "chapter_config",
-           "resolve", "parameters_cell", "add_arguments", "from_arguments", "TOC", "toc_chapters",
+           "resolve", "literal", "chapter_parameters", "parameters_cell", "add_arguments", "from_arguments", "TOC", "toc_chapters",
            "chapter_number", "chapter_label", "chapter_stem"]
 
 #: the book's table of contents: its reading order and the sidebar's chapter numbers
@@ -350,6 +350,36 @@ def resolve(params, profile):
             value = changes[f.name] = str(ROOT / value)     # an absolute value stays as it is
         _check(f.name, value, meta.get("check"))
     return dataclasses.replace(params, **changes)
+
+
+def literal(text: str):
+    """A command-line parameter value as papermill's ``-p`` reads it: a Python literal (number, None, True,
+    a list), else the text itself. ``ast.literal_eval`` evaluates no code."""
+    import ast
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def chapter_parameters(chapters, pairs, profile) -> dict:
+    """``book -p NAME VALUE`` pairs for ``chapters`` (stems), checked before anything executes: each name must
+    be a parameter of one of them (not one of :class:`RunConfig`'s, which have their own flags) and its value
+    must pass that chapter's check. Returns ``{name: value}``; :class:`ParameterError` names the bad one."""
+    out = {}
+    for name, text in pairs:
+        value, takes = literal(text), [c for c in chapters if name in {f.name for f in dataclasses.fields(CHAPTERS[c])}]
+        if name in {f.name for f in dataclasses.fields(RunConfig)}:
+            raise ParameterError(f"parameter {name}: use --{name}, the flag every chapter shares")
+        if not takes:
+            known = sorted({f.name for c in chapters for f in dataclasses.fields(CHAPTERS[c])} -
+                           {f.name for f in dataclasses.fields(RunConfig)})
+            raise ParameterError(f"parameter {name}: no chapter executed here takes it; theirs: "
+                                 f"{', '.join(known) or 'none beyond --dataset, --profile, --device, --seed'}")
+        for c in takes:
+            resolve(CHAPTERS[c](**{name: value}), profile)
+        out[name] = value
+    return out
 
 
 def parameters_cell(cls: type, width: int = 78) -> str:
