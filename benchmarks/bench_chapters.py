@@ -21,6 +21,10 @@ executes chapter 04 alone from an empty store, beside its upper bound. Writes
     python benchmarks/bench_chapters.py --reuse _build/chapters      # its executed book again: the log,
                                                                       # timings.json and DIR/artifacts
 
+``--reuse`` also reads a book executed as ``make book`` runs it (``python -m overinterp book --out DIR`` with
+``$OVERINTERP_ARTIFACTS=DIR/artifacts`` and ``$OVERINTERP_STORE_LOG=DIR/store-log.jsonl``): its ``prepare``
+stage (chapters 2-5's artifacts in parallel processes) is then a row that the chapters it serves depend on.
+
 Datasets live outside the store (``$OVERINTERP_DATA``): every time here assumes they are in place.
 """
 from __future__ import annotations
@@ -213,7 +217,7 @@ def main(argv=None):
     log = read_log(work / LOG)
     with_store, alone_log = {}, work / "alone-log.jsonl"
     alone_log.unlink(missing_ok=True)
-    for chapter in seconds:                                     # each chapter again, alone, on the full store
+    for chapter in [c for c in seconds if c != "prepare"]:      # each chapter again, alone, on the full store
         with_store.update(execute(parameters, fresh(work / "alone"), store, alone_log, only=[chapter]))
     rows = chapter_rows(seconds, with_store, log, saves(alone_log))
     pack = pack_and_run(parameters, work, store)

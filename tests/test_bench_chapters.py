@@ -97,3 +97,21 @@ def test_without_the_file_the_table_comes_after_a_note_naming_it(tmp_path):
     text = instructors.times_table(None, ROOT / "benchmarks" / "results", "chapters-quick-cpu.json")
     assert text.startswith(":::{note}\nNo run-time file `chapters-quick-cpu.json` in `benchmarks/results`")
     assert text.endswith(instructors.table(None)) and "{doc}`17_instructors`" in text
+
+
+def test_a_book_built_as_make_book_runs_it_counts_its_prepare_stage_in_the_bounds(monkeypatch):
+    """`book --jobs 2` computes chapters 2-5's artifacts first, with the access log naming the stage "prepare";
+    a chapter that loads them needs it, and its bound adds its seconds."""
+    import os
+    from overinterp.experiments import prepare
+    from overinterp.pages import build
+    from overinterp.store import CHAPTER_ENV
+    named = []
+    monkeypatch.setattr(prepare, "prepare_parallel", lambda run, jobs, study: named.append(os.environ.get(CHAPTER_ENV)))
+    monkeypatch.delenv(CHAPTER_ENV, raising=False)
+    assert "prepare" in build.prepare_first({"profile": "tiny", "device": "cpu"}, jobs=2)
+    assert named == ["prepare"] and CHAPTER_ENV not in os.environ
+    log = [_e("save", "prepare", "model/a"), _e("load", "03", "model/a"), _e("save", "03", "sis/s"),
+           _e("load", "04", "sis/s")]
+    rows = bench.chapter_rows({"prepare": 600.0, "03": 5.0, "04": 7.0}, {"03": 1.0, "04": 2.0}, log)
+    assert rows["04"]["needs"] == ["prepare", "03"] and rows["04"]["alone_from_empty_upper_bound"] == 612.0

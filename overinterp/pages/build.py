@@ -317,7 +317,9 @@ def prepare_first(parameters: dict, jobs: int = 1) -> dict:
     print(f"[book] computing the models, backward selections and retrained models of chapters 2-5 in {jobs} "
           "processes of one thread (with the input-dropout models)", flush=True)
     t0 = time.perf_counter()
-    prepare_parallel(run, jobs, study="book")
+    from unittest import mock
+    with mock.patch.dict(os.environ, {CHAPTER_ENV: "prepare"}):     # the store's access log names the stage
+        prepare_parallel(run, jobs, study="book")
     seconds = round(time.perf_counter() - t0, 1)
     print(f"[book] prepare: {seconds} s", flush=True)
     return {"prepare": seconds}
