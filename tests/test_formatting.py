@@ -10,6 +10,12 @@ def test_number_writes_fixed_decimals_and_a_dash_for_what_does_not_exist():
     assert {number(float("nan")), number(None), number(math.inf), number("x")} == {MISSING}
 
 
+def test_a_value_that_rounds_to_zero_has_no_minus_sign():
+    assert (number(-0.04), number(-0.004, 2), number(-0.0), number(-0.0004, 3, sign=True)) == ("0.0", "0.00", "0.0",
+                                                                                             "+0.000")
+    assert (number(-0.06), number(-0.005, 3)) == ("-0.1", "-0.005")
+
+
 def test_a_range_whose_ends_read_the_same_is_printed_once():
     assert span([2.04, 4.96], 0) == "2–5"
     assert span([3.04, 2.96], 0) == "3"                     # both ends read "3": not "3–3"

@@ -91,6 +91,10 @@ def test_the_bottom_line_lists_the_papers_claims_per_outcome_and_counts_what_an_
     assert v["std_reproduced"] == f"{CLAIMS['beats'].short} (4.2)" and v["std_reproduced_n"] == 1
     assert v["std_not"] == f"{CLAIMS['sis'].short} (4.1)" and v["std_inconclusive_n"] == 1
     assert v["std_untestable"] == "none" and v["std_added"] == 1 and v["std_added_holds"] == 1   # road: the book's
+    assert v["std_decided"] == 3
+    untestable = _doc("tiny", {"sis": ("does not hold", ["does not hold"]),
+                               "beats": ("cannot be tested", ["cannot be tested"])})
+    assert report.bottom_line(untestable, "x")["x_tested"] == 2 and report.bottom_line(untestable, "x")["x_decided"] == 1
     empty = report.bottom_line(None, "x")
     assert empty["x_tested"] == 0 and empty["x_reproduced"] == "none"
 

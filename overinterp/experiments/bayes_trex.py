@@ -28,7 +28,7 @@ from overinterp.methods.bayes_trex import (AMBIGUOUS, BAND, HIGH, HIGH_LEVEL, MI
                                            chain_separation, target_log_odds, decoder, high, in_level_set,
                                            initial_points, near_black, nearest_start, normalise, sample_chains,
                                            spread_samples)
-from overinterp.paper.formatting import MISSING
+from overinterp.paper.formatting import MISSING, count
 from overinterp.paper.numbers import ARCH_NAMES, BOOTH_TABLE2
 from overinterp.store import Store, config_key
 from overinterp.zoo import data
@@ -344,8 +344,8 @@ def sis_comparison(run, targets: dict, chains: dict, vae: VAE, tau: float) -> di
 def setup_values(run, p, names) -> dict:
     """The chapter's settings for the prose."""
     cfg = run.profile.bayes_trex
-    out = {"arch": ARCH_NAMES.get(cfg.arch, cfg.arch)}
-    out.update({k: getattr(cfg, k) for k in ("latent", "hidden", "vae_epochs", "sigma", "chains", "warmup", "samples",
+    out = {"arch": ARCH_NAMES.get(cfg.arch, cfg.arch), "vae_epochs": count(cfg.vae_epochs, "epoch")}
+    out.update({k: getattr(cfg, k) for k in ("latent", "hidden", "sigma", "chains", "warmup", "samples",
                                              "max_tree_depth", "init_pool", "sis_images")})
     out.update({"vae_train": "all" if cfg.vae_train_size is None else f"{cfg.vae_train_size:,}",
                 "held_out": names[cfg.held_out], "leapfrog": 2 ** cfg.max_tree_depth, "tau": f"{p.tau:g}",

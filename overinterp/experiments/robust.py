@@ -29,7 +29,7 @@ from overinterp.engine.sis import find_sis, sis_size_pct
 from overinterp.experiments import runs
 from overinterp.experiments.runs import confident_selection, mean_std, model_config
 from overinterp.methods import optional
-from overinterp.paper.formatting import MISSING, bounds, number
+from overinterp.paper.formatting import MISSING, bounds, count, number
 from overinterp.paper.numbers import ARCH_NAMES, MADRY_ACCURACY, MADRY_TRAINING
 from overinterp.paper.intervals import replicate_interval
 from overinterp.zoo import data as datasets
@@ -262,10 +262,10 @@ def setup_values(run, tau: float) -> dict:
     """Glue name -> value of the setup: tau, attacks, robust training."""
     cfg, p = run.profile.robust, run.profile
     eps = epsilon(run.dataset, cfg)
-    return {"tau": tau, "eps": f"{eps:.4g}", "eps255": f"{255 * eps:.1f}", "train_steps": cfg.steps,
-            "train_step": f"{training_attack(run).step_size:.4g}", "eval_steps": cfg.eval_steps,
-            "eval_restarts": cfg.eval_restarts, "arch_name": model_name(cfg.arch, False),
-            "train_size": cfg.train_size or p.train_size or "all", "epochs": cfg.epochs or p.train.epochs}
+    return {"tau": tau, "eps": f"{eps:.4g}", "eps255": f"{255 * eps:.1f}", "train_steps": count(cfg.steps, "step"),
+            "train_step": f"{training_attack(run).step_size:.4g}", "eval_steps": count(cfg.eval_steps, "step"),
+            "eval_restarts": count(cfg.eval_restarts, "random start"), "arch_name": model_name(cfg.arch, False),
+            "train_size": cfg.train_size or p.train_size or "all", "epochs": count(cfg.epochs or p.train.epochs, "epoch")}
 
 
 def training_values(robust: Sequence[nn.Module]) -> dict:

@@ -243,9 +243,10 @@ def transfer_values(verdict: verdicts.Verdict) -> dict:
     """Chapter 4's prose on :func:`no_transfer`."""
     share = verdict.numbers["share of lift transferred"]
     lo, hi = number(share.min(), 2), number(share.max(), 2)
-    # the range in a clause that reads where no source has a lift above random subsets to share
-    recover = ("nothing measurable: no source model's subsets lift its accuracy above random subsets" if lo == MISSING
-               else f"{lo}" if lo == hi else f"between {lo} and {hi}")
+    # the range with its object, in a clause that reads where no source has a lift above random subsets to share
+    recover = ("nothing measurable, since no source model's subsets lift its accuracy above random subsets"
+               if lo == MISSING else
+               f"{lo if lo == hi else f'between {lo} and {hi}'} of a source model's lift above random subsets")
     return {"transfer": verdict.word, "share_min": lo, "share_max": hi, "share_text": recover,
             "transfer_ours_words": result_words(verdict, "transfer")}
 

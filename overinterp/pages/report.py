@@ -214,6 +214,7 @@ def bottom_line(doc: dict | None, prefix: str, other: dict | None = None) -> dic
         first = rows[c][0]["verdict"]
         return first if other is None or (c in more and more[c][0]["verdict"] == first) else None
     out = {f"{prefix}_paper": len(paper), f"{prefix}_tested": sum(c in rows for c in paper),
+           f"{prefix}_decided": sum(c in rows and rows[c][0]["verdict"] != UNTESTABLE for c in paper),
            f"{prefix}_missing": sum(c not in rows for c in paper), f"{prefix}_added": len(added)}
     for result, key in OUTCOMES.items():
         names = [label(c) for c in paper if c in rows and outcome(c) == result]

@@ -196,12 +196,6 @@ MOVED = {"toward the paper's number": "moved toward the paper's number",
          "no paper number": "moved beyond its intervals"}
 
 
-def _num(x, digits: int) -> str:
-    """:func:`number` without a minus sign on a value that rounds to zero ("-0.000")."""
-    text = number(x, digits)
-    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
-
-
 def _words(rows: pd.DataFrame, v: dict) -> dict:
     """Sentences ``*_text``, ``*_moved``, ``*_paper_note``, ``study_code`` from :func:`values`' numbers ``v``."""
     out, measured = {}, set(rows["measure"])
@@ -215,7 +209,7 @@ def _words(rows: pd.DataFrame, v: dict) -> dict:
         elif not np.isfinite(paper):
             out[f"{key}_paper_note"] = f"the paper gives no number for its {arch}"
         else:
-            out[f"{key}_paper_note"] = PAPER_NOTE[key].format(arch=arch, v=_num(paper, digits))
+            out[f"{key}_paper_note"] = PAPER_NOTE[key].format(arch=arch, v=number(paper, digits))
         for curve in ("size", "width"):
             k = f"{key}_{curve}"
             if m not in measured:
@@ -223,7 +217,7 @@ def _words(rows: pd.DataFrame, v: dict) -> dict:
                                     if key == "sis" else "not measured")
                 continue
             t = trend(rows, m, curve, _main_setting(rows, m))
-            ends = [_num(t[f], digits) for f in ("from", "from_low", "from_high", "to", "to_low", "to_high", "max_sd")]
+            ends = [number(t[f], digits) for f in ("from", "from_low", "from_high", "to", "to_low", "to_high", "max_sd")]
             pct, after = ("%", "") if unit == "%" else ("", unit)    # 82.9% [80.0, 85.7]; 56.1 [49.6, 62.5] points
             out[f"{k}_text"] = (
                 f"from {ends[0]}{pct} [{ends[1]}, {ends[2]}]{after} at {AT[curve](t['from_x'])} to {ends[3]}{pct} "
@@ -234,10 +228,10 @@ def _words(rows: pd.DataFrame, v: dict) -> dict:
             out[f"{key}_size_moved"] = "was not measured"
             continue
         t = trend(rows, m, "size", _main_setting(rows, m))
-        against = ("the paper's bound" if key == "sis" else "the paper's") + f" {_num(paper, digits)}{unit}" \
+        against = ("the paper's bound" if key == "sis" else "the paper's") + f" {number(paper, digits)}{unit}" \
             if np.isfinite(paper) else "no number of the paper's"
-        out[f"{key}_size_moved"] = (f"{MOVED[toward(t)]} ({_num(t['from'], digits)}{unit} → "
-                                    f"{_num(t['to'], digits)}{unit}, {against})")
+        out[f"{key}_size_moved"] = (f"{MOVED[toward(t)]} ({number(t['from'], digits)}{unit} → "
+                                    f"{number(t['to'], digits)}{unit}, {against})")
     commit = rows.attrs.get("commit")
     out["study_code"] = f"code {str(commit)[:12]}" if commit else "the code of this execution"
     if v["engine_ratio_min"] == MISSING:

@@ -12,19 +12,22 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MISSING", "number", "span", "bounds", "counted", "and_list"]
+__all__ = ["MISSING", "number", "span", "bounds", "counted", "and_list", "count"]
 
 MISSING = "—"
 
 
 def number(x, digits: int = 1, sign: bool = False, suffix: str = "") -> str:
-    """``x`` to ``digits`` decimals (signed when ``sign``) and ``suffix``; :data:`MISSING` for None, NaN, inf."""
+    """``x`` to ``digits`` decimals (signed when ``sign``) and ``suffix``; :data:`MISSING` for None, NaN, inf;
+    a value that rounds to zero has no minus sign ("0.0", not "-0.0")."""
     try:
         x = float(x)
     except (TypeError, ValueError):
         return MISSING
     if not math.isfinite(x):
         return MISSING
+    if round(x, digits) == 0:
+        x = 0.0
     return f"{x:{'+' if sign else ''}.{digits}f}{suffix}"
 
 

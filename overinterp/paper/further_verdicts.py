@@ -129,7 +129,7 @@ def sis_verdict(images: pd.DataFrame, min_images: int) -> Verdict:
     """Our question: the same fine-tuning makes the SIS larger (:func:`increases` of the SIS size)."""
     claim = ("Our question, not Feng et al.'s: the same fine-tuning makes the model's sufficient input subsets at "
              "the profile's threshold larger, i.e. it mitigates overinterpretation (as ensembling does in the "
-             "paper, section 4.3).")
+             "paper, section 4.6).")
     return increases(images, "SIS size", claim, "reduction_sis", min_images=int(min_images))
 
 
@@ -243,7 +243,7 @@ def dilation_keeps_prediction(undilated: Mapping, dilated: Mapping, kernel: int,
         "drops an ImageNet ResNet-50's confidence to near zero and reads SIS images as adversarial examples).",
         f"for every architecture, the 95% interval (a t interval over the replicates, {images}) of the change in "
         f"the share of images still classified as on the full image, from the undilated to the {kernel}×{kernel}-"
-        f"dilated {subsets}, lies at or above −{TOLERANCE_POINTS:g} points (chapter 4's flat margin for \"about as "
+        f"dilated {subsets}, lies at or above −{TOLERANCE_POINTS:g} points (chapter 3's flat margin for \"about as "
         "accurate\": a few hundred images do not resolve a finer drop; a gain holds); does not hold if it lies "
         "wholly below; inconclusive if it straddles. Cannot be tested without a replicate that has such images."
         + ceiling, rows)

@@ -235,7 +235,7 @@ def retrain_near_full(bs: Mapping[str, Sequence], full: Mapping[str, Sequence], 
         f"on full images (section 4.2, Table 1: at most {allowed:.2f} points lower on CIFAR-10).",
         f"for every architecture, the 95% interval of the accuracy drop from a control of the same architecture "
         f"trained on the same images, full, with the same budget, to the models retrained on BS subsets lies at or "
-        f"below {TOLERANCE_POINTS:g} points, the flat margin of chapter 4 (the paper's largest drop, {allowed:.2f} "
+        f"below {TOLERANCE_POINTS:g} points, the flat margin of chapter 3 (the paper's largest drop, {allowed:.2f} "
         f"points, is finer than our test images resolve); a negative drop (subsets beating the control) counts as "
         f"holding and is shown as such. Does not hold if "
         f"the whole interval lies above; cannot be tested where the control is less than {min_lift:g} points above "
