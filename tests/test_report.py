@@ -128,7 +128,9 @@ def test_every_verdict_is_one_table_grouped_by_part_with_a_dash_where_an_edition
     assert sis["chapter"] == f'<a href="03_sis.html">chapter\u00a0{n}</a>'
     html = report_tables.verdict_table(docs).data
     assert html.count('class="group"') == frame["group"].nunique() and html.count("<tr>") == len(CLAIMS) + 1 + 4
-    assert not re.search(r"\bnan\b|None|<caption", html)                # no number: the page that pastes it says
+    assert not re.search(r"\bnan\b|None|<caption", html)                # no caption unless asked for
+    titled = report_tables.verdict_table(docs, "Table 19.5. Every verdict & more.").data
+    assert "<caption>Table 19.5. Every verdict &amp; more.</caption><thead>" in titled
 
 
 def test_a_one_sided_interval_and_a_missing_estimate_are_written_as_such():

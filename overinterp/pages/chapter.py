@@ -30,7 +30,7 @@ from overinterp.paper import verdicts
 from overinterp.config.chapters import chapter_number  # the sidebar's number, shared with the CLI
 
 __all__ = ["setup", "chapter_number", "run_box", "deviations_box", "show_deviations", "deviations_table", "captioned",
-           "verdict_table", "table_html", "show_tables_without_nan", "glue_all",
+           "verdict_table", "table_caption", "table_html", "show_tables_without_nan", "glue_all",
            "figure", "record"]
 
 #: columns (or rows of a turned table) that count things, shown as whole numbers
@@ -105,10 +105,16 @@ def deviations_table(run):
 _TABLES = {"chapter": 0, "count": 0}   # the chapter being executed (set by setup) and its tables so far
 
 
+def table_caption(caption: str) -> str:
+    """The chapter's next table number with ``caption``: "Table <chapter>.<k>. <caption>"."""
+    _TABLES["count"] += 1
+    return f"Table {_TABLES['chapter']}.{_TABLES['count']}. {caption}"
+
+
 def captioned(df, caption: str, digits: int = 2):
     """``df``'s Styler captioned "Table <chapter>.<k>. <caption>", measures to ``digits`` decimals, "—" for NaN."""
-    _TABLES["count"] += 1
-    label = f"{_TABLES['chapter']}.{_TABLES['count']}"
+    caption = table_caption(caption)
+    label = caption.split(" ")[1].rstrip(".")
     num = [c for c in df.select_dtypes("number").columns if not pd.api.types.is_bool_dtype(df[c])]
     kind = {c: "count" if _name(c) in COUNTS else "label" if _name(c) in THRESHOLDS else "measure" for c in num}
     other = [c for c in df.columns if c not in kind]
@@ -117,7 +123,7 @@ def captioned(df, caption: str, digits: int = 2):
             .format(_label, subset=[c for c in num if kind[c] == "label"])
             .format(lambda v: _value(v, digits), subset=other)
             .format_index(_label, axis=0).format_index(_label, axis=1)
-            .set_caption(f"Table {label}. {caption}")
+            .set_caption(caption)
             .set_uuid(f"t{label.replace('.', '-')}").set_table_attributes('class="dataframe"'))
 
 

@@ -91,8 +91,8 @@ def verdict_frame(docs: dict) -> "pd.DataFrame":
     return pd.DataFrame(out)
 
 
-def verdict_table(docs: dict):
-    """:func:`verdict_frame` as one uncaptioned HTML table, a body per group."""
+def verdict_table(docs: dict, caption: str = ""):
+    """:func:`verdict_frame` as one HTML table, a body per group, with ``caption`` (none if empty)."""
     from IPython.display import HTML
     frame = verdict_frame(docs)
     columns = [c for c in frame.columns if c != "group"]
@@ -101,7 +101,9 @@ def verdict_table(docs: dict):
     for name, part in frame.groupby("group", sort=False):
         rows = "".join("<tr>" + "".join(f"<td>{r[c]}</td>" for c in columns) + "</tr>" for _, r in part.iterrows())
         bodies.append(f'<tbody><tr><th colspan="{len(columns)}" class="group">{escape(name)}</th></tr>{rows}</tbody>')
-    return HTML(f'<table class="dataframe overinterp-verdicts"><thead><tr>{head}</tr></thead>{"".join(bodies)}</table>')
+    title = f"<caption>{escape(caption)}</caption>" if caption else ""
+    return HTML(f'<table class="dataframe overinterp-verdicts">{title}<thead><tr>{head}</tr></thead>'
+                f'{"".join(bodies)}</table>')
 
 
 def _mark(rows: dict, c: str, stale_ids: list[str]) -> str:
