@@ -210,12 +210,14 @@ def c4_values(run, controls: pd.DataFrame) -> dict:
     if least == MISSING:
         reading = "The BS models are no better than chance here, so no control can say what their accuracy rests on."
     else:
-        reading = (f"Of the controls, the one that keeps the least of the BS models' accuracy above chance is the "
-                   f"{least} ({least_share})")
-        reading += ("; the keep-mask alone was not trained here." if rests == MISSING else
-                    f"; the keep-mask alone keeps {number(100 * keep, 0, suffix='%')}, so here retraining on BS "
-                    f"subsets rests mostly on the kept pixels' {rests} (positions where the keep-mask alone keeps "
-                    "at least half, else values).")
+        reading = (f"Of the controls, the models trained on the {least} keep the least of the BS models' accuracy "
+                   f"above chance ({least_share}).")
+        half = "at least half" if rests == "positions" else "less than half"
+        rest = f"so here retraining on BS subsets rests mostly on the kept pixels' {rests}."
+        reading += (" The keep-mask alone was not trained here." if rests == MISSING else
+                    f" With no pixel value, that is {half} of it, {rest}" if least == "keep-mask alone" else
+                    f" The keep-mask alone, with no pixel value, keeps {number(100 * keep, 0, suffix='%')} of it "
+                    f"({half}), {rest}")
     return {"close_C4_beats": v["beats random"].word, "close_C4_near": v["near full"].word,
             "close_C4_least": least, "close_C4_least_share": least_share,
             "close_C4_keep": number(100 * keep, 0, suffix="%"), "close_C4_rests": rests, "close_C4_reading": reading}
