@@ -148,7 +148,7 @@ def check_values(chk: pd.DataFrame) -> dict[str, str]:
         return dict.fromkeys(("chk_" + k for k in "arch shape eff_width fid_width eff_macs fid_macs macs_x fold "
                               "fold_rounds fold_setting eff_s measured threads images pred pred_threads where off "
                               "evals rate rate_eq engine rate_where plain plain_where vs_plain eff_folded fid_folded "
-                              "device".split()), MISSING)
+                              "device outpaced".split()), MISSING)
     c = chk.iloc[0]
     at = chk[chk["threads"] == c["fid_threads"]]
     at = at if len(at) else chk
@@ -169,7 +169,15 @@ def check_values(chk: pd.DataFrame) -> dict[str, str]:
             "chk_engine": span(engine, 0), "chk_rate_where": where(eq, *engine), "chk_plain": span(plain, 0),
             "chk_plain_where": where(eq, *plain), "chk_vs_plain": fmt(rate / chk["plain_median"].max(), 1),
             "chk_eff_folded": "yes" if c["eff_folded"] else "no", "chk_fid_folded": "yes" if c["fid_folded"] else "no",
-            "chk_device": listed(chk["device"])}
+            "chk_device": listed(chk["device"]), "chk_outpaced": OUTPACED.get(where(eq, *plain), MISSING)}
+
+
+#: whether the fidelity run, scaled to the benchmark's model, would have outpaced plain inference
+OUTPACED = {"above": "So scaled, the fidelity run would have outpaced plain inference.",
+            "within": "So scaled, it would not have outpaced plain inference, and its raw rate reflects the smaller "
+                      "model it ran.",
+            "below": "So scaled, it would not have outpaced plain inference, and its raw rate reflects the smaller "
+                     "model it ran."}
 
 
 def check_table(chk: pd.DataFrame) -> pd.DataFrame:
