@@ -157,6 +157,19 @@ def test_the_forest_plot_draws_every_claim_with_an_estimate_against_its_margin_i
     assert report_forest._margin([{"margin": ""}]) is None
 
 
+def test_an_estimate_that_cannot_be_tested_is_drawn_hollow_whatever_side_of_the_margin_it_lies_on():
+    import matplotlib
+    matplotlib.use("Agg")
+    docs = {"this execution (tiny)": _doc("tiny", {"sis": ("does not hold", ["does not hold"]),
+                                                   "near": ("cannot be tested", ["cannot be tested"])})}
+    fig = report_forest.forest_figures(docs)["I"]
+    faces = {ax.get_title(loc="left")[:4]: [line.get_markerfacecolor() for line in ax.lines if line.get_marker() != "None"]
+             for ax in fig.axes}
+    assert faces["4.2:"] and all(f == "white" for f in faces["4.2:"])
+    assert faces["4.1:"] and "white" not in faces["4.1:"]
+    assert "hollow: cannot be tested" in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
 def test_the_results_are_decided_by_the_largest_scale_that_computed_each_claim():
     docs = {"standard edition": _doc("standard", {"sis": ("does not hold", ["does not hold"])}),
             "this execution (quick)": _doc("quick", {"sis": ("holds", ["holds"]), "road": ("holds", ["holds"])})}

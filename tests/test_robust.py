@@ -275,7 +275,7 @@ def test_sis_accuracy_and_verdict_values_for_the_prose():
     diff = robust_module.size_difference({"x": pd.DataFrame({"replicate": [0] * 5, "robust": [5.0] * 5, "standard": [2.0] * 5})})
     v = robust_module.verdict_values(sparse, diff, 5)
     assert v["sparse_word"] == "holds" and v["robust_mean_sis"] == "2.5" and v["n_pairs"] == 5
-    assert v["sparse_counted"] == "5 + 2 images with an SIS over 2 replicates"
+    assert v["sparse_counted"] == "7 (5 + 2) images with an SIS over 2 replicates"
     assert (v["diff"], v["diff_low"], v["diff_high"]) == ("+3.0", "+3.0", "+3.0")
     assert v["diff_counted"] == "5 images over 1 replicate pairs"
     assert v["diff_interval"] == "+3.0 to +3.0" and v["sparse_interval"] == f"{v['sparse_low']} to {v['sparse_high']}"

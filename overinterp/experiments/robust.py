@@ -258,6 +258,16 @@ def accuracy_table(acc: pd.DataFrame) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- the chapter's figure data, tables and prose
 
+def _summed(per: str) -> str:
+    """'13 + 1' (images per replicate) as '14 (13 + 1)': a count that reads with its plural noun."""
+    parts = str(per).split(" + ")
+    try:
+        total = sum(int(x) for x in parts)
+    except ValueError:
+        return str(per)
+    return str(per) if len(parts) < 2 else f"{total} ({per})"
+
+
 def setup_values(run, tau: float) -> dict:
     """Glue name -> value of the setup: tau, attacks, robust training."""
     cfg, p = run.profile.robust, run.profile
@@ -337,10 +347,10 @@ def verdict_values(sparse, difference: pd.DataFrame, n_pairs: int) -> dict:
     return {"n_pairs": n_pairs, "sparse_word": sparse.word, "robust_mean_sis": number(row['mean SIS size (%)']),
             "sparse_low": number(row['95% low']), "sparse_high": number(row['95% high']),
             "sparse_interval": bounds(row['95% low'], row['95% high']),
-            "sparse_counted": f"{row['per replicate']} images with an SIS over {len(row['per replicate'].split(' + '))} replicates",
+            "sparse_counted": f"{_summed(row['per replicate'])} images with an SIS over {len(row['per replicate'].split(' + '))} replicates",
             "diff": number(d['difference (points)'], sign=True), "diff_low": number(d['95% low'], sign=True),
             "diff_high": number(d['95% high'], sign=True), "diff_interval": bounds(d['95% low'], d['95% high'], sign=True),
-            "diff_counted": f"{d['images per replicate']} images over {int(d['replicates'])} replicate pairs",
+            "diff_counted": f"{_summed(d['images per replicate'])} images over {int(d['replicates'])} replicate pairs",
             # the same in clauses that read where a number does not exist
             "sparse_text": _sparse_text(row), "diff_text": _diff_text(d, n_pairs)}
 
@@ -352,7 +362,7 @@ def _plural(n: int, noun: str) -> str:
 def _sparse_text(row) -> str:
     """'is 2.5% of the pixels (95% interval 1.9 to 3.1; counted: ...)', or why there is none."""
     per = str(row["per replicate"])
-    counted = f"counted: {per} images with an SIS over {_plural(len(per.split(' + ')), 'replicate')}"
+    counted = f"counted: {_summed(per)} images with an SIS over {_plural(len(per.split(' + ')), 'replicate')}"
     mean, iv = number(row["mean SIS size (%)"]), bounds(row["95% low"], row["95% high"])
     if mean == MISSING:
         return f"cannot be measured: no robust model's image has an SIS ({counted})"
@@ -369,4 +379,4 @@ def _diff_text(d, n_pairs: int) -> str:
         return f"{where}, too few for a mean difference"
     pairs = _plural(int(d["replicates"]), "replicate pair")
     return (f"{where}: robust minus standard, {diff} points of the image ({'no interval' if iv == MISSING else '95% interval ' + iv}; "
-            f"{d['images per replicate']} images over {pairs})")
+            f"{_summed(d['images per replicate'])} images over {pairs})")

@@ -8,6 +8,7 @@ import textwrap
 
 from overinterp.pages.report import by_claim, finite, group
 from overinterp.paper.claims import CLAIMS, PARTS
+from overinterp.paper.decide import UNTESTABLE
 
 __all__ = ["forest_part", "FOREST_PARTS", "forest_figures", "COLORS", "MARKERS", "MARGIN_COLOR"]
 
@@ -124,16 +125,20 @@ def _forest(docs: dict, claims: list[str], columns: int, width: float):
     fig = plt.figure(figsize=(width, sum(heights) + 0.4), dpi=100, layout="constrained")
     fig.get_layout_engine().set(h_pad=0.06, hspace=0.04, wspace=0.06)
     gs = fig.add_gridspec(len(grid), columns, height_ratios=heights)
-    beyond = False
+    beyond = hollow = False
     for i, row in enumerate(grid):
         for j, c in enumerate(row):
-            beyond |= _forest_panel(fig.add_subplot(gs[i, j]), c, models[c],
-                                    {label: per.get(c, []) for label, per in rows.items()})
+            drawn = _forest_panel(fig.add_subplot(gs[i, j]), c, models[c],
+                                  {label: per.get(c, []) for label, per in rows.items()})
+            beyond, hollow = beyond or drawn[0], hollow or drawn[1]
     handles = [Line2D([], [], color=COLORS[k % 3], marker=MARKERS[k % 3], lw=1.6, label=label)
                for k, label in enumerate(docs) if any(rows[label].get(c) for c in claims)]   # the editions drawn
     handles.append(Patch(color=MARGIN_COLOR, alpha=0.15, label="margin: where the claim holds"))
     if beyond:
         handles.append(Line2D([], [], color="0.25", marker=">", lw=1.6, label="interval runs past the axis"))
+    if hollow:
+        handles.append(Line2D([], [], color="0.25", marker="o", markerfacecolor="white", lw=0,
+                              label="hollow: cannot be tested"))
     # one row of entries where their labels fit the figure's width (about 13 characters an inch at 9 pt), else two
     wide = sum(len(h.get_label()) + 6 for h in handles) > 12 * width
     fig.legend(handles=handles, loc="outside upper center", ncol=-(-len(handles) // 2) if wide else len(handles),
@@ -141,8 +146,9 @@ def _forest(docs: dict, claims: list[str], columns: int, width: float):
     return fig
 
 
-def _forest_panel(ax, claim: str, models: list[str], rows: dict) -> bool:
-    """Draw one claim's panel (``rows``: {edition label: its rows}); True if anything ran past the axis (an arrow)."""
+def _forest_panel(ax, claim: str, models: list[str], rows: dict) -> tuple[bool, bool]:
+    """Draw one claim's panel (``rows``: {edition label: its rows}); whether anything ran past the axis (an arrow)
+    and whether an estimate that cannot be tested was drawn (hollow, whatever side of the margin it lies on)."""
     c = CLAIMS[claim]
     y = {m: -k for k, m in enumerate(models)}
     every = [r for per in rows.values() for r in per]
@@ -151,11 +157,12 @@ def _forest_panel(ax, claim: str, models: list[str], rows: dict) -> bool:
     editions = [label for label in rows if rows[label]]
     shift = {label: 0.0 if len(editions) < 2 else 0.15 - 0.3 * i / (len(editions) - 1)
              for i, label in enumerate(editions)}
-    beyond = False
+    beyond = hollow = False
     for k, label in enumerate(rows):
         color, marker = COLORS[k % 3], MARKERS[k % 3]
         for r in rows[label]:
             yy = y[_model(r["model"])] + shift[label]
+            face = "white" if r.get("outcome") == UNTESTABLE else color
             est, lo, hi = (finite(r.get(key)) for key in ("estimate", "low", "high"))
             if lo is not None and (hi is not None or est is not None):
                 a, b = lo, hi if hi is not None else est
@@ -166,7 +173,8 @@ def _forest_panel(ax, claim: str, models: list[str], rows: dict) -> bool:
                         ax.plot([edge], [yy], marker=arrow, color=color, ms=6, lw=0, clip_on=False)
                         beyond = True
             if est is not None and left <= est <= right:
-                ax.plot([est], [yy], marker=marker, color=color, ms=5, lw=0)
+                ax.plot([est], [yy], marker=marker, color=color, markerfacecolor=face, ms=5, lw=0)
+                hollow |= face == "white"
             elif est is not None:
                 ax.plot([left if est < left else right], [yy], marker="<" if est < left else ">", color=color,
                         ms=6, lw=0, clip_on=False)
@@ -185,4 +193,4 @@ def _forest_panel(ax, claim: str, models: list[str], rows: dict) -> bool:
     ax.set_title(_forest_title(claim), fontsize=9, loc="left")
     ax.grid(axis="x", color="0.9", lw=0.6)
     ax.set_axisbelow(True)
-    return beyond
+    return beyond, hollow
