@@ -191,7 +191,12 @@ def test_increase_table_and_values_of_the_ensembles():
         "verdict": "holds", "counted": "20 images × (2 + 2 models)",
         "inc_masks": "+2.0", "inc_masks_low": "+0.5", "inc_masks_high": "+3.0", "inc_masks_images": 20,
         "outcome_masks": "holds", "inc_plain": "+3.0", "inc_plain_low": "+1.0", "inc_plain_high": "+4.0",
-        "inc_plain_images": 20, "outcome_plain": "holds"}
+        "inc_plain_images": 20, "outcome_plain": "holds",
+        "said_masks": "by +2.0 points of the image on 20 images (95% interval +0.5 to +3.0: holds)",
+        "said_plain": "by +3.0 points of the image on 20 images (95% interval +1.0 to +4.0: holds)"}
+    d.numbers.loc[d.numbers.index[0], ["increase (points)", "low", "high", "images"]] = [np.nan, np.nan, np.nan, 0]
+    said = mitigation.dropout_verdict_values(d)["said_masks"]
+    assert "—" not in said and said.startswith("by an amount this execution cannot measure (0 images")
 
 
 def test_ensemble_gains_average_the_members_logits():
