@@ -270,7 +270,9 @@ def near_black_values(vaes: dict[str, VAE], chains: dict[str, Chains], logits: d
     dark = near_black(test_images, level)
     cls = sorted({t.classes[0] for t in targets.values() if t.kind == HIGH})
     of_cls = torch.isin(test_labels, torch.tensor(cls))
-    return {**{f"nb_{k}": v for k, v in counts.items()}, "dark_level": f"{level:g}",
+    plural = {k: f"{counts[k]} sample{'' if counts[k] == 1 else 's'}" for k in ("shown_confident", "kept_confident")}
+    return {**{f"nb_{k}": v for k, v in counts.items()}, "nb_shown_samples": plural["shown_confident"],
+            "nb_kept_samples": plural["kept_confident"], "dark_level": f"{level:g}",
             "test_mean": f"{test_images.mean().item():.2f}",
             "dark_test": int(dark.sum()), "n_test_images": f"{len(test_labels):,}",
             "dark_test_cls": int((dark & of_cls).sum()), "n_test_cls": f"{int(of_cls.sum()):,}",
