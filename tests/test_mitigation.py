@@ -197,6 +197,8 @@ def test_increase_table_and_values_of_the_ensembles():
     d.numbers.loc[d.numbers.index[0], ["increase (points)", "low", "high", "images"]] = [np.nan, np.nan, np.nan, 0]
     said = mitigation.dropout_verdict_values(d)["said_masks"]
     assert "—" not in said and said.startswith("by an amount this execution cannot measure (0 images")
+    d.numbers.loc[d.numbers.index[0], "images"] = 1
+    assert "(1 image with" in mitigation.dropout_verdict_values(d)["said_masks"]
 
 
 def test_ensemble_gains_average_the_members_logits():

@@ -388,9 +388,10 @@ def dropout_verdict_values(verdict: Verdict) -> dict:
         out.update({f"inc_{key}": number(row["increase (points)"], sign=True),
                     f"inc_{key}_low": number(row["low"], sign=True), f"inc_{key}_high": number(row["high"], sign=True),
                     f"inc_{key}_images": int(row["images"]), f"outcome_{key}": row["outcome"]})
+        n = int(row["images"])
+        images = f"{n} image{'' if n == 1 else 's'}"
         out[f"said_{key}"] = (
-            f"by {out[f'inc_{key}']} points of the image on {int(row['images'])} images (95% interval "
+            f"by {out[f'inc_{key}']} points of the image on {images} (95% interval "
             f"{out[f'inc_{key}_low']} to {out[f'inc_{key}_high']}: {row['outcome']})" if number(row["low"]) != MISSING
-            else f"by an amount this execution cannot measure ({int(row['images'])} images with an SIS under both: "
-                 f"{row['outcome']})")
+            else f"by an amount this execution cannot measure ({images} with an SIS under both: {row['outcome']})")
     return out
