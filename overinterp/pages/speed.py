@@ -169,15 +169,15 @@ def check_values(chk: pd.DataFrame) -> dict[str, str]:
             "chk_engine": span(engine, 0), "chk_rate_where": where(eq, *engine), "chk_plain": span(plain, 0),
             "chk_plain_where": where(eq, *plain), "chk_vs_plain": fmt(rate / chk["plain_median"].max(), 1),
             "chk_eff_folded": "yes" if c["eff_folded"] else "no", "chk_fid_folded": "yes" if c["fid_folded"] else "no",
-            "chk_device": listed(chk["device"]), "chk_outpaced": OUTPACED.get(where(eq, *plain), MISSING)}
+            "chk_device": listed(chk["device"]), "chk_outpaced": _outpaced(where(eq, *plain))}
 
 
-#: whether the fidelity run, scaled to the benchmark's model, would have outpaced plain inference
-OUTPACED = {"above": "So scaled, the fidelity run would have outpaced plain inference.",
-            "within": "So scaled, it would not have outpaced plain inference, and its raw rate reflects the smaller "
-                      "model it ran.",
-            "below": "So scaled, it would not have outpaced plain inference, and its raw rate reflects the smaller "
-                     "model it ran."}
+def _outpaced(place: str) -> str:
+    """Whether the fidelity run, scaled to the benchmark's model, would have outpaced plain inference."""
+    if place == MISSING:
+        return MISSING
+    return ("So scaled, the fidelity run would have outpaced plain inference." if place == "above" else
+            "So scaled, it would not have outpaced plain inference, and its raw rate reflects the smaller model it ran.")
 
 
 def check_table(chk: pd.DataFrame) -> pd.DataFrame:
