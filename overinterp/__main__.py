@@ -218,7 +218,7 @@ def cmd_book(args) -> int:
                "OVERINTERP_REPAIR": "0" if args.repair is False else "1"}
     from unittest import mock
     with mock.patch.dict(os.environ, kernels):
-        book.build(parameters, out=args.out, only=only, edition=args.edition, jobs=args.jobs)
+        book.build(parameters, out=args.out, only=only, edition=args.edition, jobs=args.jobs, train=args.train)
     print(f"[book] total {time.perf_counter() - t0:.0f} s", flush=True)
     return 0
 
@@ -383,11 +383,15 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--out", default=None, help="build folder (default _build)")
     k.add_argument("--edition", action="store_true",
                    help="save the executed chapters as an edition (editions/<dataset>-<profile>/) instead of rendering")
+    k.add_argument("--train", action="store_true",
+                   help="train the models here instead of unpacking the committed pack of the profile's trained "
+                        "models (editions/<dataset>-<profile>/zoo.tar.gz, where there is one)")
     k.add_argument("--jobs", type=int, default=2,
                    help="processes of one thread that compute the models, backward selections and retrained models "
-                        f"of {part_one} and the input-dropout models before the chapters execute (default 2: "
-                        "faster than one process of two threads on a 2-core CPU, and models that do not depend "
-                        "on the core count); 1: the chapters compute them with the machine's threads")
+                        f"of {part_one} and the input-dropout models, then execute the chapters (the report last, "
+                        "with every thread); default 2: faster than one process of two threads on a 2-core CPU, "
+                        "and models that do not depend on the core count. 1: the chapters one after another, "
+                        "computing what they lack with the machine's threads")
 
     c = _command(sub, "chapters", cmd_chapters,
                  "Each chapter's papermill parameters are the fields of its dataclass in "

@@ -431,6 +431,18 @@ def _check_versions(manifest: dict, file) -> list[str]:
             f"differ in the last digits" for lib in ("torch", "torchvision") if minor(got.get(lib)) != minor(ours[lib])]
 
 
+def pack_manifest(file: str | os.PathLike) -> dict:
+    """The ``manifest.json`` of the pack ``file`` (JSON only: nothing else is read); PackError where none."""
+    try:
+        with tarfile.open(file, mode="r:gz") as tar:
+            for m in tar:
+                if m.name == "manifest.json" and m.isfile():
+                    return json.loads(tar.extractfile(m).read())
+    except (tarfile.TarError, EOFError, OSError, ValueError) as e:
+        raise PackError(f"{file} is not a readable pack ({type(e).__name__}: {' '.join(str(e).split())})") from None
+    raise PackError(f"{file} has no manifest.json: not an overinterp pack")
+
+
 def unpack(file: str | os.PathLike, store: Store | None = None) -> dict:
     """Verify the pack ``file`` in a temporary folder, then move its files into ``store`` (existing ones kept);
     returns a summary. A damaged, tampered or foreign pack raises :class:`PackError`, the store unchanged."""

@@ -1,12 +1,13 @@
-"""Pack a profile's zoo models from an artifact store into one checksummed archive, so that an edition
-re-executes on another machine without retraining them (the models are its longest computation).
+"""Pack a profile's trained models from an artifact store into one checksummed archive, so that a book or an
+edition executes on another machine without training them (the models are its longest computation).
 
     python scripts/pack_zoo.py --profile standard --seeds 0 5 \
         --artifacts ~/.cache/overinterp/artifacts --out editions/fashion-mnist-standard/zoo.tar.gz
     python -m overinterp store unpack editions/fashion-mnist-standard/zoo.tar.gz --artifacts STORE
 
-Each seed s packs replicates s .. s + replicates - 1 of every architecture of the profile (their artifact
-keys, :func:`overinterp.experiments.runs.model_key`). Models the store lacks are listed and left out (a zoo
+Each seed s packs the trained models of a book at seed s (their artifact keys,
+:func:`overinterp.experiments.prepare.model_keys`: the zoo, input-dropout and counterfactually fine-tuned
+models); ``book`` unpacks ``editions/<dataset>-<profile>/zoo.tar.gz`` before it executes. Models the store lacks are listed and left out (a zoo
 still training); the archive is :func:`overinterp.store.pack`'s, with its manifest of SHA-256 sums.
 """
 from __future__ import annotations
@@ -18,15 +19,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from overinterp.config.profiles import get_profile
-from overinterp.experiments.runs import model_key
+from overinterp.config.context import make_run
+from overinterp.experiments.prepare import model_keys
 from overinterp.store import Store, pack
 
 
 def zoo_keys(profile: str, dataset: str, seeds) -> list[str]:
-    """The artifact keys of the zoo models of ``profile`` for each first seed of ``seeds``."""
-    p = get_profile(profile)
-    return [model_key(dataset, a, profile, s + r) for s in seeds for a in p.archs for r in range(p.replicates)]
+    """The artifact keys of the trained models of ``profile``'s book for each first seed of ``seeds``."""
+    return [k for s in seeds for k in model_keys(make_run(dataset, profile, "cpu", s))]
 
 
 def main(argv=None) -> int:

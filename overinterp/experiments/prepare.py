@@ -102,6 +102,21 @@ def book_plan(run) -> list[Unit]:
     return models + drop + masked + units[len(models):] + later
 
 
+def model_keys(run) -> list[str]:
+    """The artifact keys of :func:`book_plan`'s trained models (the zoo, input-dropout and counterfactually
+    fine-tuned models): what a models pack holds, so that a book unpacks them instead of training."""
+    from overinterp.experiments import masked as masked_module
+    from overinterp.experiments import mitigation
+    from overinterp.store import Store, config_key
+    p, m = run.profile, run.profile.mitigation
+    zoo = [runs.model_key(run.dataset, a, p.name, run.seed + r) for a in p.archs for r in range(p.replicates)]
+    drop = [runs.model_key(run.dataset, m.dropout_arch, p.name, run.seed + r, keep_prob=m.keep_prob,
+                           dropout_samples=m.dropout_samples) for r in range(mitigation.dropout_count(run))]
+    masked = [config_key(Store.versioned("model", masked_module.masked_config(run, a, run.seed + r)))
+              for a in (p.masked.archs or p.archs) for r in range(p.masked.replicates or p.replicates)]
+    return zoo + drop + masked
+
+
 def worker(env=os.environ) -> tuple[int, int, int | None]:
     """(rank, processes, local rank) from torchrun or a SLURM job array (local rank None), else (0, 1, None)."""
     if "WORLD_SIZE" in env and "RANK" in env:

@@ -95,33 +95,61 @@ def hide_injected(notebook: Path) -> None:
     nbformat.write(nb, notebook)
 
 
-def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | None = None) -> dict:
-    """Execute the chapters (``only`` these stems) into ``stage/book``, each kernel's ``$OVERINTERP_CHAPTER`` its
-    stem; returns ``{stem: seconds}``."""
+def _execute_one(nb: Path, target: Path, parameters: dict, root: Path, threads: int | None = None) -> float | str:
+    """Execute one chapter into ``target`` (its kernel's ``$OVERINTERP_CHAPTER`` its stem, ``threads`` torch
+    threads where given); its seconds, or the one-line reason it failed."""
     import papermill as pm
-    timings = {}
-    for nb in chapters(root):
-        target = stage / nb.relative_to(root)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if only and nb.stem not in only:
-            continue
-        print(f"[book] executing {nb.relative_to(root)} with {parameters}", flush=True)
-        t0 = time.perf_counter()
-        before = os.environ.get(CHAPTER_ENV)
-        os.environ[CHAPTER_ENV] = nb.stem
+    from unittest import mock
+    env = {CHAPTER_ENV: nb.stem, **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
+    t0 = time.perf_counter()
+    with mock.patch.dict(os.environ, env):
         try:
             pm.execute_notebook(str(nb), str(target), parameters=parameters, cwd=str(root), progress_bar=False,
                                 kernel_name="python3", log_output=False)
         except pm.PapermillExecutionError as e:
             from overinterp.config.chapters import chapter_label
-            raise SystemExit(f"[book] {chapter_label(nb.stem)} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n"
-                             f"         the executed notebook is at {target}")
-        finally:
-            os.environ.pop(CHAPTER_ENV) if before is None else os.environ.__setitem__(CHAPTER_ENV, before)
-        timings[nb.stem] = round(time.perf_counter() - t0, 1)
-        hide_injected(target)
-        print(f"[book] {nb.stem}: {timings[nb.stem]} s", flush=True)
-    return timings
+            return (f"[book] {chapter_label(nb.stem)} failed in cell {e.exec_count}: {e.ename}: {e.evalue}\n"
+                    f"         the executed notebook is at {target}")
+    hide_injected(target)
+    return round(time.perf_counter() - t0, 1)
+
+
+def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | None = None,
+            jobs: int = 1) -> dict:
+    """Execute the chapters (``only`` these stems) into ``stage/book``; returns ``{stem: seconds}``. With
+    ``jobs`` > 1 they execute in that many one-thread processes, and the toc's last chapter (the report,
+    which reads what every other chapter stored) after them with all threads."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    todo = []
+    for nb in chapters(root):
+        target = stage / nb.relative_to(root)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if not only or nb.stem in only:
+            todo.append((nb, target))
+    timings = {}
+
+    def done(nb, result):
+        if isinstance(result, str):
+            raise SystemExit(result)
+        timings[nb.stem] = result
+        print(f"[book] {nb.stem}: {result} s ({len(timings)} of {len(todo)} chapters)", flush=True)
+
+    first, last = (todo[:-1], todo[-1:]) if jobs > 1 and len(todo) > 1 else ([], todo)
+    if first:
+        print(f"[book] executing {len(first)} chapters in {jobs} processes of one thread with {parameters}",
+              flush=True)
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+            running = {pool.submit(_execute_one, nb, target, parameters, root, 1): nb for nb, target in first}
+            for f in as_completed(running):
+                if isinstance(f.result(), str):
+                    for other in running:
+                        other.cancel()
+                done(running[f], f.result())
+    for nb, target in last:
+        print(f"[book] executing {nb.relative_to(root)} with {parameters}", flush=True)
+        done(nb, _execute_one(nb, target, parameters, root))
+    return {nb.stem: timings[nb.stem] for nb, _ in todo}
 
 
 def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = EDITIONS,
@@ -136,8 +164,8 @@ def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = ED
     target = Path(folder) / name
     old = json.loads((target / "manifest.json").read_text()) if (target / "manifest.json").is_file() else None
     same = old and all(old.get("parameters", {}).get(k) == parameters.get(k) for k in ("profile", "dataset", "seed"))
-    if target.exists() and not same:
-        shutil.rmtree(target)
+    if target.exists() and not same:          # another edition's chapters go; a models pack beside them stays
+        shutil.rmtree(target / "book", ignore_errors=True)
     (target / "book").mkdir(parents=True, exist_ok=True)
     for nb in sorted((stage / "book").glob("*.ipynb")):
         shutil.copy(nb, target / "book" / nb.name)
@@ -305,14 +333,89 @@ def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | Non
     print(f"[book] rendered {html / 'index.html'}", flush=True)
 
 
+def models_pack(dataset: str, profile: str) -> Path:
+    """The committed pack of a profile's trained models (``scripts/pack_zoo.py`` writes it)."""
+    return EDITIONS / f"{dataset}-{profile}" / "zoo.tar.gz"
+
+
+def _pack_models(run, pack: Path) -> tuple[dict, dict]:
+    """(the pack's manifest, {key: SHA-256} of the run's trained models it holds)."""
+    from overinterp.experiments.prepare import model_keys
+    from overinterp.store import pack_manifest
+    manifest = pack_manifest(pack)
+    files = manifest.get("files", {})
+    return manifest, {k: files[f"model/{k}/result.pt"]["sha256"] for k in model_keys(run)
+                      if f"model/{k}/result.pt" in files}
+
+
+def unpack_models(run, pack: Path | None = None) -> str | None:
+    """Unpack the committed pack of ``run``'s trained models (zoo, input-dropout and counterfactually
+    fine-tuned) into the store where it lacks some the pack holds; the line to print, None where there is
+    nothing to unpack. A pack this code cannot read is reported and left alone: the models train instead."""
+    from overinterp.store import PackError, Store, unpack
+    pack = Path(pack or models_pack(run.dataset, run.profile.name))
+    if not pack.is_file():
+        return None
+    store = Store()
+    try:
+        manifest, held = _pack_models(run, pack)
+        lacking = [k for k in held if not (store.root / "model" / k / "result.pt").is_file()]
+        if not lacking:
+            return None
+        unpack(pack, store)
+    except PackError as e:
+        return f"[book] not unpacking the trained models: {e}; they train here instead"
+    return (f"[book] unpacked {len(lacking)} trained models from {_shown(pack)} (packed at commit "
+            f"{manifest.get('commit')}, {manifest.get('created')}); --train trains them here instead")
+
+
+def _shown(path: Path) -> str:
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
+def models_origin(run, pack: Path | None = None) -> dict:
+    """Glue for the zoo chapter: where this execution's stored trained models come from, decided by each
+    model's SHA-256 against the committed pack's manifest (``zoo_origin``, a sentence)."""
+    from overinterp.experiments.prepare import model_keys
+    from overinterp.paper.formatting import count
+    from overinterp.store import PackError, Store, sha256
+    pack = Path(pack or models_pack(run.dataset, run.profile.name))
+    store = Store()
+    stored = [k for k in model_keys(run) if (store.root / "model" / k / "result.pt").is_file()]
+    try:
+        manifest, held = _pack_models(run, pack) if pack.is_file() else ({}, {})
+    except PackError:
+        manifest, held = {}, {}
+    same = [k for k in stored if k in held and sha256(store.root / "model" / k / "result.pt") == held[k]]
+    models = count(len(stored), "trained model")
+    if not stored:
+        return {"zoo_origin": "The store holds none of this execution's trained models yet."}
+    if not same:
+        return {"zoo_origin": f"This execution trained its {count(len(stored), 'model')} itself."}
+    source = (f"the committed pack `{_shown(pack)}` (packed by this code at commit {manifest.get('commit')}, "
+              f"{manifest.get('created')}), so that the book need not train them")
+    if len(same) == len(stored):
+        head = f"This execution's {models} (the zoo, and the input-dropout and counterfactually fine-tuned models of later chapters) were unpacked from {source}"
+    else:
+        here = len(stored) - len(same)
+        head = (f"{len(same)} of this execution's {models} were unpacked from {source}; "
+                f"{here} {'was' if here == 1 else 'were'} trained here")
+    return {"zoo_origin": f"{head}. `python -m overinterp book --train` trains them here instead."}
+
+
+def _run(parameters: dict):
+    from overinterp.config.context import make_run
+    return make_run(parameters.get("dataset", "fashion-mnist"), parameters.get("profile"),
+                    parameters.get("device", "auto"), parameters.get("seed", 0))
+
+
 def prepare_first(parameters: dict, jobs: int = 1) -> dict:
     """Compute chapters 2-5's artifacts in ``jobs`` one-thread processes (faster, and independent of the core
     count); returns ``{"prepare": seconds}``, {} when ``jobs`` < 2."""
     if jobs < 2:
         return {}
-    from overinterp.config.context import make_run
-    run = make_run(parameters.get("dataset", "fashion-mnist"), parameters.get("profile"),
-                   parameters.get("device", "auto"), parameters.get("seed", 0))
+    run = _run(parameters)
     from overinterp.experiments.prepare import prepare_parallel
     print(f"[book] computing the models, backward selections and retrained models of chapters 2-5 in {jobs} "
           "processes of one thread (with the input-dropout models)", flush=True)
@@ -327,9 +430,10 @@ def prepare_first(parameters: dict, jobs: int = 1) -> dict:
 
 def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: list[str] | None = None,
           render_html: bool = True, edition: bool = False, edition_folder: Path | None = None,
-          jobs: int = 1) -> dict:
+          jobs: int = 1, train: bool = False) -> dict:
     """Execute the chapters into ``out/stage``, then render ``out/html`` (or, with ``edition``, save an edition);
-    ``only`` re-executes those chapters into an earlier build's stage. Returns ``{stem: seconds}``."""
+    ``only`` re-executes those chapters into an earlier build's stage. The committed trained models are
+    unpacked first unless ``train``. Returns ``{stem: seconds}``."""
     out = Path(out or root / "_build")
     stage, record = out / "stage", out / "timings.json"
     earlier = json.loads(record.read_text()) if only and record.exists() else {}
@@ -339,8 +443,11 @@ def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: li
     if stage.exists() and not earlier:
         shutil.rmtree(stage)
     stage.mkdir(parents=True, exist_ok=True)
+    line = None if train else unpack_models(_run(parameters))
+    if line:
+        print(line, flush=True)
     timings = dict(earlier.get("seconds", {})) if only else prepare_first(parameters, jobs)
-    timings.update(execute(parameters, stage, root, only))
+    timings.update(execute(parameters, stage, root, only, jobs))
     record.parent.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps({"parameters": parameters, "seconds": timings}, indent=2))
     if edition:
