@@ -10,7 +10,7 @@ import torch
 
 from overinterp.config.context import make_run
 from overinterp.experiments.prepare import model_keys
-from overinterp.pages import build
+from overinterp.pages import build, packs
 from overinterp.store import Store, pack, pack_manifest
 
 
@@ -68,21 +68,21 @@ def test_the_pack_is_unpacked_once_and_the_zoo_chapter_says_where_its_models_com
                                                                                       monkeypatch):
     run, file = tiny_pack
     monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(tmp_path / "store"))
-    assert build.models_origin(run, file)["zoo_origin"] == "The store holds none of this execution's trained models yet."
-    line = build.unpack_models(run, file)
+    assert packs.models_origin(run, file)["zoo_origin"] == "The store holds none of this execution's trained models yet."
+    line = packs.unpack_models(run, file)
     n = len(model_keys(run))
     assert line.startswith(f"[book] unpacked {n} trained models from ") and "--train" in line
     assert all((tmp_path / "store" / "model" / k / "result.pt").is_file() for k in model_keys(run))
-    assert build.unpack_models(run, file) is None                       # nothing left to unpack
-    origin = build.models_origin(run, file)["zoo_origin"]
+    assert packs.unpack_models(run, file) is None                       # nothing left to unpack
+    origin = packs.models_origin(run, file)["zoo_origin"]
     assert origin.startswith(f"This execution's {n} trained models (the zoo") and "were unpacked from" in origin
     other = tmp_path / "store" / "model" / model_keys(run)[0]              # one model trained here instead
     torch.save({"state_dict": {"w": torch.zeros(5)}}, other / "result.pt")
-    origin = build.models_origin(run, file)["zoo_origin"]
+    origin = packs.models_origin(run, file)["zoo_origin"]
     assert origin.startswith(f"{n - 1} of this execution's {n} trained models were unpacked") and "1 was trained here" in origin
     for f in (tmp_path / "store" / "model").glob("*/result.pt"):            # all trained here
         torch.save({"state_dict": {"w": torch.ones(7)}}, f)
-    assert build.models_origin(run, file)["zoo_origin"] == f"This execution trained its {n} models itself."
+    assert packs.models_origin(run, file)["zoo_origin"] == f"This execution trained its {n} models itself."
 
 
 def test_a_damaged_pack_is_reported_in_one_line_and_the_models_train_instead(tmp_path, tiny_pack, monkeypatch):
@@ -90,16 +90,16 @@ def test_a_damaged_pack_is_reported_in_one_line_and_the_models_train_instead(tmp
     monkeypatch.setenv("OVERINTERP_ARTIFACTS", str(tmp_path / "store"))
     bad = tmp_path / "bad.tar.gz"
     bad.write_bytes(file.read_bytes()[: file.stat().st_size // 2])
-    line = build.unpack_models(run, bad)
+    line = packs.unpack_models(run, bad)
     assert line.startswith("[book] not unpacking the trained models: ") and line.endswith("they train here instead")
     assert "\n" not in line and not (tmp_path / "store" / "model").exists()
-    assert build.unpack_models(run, tmp_path / "none.tar.gz") is None
+    assert packs.unpack_models(run, tmp_path / "none.tar.gz") is None
 
 
 def test_the_committed_quick_pack_holds_exactly_the_quick_books_trained_models():
     """A change to a training recipe changes the models' keys: repack (scripts/pack_zoo.py --profile quick
     --seeds 0) so that the quick book keeps within its time budget."""
-    file = build.models_pack("fashion-mnist", "quick")
+    file = packs.models_pack("fashion-mnist", "quick")
     manifest = pack_manifest(file)
     held = {f.split("/")[1] for f in manifest["files"] if f.endswith("result.pt")}
     assert held == set(model_keys(make_run("fashion-mnist", "quick", "cpu", 0))), (

@@ -196,7 +196,7 @@ def test_increase_table_and_values_of_the_ensembles():
         "said_plain": "by +3.0 points of the image on 20 images (95% interval +1.0 to +4.0: holds)"}
     d.numbers.loc[d.numbers.index[0], ["increase (points)", "low", "high", "images"]] = [np.nan, np.nan, np.nan, 0]
     said = mitigation.dropout_verdict_values(d)["said_masks"]
-    assert "—" not in said and said.startswith("by an amount this execution cannot measure (0 images")
+    assert "—" not in said and said.startswith("by an amount this execution cannot measure (no image with an SIS")
     d.numbers.loc[d.numbers.index[0], "images"] = 1
     assert "(1 image with" in mitigation.dropout_verdict_values(d)["said_masks"]
 

@@ -530,6 +530,18 @@ def test_a_verdict_box_reads_with_each_of_the_four_outcomes():
     assert "EfficientNet-Lite0: 55.2 (no interval), margin" in verdicts.Verdict("c", "k", verdicts.UNTESTABLE, one)._repr_markdown_()
 
 
+def test_a_controlled_conditions_box_leaves_claim_and_criterion_to_the_protocols_box():
+    import pandas as pd
+    from overinterp.paper import verdicts
+    plain = verdicts.Verdict("CLAIM-TEXT", "CRITERION-TEXT", verdicts.HOLDS, pd.DataFrame())._repr_markdown_()
+    assert "**Claim.** CLAIM-TEXT" in plain and "**Criterion.** CRITERION-TEXT" in plain
+    box = verdicts.Verdict("CLAIM-TEXT", "CRITERION-TEXT", verdicts.HOLDS, pd.DataFrame(),
+                           condition="The blank's classes set aside")._repr_markdown_()
+    assert "CLAIM-TEXT" not in box and "CRITERION-TEXT" not in box
+    assert ("**Controlled condition.** The blank's classes set aside; the claim and criterion are those of the "
+            "paper's protocol, in the box above.") in box
+
+
 def test_the_chapters_links_and_table_labels_give_the_numbers_of_the_sidebar():
     """A link "{doc}`chapter 5 <06_why>`" in a chapter's Markdown names the number Jupyter Book gives
     06_why, and a table label written in Markdown ("**Table 13.2.**") the number of its own chapter (the

@@ -277,7 +277,7 @@ def test_sis_accuracy_and_verdict_values_for_the_prose():
     assert v["sparse_word"] == "holds" and v["robust_mean_sis"] == "2.5" and v["n_pairs"] == 5
     assert v["sparse_counted"] == "7 (5 + 2) images with an SIS over 2 replicates"
     assert (v["diff"], v["diff_low"], v["diff_high"]) == ("+3.0", "+3.0", "+3.0")
-    assert v["diff_counted"] == "5 images over 1 replicate pairs"
+    assert v["diff_counted"] == "5 images over 1 replicate pair"
     assert v["diff_interval"] == "+3.0 to +3.0" and v["sparse_interval"] == f"{v['sparse_low']} to {v['sparse_high']}"
     # no image with an SIS: the estimate and its interval do not exist, and read as one dash each, not "nan"
     none = robust_module.verdict_values(further_verdicts.robust_sis_sparse({"robust A": [[np.nan] * 3, [np.nan] * 3]}, 0.99), diff, 0)

@@ -22,7 +22,7 @@ from overinterp.engine.sis import find_sis, random_subset, sis_size_pct
 from overinterp.experiments import runs as runs_module
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.experiments.sis_accuracy import SIZE, sis_rows
-from overinterp.paper.formatting import MISSING, counted, number
+from overinterp.paper.formatting import MISSING, count, counted, number
 from overinterp.paper.intervals import Interval, bootstrap, replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
 from overinterp.paper.verdicts import Verdict, at_least
@@ -388,8 +388,7 @@ def dropout_verdict_values(verdict: Verdict) -> dict:
         out.update({f"inc_{key}": number(row["increase (points)"], sign=True),
                     f"inc_{key}_low": number(row["low"], sign=True), f"inc_{key}_high": number(row["high"], sign=True),
                     f"inc_{key}_images": int(row["images"]), f"outcome_{key}": row["outcome"]})
-        n = int(row["images"])
-        images = f"{n} image{'' if n == 1 else 's'}"
+        images = count(int(row["images"]), "image")
         out[f"said_{key}"] = (
             f"by {out[f'inc_{key}']} points of the image on {images} (95% interval "
             f"{out[f'inc_{key}_low']} to {out[f'inc_{key}_high']}: {row['outcome']})" if number(row["low"]) != MISSING

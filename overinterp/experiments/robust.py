@@ -350,19 +350,15 @@ def verdict_values(sparse, difference: pd.DataFrame, n_pairs: int) -> dict:
             "sparse_counted": f"{_summed(row['per replicate'])} images with an SIS over {len(row['per replicate'].split(' + '))} replicates",
             "diff": number(d['difference (points)'], sign=True), "diff_low": number(d['95% low'], sign=True),
             "diff_high": number(d['95% high'], sign=True), "diff_interval": bounds(d['95% low'], d['95% high'], sign=True),
-            "diff_counted": f"{_summed(d['images per replicate'])} images over {int(d['replicates'])} replicate pairs",
+            "diff_counted": f"{_summed(d['images per replicate'])} images over {count(int(d['replicates']), 'replicate pair')}",
             # the same in clauses that read where a number does not exist
             "sparse_text": _sparse_text(row), "diff_text": _diff_text(d, n_pairs)}
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _sparse_text(row) -> str:
     """'is 2.5% of the pixels (95% interval 1.9 to 3.1; counted: ...)', or why there is none."""
     per = str(row["per replicate"])
-    counted = f"counted: {_summed(per)} images with an SIS over {_plural(len(per.split(' + ')), 'replicate')}"
+    counted = f"counted: {_summed(per)} images with an SIS over {count(len(per.split(' + ')), 'replicate')}"
     mean, iv = number(row["mean SIS size (%)"]), bounds(row["95% low"], row["95% high"])
     if mean == MISSING:
         return f"cannot be measured: no robust model's image has an SIS ({counted})"
@@ -374,9 +370,9 @@ def _diff_text(d, n_pairs: int) -> str:
     if n_pairs == 0:
         return "no image where both have an SIS, so there is no difference to report"
     diff, iv = number(d["difference (points)"], sign=True), bounds(d["95% low"], d["95% high"], sign=True)
-    where = f"{_plural(n_pairs, 'image')} where both have an SIS"
+    where = f"{count(n_pairs, 'image')} where both have an SIS"
     if diff == MISSING:
         return f"{where}, too few for a mean difference"
-    pairs = _plural(int(d["replicates"]), "replicate pair")
+    pairs = count(int(d["replicates"]), "replicate pair")
     return (f"{where}: robust minus standard, {diff} points of the image ({'no interval' if iv == MISSING else '95% interval ' + iv}; "
             f"{_summed(d['images per replicate'])} images over {pairs})")

@@ -95,12 +95,12 @@ def restricted_values(r: Restricted) -> dict:
 
 
 def controlled(run, claim: str, verdict, condition: str):
-    """``verdict`` annotated with engine and blank check (its own ``blank_passes`` kept) and a note naming
-    ``condition``; returns it."""
+    """``verdict`` annotated with engine and blank check (its own ``blank_passes`` kept) and ``condition``
+    (its box then refers to the paper's protocol's box for claim and criterion); returns it."""
     own = verdict.blank_passes
     annotate(run, claim, verdict)
     verdict.blank_passes = own or verdict.blank_passes
-    verdict.note = f"Controlled condition: {condition}. The paper's protocol is the box above."
+    verdict.condition = condition[:1].upper() + condition[1:]
     return verdict
 
 

@@ -20,15 +20,14 @@ from pathlib import Path
 
 import torch
 
-from overinterp.config.chapters import chapter_config, parameters_cell
+from overinterp.config.chapters import ROOT, chapter_config, parameters_cell
 from overinterp.pages.launch import INSTALL_TAG, install_cell
 from overinterp.config.profiles import default_profile
+from overinterp.pages.packs import EDITIONS, unpack_models
 from overinterp.store import CHAPTER_ENV
 
-ROOT = Path(__file__).resolve().parents[2]
 # copied into the stage as they are; MathJax 3 (`make mathjax`) is served as _static/mathjax/es5/
 STATIC = ["_config.yml", "_toc.yml", "book/references.bib", "book/_static", ".mathjax/node_modules/mathjax/es5"]
-EDITIONS = ROOT / "editions"
 
 __all__ = ["chapters", "write_parameters", "execute", "save_edition", "editions",
            "repository", "repository_config", "render", "build"]
@@ -333,77 +332,6 @@ def render(stage: Path, out: Path, root: Path = ROOT, edition_folder: Path | Non
     print(f"[book] rendered {html / 'index.html'}", flush=True)
 
 
-def models_pack(dataset: str, profile: str) -> Path:
-    """The committed pack of a profile's trained models (``scripts/pack_zoo.py`` writes it)."""
-    return EDITIONS / f"{dataset}-{profile}" / "zoo.tar.gz"
-
-
-def _pack_models(run, pack: Path) -> tuple[dict, dict]:
-    """(the pack's manifest, {key: SHA-256} of the run's trained models it holds)."""
-    from overinterp.experiments.prepare import model_keys
-    from overinterp.store import pack_manifest
-    manifest = pack_manifest(pack)
-    files = manifest.get("files", {})
-    return manifest, {k: files[f"model/{k}/result.pt"]["sha256"] for k in model_keys(run)
-                      if f"model/{k}/result.pt" in files}
-
-
-def unpack_models(run, pack: Path | None = None) -> str | None:
-    """Unpack the committed pack of ``run``'s trained models (zoo, input-dropout and counterfactually
-    fine-tuned) into the store where it lacks some the pack holds; the line to print, None where there is
-    nothing to unpack. A pack this code cannot read is reported and left alone: the models train instead."""
-    from overinterp.store import PackError, Store, unpack
-    pack = Path(pack or models_pack(run.dataset, run.profile.name))
-    if not pack.is_file():
-        return None
-    store = Store()
-    try:
-        manifest, held = _pack_models(run, pack)
-        lacking = [k for k in held if not (store.root / "model" / k / "result.pt").is_file()]
-        if not lacking:
-            return None
-        unpack(pack, store)
-    except PackError as e:
-        return f"[book] not unpacking the trained models: {e}; they train here instead"
-    return (f"[book] unpacked {len(lacking)} trained models from {_shown(pack)} (packed at commit "
-            f"{manifest.get('commit')}, {manifest.get('created')}); --train trains them here instead")
-
-
-def _shown(path: Path) -> str:
-    path = Path(path).resolve()
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
-
-
-def models_origin(run, pack: Path | None = None) -> dict:
-    """Glue for the zoo chapter: where this execution's stored trained models come from, decided by each
-    model's SHA-256 against the committed pack's manifest (``zoo_origin``, a sentence)."""
-    from overinterp.experiments.prepare import model_keys
-    from overinterp.paper.formatting import count
-    from overinterp.store import PackError, Store, sha256
-    pack = Path(pack or models_pack(run.dataset, run.profile.name))
-    store = Store()
-    stored = [k for k in model_keys(run) if (store.root / "model" / k / "result.pt").is_file()]
-    try:
-        manifest, held = _pack_models(run, pack) if pack.is_file() else ({}, {})
-    except PackError:
-        manifest, held = {}, {}
-    same = [k for k in stored if k in held and sha256(store.root / "model" / k / "result.pt") == held[k]]
-    models = count(len(stored), "trained model")
-    if not stored:
-        return {"zoo_origin": "The store holds none of this execution's trained models yet."}
-    if not same:
-        return {"zoo_origin": f"This execution trained its {count(len(stored), 'model')} itself."}
-    source = (f"the committed pack `{_shown(pack)}` (packed by this code at commit {manifest.get('commit')}, "
-              f"{manifest.get('created')}), so that the book need not train them")
-    if len(same) == len(stored):
-        head = f"This execution's {models} (the zoo, and the input-dropout and counterfactually fine-tuned models of later chapters) were unpacked from {source}"
-    else:
-        here = len(stored) - len(same)
-        head = (f"{len(same)} of this execution's {models} were unpacked from {source}; "
-                f"{here} {'was' if here == 1 else 'were'} trained here")
-    return {"zoo_origin": f"{head}. `python -m overinterp book --train` trains them here instead."}
-
-
 def _run(parameters: dict):
     from overinterp.config.context import make_run
     return make_run(parameters.get("dataset", "fashion-mnist"), parameters.get("profile"),
@@ -447,11 +375,19 @@ def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: li
     if line:
         print(line, flush=True)
     timings = dict(earlier.get("seconds", {})) if only else prepare_first(parameters, jobs)
+    t0 = time.perf_counter()
     timings.update(execute(parameters, stage, root, only, jobs))
+    wall = {"chapters": round(time.perf_counter() - t0, 1)}       # below the sum of theirs where jobs > 1
     record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps({"parameters": parameters, "seconds": timings}, indent=2))
+    from overinterp.store import code_version
+    write = lambda: record.write_text(json.dumps({"parameters": parameters, "seconds": timings, "wall_seconds": wall,
+                                                  "commit": code_version()}, indent=2))
+    write()                                   # before rendering: a failed render keeps the executed chapters
     if edition:
         print(f"[book] saved edition {save_edition(stage, parameters, timings, edition_folder or root / 'editions')}")
     elif render_html:
+        t0 = time.perf_counter()
         render(stage, out, root, edition_folder)
+        wall["render"] = round(time.perf_counter() - t0, 1)
+        write()
     return timings

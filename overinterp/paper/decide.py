@@ -99,6 +99,7 @@ class Verdict:
     note: str = ""             # what a reader must know beside the outcome (e.g. subsets beating the control)
     engine: str = ""           # the backward selection behind its subsets, in words
     blank_passes: dict | None = None  # per architecture name: whether its blank is uninformative (the paper's fill)
+    condition: str = ""        # a controlled condition beside the paper's protocol: its box states claim and criterion
 
     def __post_init__(self):
         if self.outcome not in OUTCOMES:
@@ -169,7 +170,11 @@ class Verdict:
             lines.append(f"**Scope.** {self.scope()}\n")
         if self.per_model():
             lines.append(self.per_model() + "\n")
-        lines += [f"**Claim.** {self.claim}\n", f"**Criterion.** {self.criterion}"]
+        if self.condition:      # the claim and criterion stand once, in the paper's protocol's box
+            lines.append(f"**Controlled condition.** {self.condition}; the claim and criterion are those of the "
+                         "paper's protocol, in the box above.")
+        else:
+            lines += [f"**Claim.** {self.claim}\n", f"**Criterion.** {self.criterion}"]
         for title, text in (("Engine", self.engine), ("Blank check", self.blank_words()), ("Note", self.note)):
             if text:
                 lines.append(f"\n**{title}.** {text}")
