@@ -79,11 +79,13 @@ def test_the_whole_book_s_time_is_read_against_the_profile_s_aim(tmp_path):
            "previous": {"device": "CPU (Other)", "total_minutes": 39.7}}
     (tmp_path / instructors.BOOK).write_text(json.dumps(doc))
     v = instructors.book_values(tmp_path)
-    assert (v["book_execute"], v["book_render"], v["book_total"], v["book_against_target"]) == (
-        "47.9 min", "10 s", "48.1 min", "over")
+    assert (v["book_run"], v["book_total"], v["book_against_target"]) == (
+        "executed in 47.9 min and rendered in 10 s", "48.1 min", "over")
     assert (v["book_previous_total"], v["book_previous_device"]) == ("39.7 min", "CPU (Other)")
     (tmp_path / instructors.BOOK).write_text(json.dumps({**doc, "within_45_minutes": True, "previous": None}))
     assert instructors.book_values(tmp_path)["book_against_target"] == "within"
+    (tmp_path / instructors.BOOK).write_text(json.dumps({**doc, "render_seconds": None}))
+    assert instructors.book_values(tmp_path)["book_run"] == "executed and rendered (the rendering not timed apart)"
     assert set(instructors.book_values(tmp_path / "none").values()) == {"not measured"}
 
 
