@@ -76,6 +76,7 @@ def test_the_pack_is_unpacked_once_and_the_zoo_chapter_says_where_its_models_com
     assert packs.unpack_models(run, file) is None                       # nothing left to unpack
     origin = packs.models_origin(run, file)["zoo_origin"]
     assert origin.startswith(f"This execution's {n} trained models (the zoo") and "were unpacked from" in origin
+    assert "`" not in origin and "--" not in origin                      # glue:text shows plain text
     other = tmp_path / "store" / "model" / model_keys(run)[0]              # one model trained here instead
     torch.save({"state_dict": {"w": torch.zeros(5)}}, other / "result.pt")
     origin = packs.models_origin(run, file)["zoo_origin"]

@@ -54,7 +54,7 @@ def _shown(path: Path) -> str:
 
 def models_origin(run, pack: Path | None = None) -> dict:
     """Glue for the zoo chapter: where this execution's stored trained models come from, decided by each
-    model's SHA-256 against the committed pack's manifest (``zoo_origin``, a sentence)."""
+    model's SHA-256 against the committed pack's manifest (``zoo_origin``, a sentence of plain text)."""
     from overinterp.experiments.prepare import model_keys
     from overinterp.paper.formatting import count
     from overinterp.store import PackError, Store, sha256
@@ -71,7 +71,8 @@ def models_origin(run, pack: Path | None = None) -> dict:
         return {"zoo_origin": "The store holds none of this execution's trained models yet."}
     if not same:
         return {"zoo_origin": f"This execution trained its {count(len(stored), 'model')} itself."}
-    source = (f"the committed pack `{_shown(pack)}` (packed by this code at commit {manifest.get('commit')}, "
+    # plain text: glue:text shows no Markdown
+    source = (f"the committed pack {_shown(pack)} (packed by this code at commit {manifest.get('commit')}, "
               f"{manifest.get('created')}), so that the book need not train them")
     if len(same) == len(stored):
         head = f"This execution's {models} (the zoo, and the input-dropout and counterfactually fine-tuned models of later chapters) were unpacked from {source}"
@@ -79,4 +80,4 @@ def models_origin(run, pack: Path | None = None) -> dict:
         here = len(stored) - len(same)
         head = (f"{len(same)} of this execution's {models} were unpacked from {source}; "
                 f"{here} {'was' if here == 1 else 'were'} trained here")
-    return {"zoo_origin": f"{head}. `python -m overinterp book --train` trains them here instead."}
+    return {"zoo_origin": f"{head}."}
