@@ -141,9 +141,8 @@ def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | 
         with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             running = {pool.submit(_execute_one, nb, target, parameters, root, 1): nb for nb, target in first}
             for f in as_completed(running):
-                if isinstance(f.result(), str):
-                    for other in running:
-                        other.cancel()
+                if isinstance(f.result(), str):          # a failed chapter: start no other
+                    pool.shutdown(wait=False, cancel_futures=True)
                 done(running[f], f.result())
     for nb, target in last:
         print(f"[book] executing {nb.relative_to(root)} with {parameters}", flush=True)
