@@ -47,7 +47,7 @@ from overinterp.zoo.models import fuse_conv_bn, build_model
 from overinterp.engine.sis import class_probability, find_sis, pixel_subset, random_subset
 
 OUT = Path(__file__).resolve().parent / "results"
-SCHEMA = 2  # the structure of the result file (overinterp.experiments.benchmarks reads this one)
+SCHEMA = 2  # the structure of the result file (overinterp.pages.speed reads this one)
 
 
 def note(sections, text: str, shared_cpu: bool = False) -> dict:

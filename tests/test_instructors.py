@@ -125,7 +125,7 @@ def test_numbers_run_as_ranges():
 # ------------------------------------------------------------------------------------------- the page
 def test_every_key_the_page_pastes_is_glued():
     text = markdown("17_instructors")
-    ours = {**instructors.values(None), **instructors.times_values(None), **instructors.book_values(RESULTS), **instructors.weak_spot_values(RESULTS),
+    ours = {**instructors.values(None), **instructors.book_values(RESULTS), **instructors.weak_spot_values(RESULTS),
             "replicates": 3}
     for doc, key in GLUE.findall(text):
         if doc:

@@ -19,7 +19,7 @@ from overinterp.experiments.factors import MEASURES
 from overinterp.experiments.runs import CONFIDENT
 from overinterp.paper.formatting import MISSING
 
-__all__ = ["Exercise", "exercises", "along", "sweep_values", "threshold_values"]
+__all__ = ["Exercise", "exercises", "sweep_values", "threshold_values"]
 
 HEADING = "## Exercises"     # first line of a chapter's last Markdown cell, when it has exercises
 _EXERCISE = re.compile(r"^(`{3,})\{exercise\} ?([^\n]*)\n:label: (\S+)\n(.*?)^\1$", re.S | re.M)
@@ -58,8 +58,8 @@ _SHOW = {"epochs": lambda s: f"{s} epoch{'' if str(s) == '1' else 's'}", "width"
          "tau": lambda s: f"τ = {float(s):g}"}
 
 
-def along(rows: pd.DataFrame, column: str, setting: str = "setting", factor: str | None = None,
-          digits: int = 1, missing: str = "—") -> str:
+def _along(rows: pd.DataFrame, column: str, setting: str = "setting", factor: str | None = None,
+           digits: int = 1, missing: str = MISSING) -> str:
     """``column`` of each row with its setting: "52.8 (1 epoch), 50.1 (2 epochs)"; NaN reads ``missing``."""
     show = _SHOW.get(factor or setting, str)
     return ", ".join(f"{missing if pd.isna(v) or math.isinf(v) else f'{v:.{digits}f}'} ({show(s)})"
@@ -71,15 +71,15 @@ def sweep_values(sweeps: dict[str, pd.DataFrame]) -> dict:
     a sentence) and ``ex_<factor>_confident`` (share of confidently classified images) where models were trained."""
     out = {}
     for factor, sweep in sweeps.items():
-        rows = sweep
-        if "sample size" in sweep:                      # every method on the same, smallest sample
-            rows = sweep[sweep["sample size"] == sweep["sample size"].min()]
+        # every method on the same, smallest sample
+        rows = sweep[sweep["sample size"] == sweep["sample size"].min()] if "sample size" in sweep else sweep
         for claim, (column, _) in MEASURES.items():
-            out[f"ex_{factor}_{claim}"] = along(rows, column, factor=factor, digits=2 if claim == "C3" else 1)
-            out[f"ex_{factor}_{claim}_words"] = along(rows, column, factor=factor, digits=2 if claim == "C3" else 1,
-                                                      missing="no estimate")
+            digits = 2 if claim == "C3" else 1
+            out[f"ex_{factor}_{claim}"] = _along(rows, column, factor=factor, digits=digits)
+            out[f"ex_{factor}_{claim}_words"] = _along(rows, column, factor=factor, digits=digits,
+                                                       missing="no estimate")
         if CONFIDENT in rows:
-            out[f"ex_{factor}_confident"] = along(rows, CONFIDENT, factor=factor)
+            out[f"ex_{factor}_confident"] = _along(rows, CONFIDENT, factor=factor)
     return out
 
 
@@ -92,6 +92,6 @@ def threshold_values(means: pd.DataFrame) -> dict:
     out = {}
     for key, names in (("model", single[:1]), ("ensemble", everything[-1:])):
         out[f"ex_tau_{key}"] = names[0] if names else "no such model"
-        out[f"ex_tau_{key}_sizes"] = (along(means[means["model"] == names[0]].sort_values("tau"), "mean", "tau")
+        out[f"ex_tau_{key}_sizes"] = (_along(means[means["model"] == names[0]].sort_values("tau"), "mean", "tau")
                                       if names else MISSING)
     return out

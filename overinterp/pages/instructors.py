@@ -2,24 +2,27 @@
 times and the "known weak spots", as tables and glue values from committed ``benchmarks/`` files.
 
     bench = load("benchmarks/results", "chapters-quick-cpu.json")      # None when absent
+    glue_all(values(bench))
     Markdown(times_table(bench, "benchmarks/results", "chapters-quick-cpu.json"))
     Markdown(exercise_table(bench))
 """
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from pathlib import Path
 
-from overinterp.config.chapters import CHAPTERS, ROOT
+from overinterp.config.chapters import CHAPTERS, ROOT, chapter_number   # the sidebar's number, not the file's
 from overinterp.config.profiles import get_profile
+from overinterp.pages.report_seeds import seed_values
 from overinterp.paper import claims
 from overinterp.paper.formatting import MISSING, bounds, number, span
 from overinterp.paper.numbers import ARCH_NAMES
 
 __all__ = ["SCHEMA", "TEACHING", "BOOK", "VERDICTS", "SCALE", "STANDARD_MODELS", "STANDARD_EDITION", "RUNS",
-           "EXERCISE_RUNS", "load", "table", "times_table", "values", "times_values", "book_values",
-           "exercise_table", "weak_spot_values", "worth_changing", "parameter_list"]
+           "EXERCISE_RUNS", "load", "times_table", "values", "book_values", "exercise_table", "weak_spot_values",
+           "worth_changing", "parameter_list"]
 
 SCHEMA = 1   # version of the file benchmarks/bench_chapters.py writes
 
@@ -115,56 +118,47 @@ def _json(path: Path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def _seconds(s: float | None) -> str:
+def _seconds(s: float | None, sign: str = "") -> str:
+    """'42 s' or '2.5 min' (after ``sign``, as '≤ 2.5 min'); "not measured" for None."""
     if s is None:
         return "not measured"
-    return f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min"
+    return (f"{sign} " if sign else "") + (f"{s:.0f} s" if s < 120 else f"{s / 60:.1f} min")
 
 
 def times_table(bench: dict | None, results: str | Path, name: str) -> str:
-    """:func:`table`, after a note that the times are not measured where ``bench`` is None."""
-    if bench is not None:
-        return table(bench)
-    folder = Path(results).resolve()
-    shown = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
-    return (f":::{{note}}\nNo run-time file `{name}` in `{shown}`: the times below are not measured yet. "
-            f"`python benchmarks/bench_chapters.py --profile quick` measures them (see the last section).\n:::\n\n"
-            + table(bench))
-
-
-def table(bench: dict | None) -> str:
-    """MyST table per chapter: what it teaches, its times alone, the parameters worth changing."""
-    rows = (bench or {}).get("chapters", {})
+    """MyST table per chapter: what it teaches, its times alone, the parameters worth changing; where ``bench``
+    is None, after a note that the times are not measured."""
+    rows, note = (bench or {}).get("chapters", {}), ""
+    if bench is None:
+        folder = Path(results).resolve()
+        shown = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
+        note = (f":::{{note}}\nNo run-time file `{name}` in `{shown}`: the times below are not measured yet. "
+                f"`python benchmarks/bench_chapters.py --profile quick` measures them (see the last section).\n:::\n\n")
     lines = ["| chapter | what it teaches | alone, from an unpacked pack | alone, from an empty store "
              "(upper bound) | worth changing in class |", "|---|---|---|---|---|"]
     for stem, (teaches, _) in TEACHING.items():
         r = rows.get(stem, {})
         params = ", ".join(f"`{n}`" for n, _ in worth_changing(stem)) or "—"
-        bound = r.get("alone_from_empty_upper_bound")
         lines.append(f"| {{doc}}`{stem}` | {teaches} | {_seconds(r.get('with_store'))} | "
-                     f"{'≤ ' + _seconds(bound) if bound is not None else _seconds(None)} | {params} |")
-    return "\n".join(lines)
+                     f"{_seconds(r.get('alone_from_empty_upper_bound'), '≤')} | {params} |")
+    return note + "\n".join(lines)
 
 
 def values(bench: dict | None) -> dict:
-    """Glue values ``times_*``, ``validate_*`` and ``pack_*`` of ``bench``; "not measured" where it lacks them."""
-    from overinterp.pages.chapter import chapter_number     # the sidebar's number, not the file name's
+    """Glue values ``times_*``, ``validate_*``, ``pack_*`` of ``bench``, and per chapter ``t_pack_<stem>``,
+    ``t_own_<stem>`` (in a complete build) and ``t_empty_<stem>``; "not measured" where it lacks them."""
     bench = bench or {}
-    pack, check = bench.get("pack") or {}, bench.get("validate") or {}
-    return {"times_profile": bench.get("profile", "not measured"), "times_device": bench.get("device", "not measured"),
-            "times_date": bench.get("date", "not measured"), "times_full_build": _seconds(bench.get("full_build_seconds")),
-            "validate_chapter": chapter_number(check["chapter"]) if check else "not measured",
-            "validate_seconds": _seconds(check.get("seconds_from_empty")), "validate_bound": _seconds(check.get("upper_bound")),
-            "pack_size": f"{pack['bytes'] / 2**20:.1f} MiB" if pack else "not measured",
-            "pack_files": pack.get("files", "not measured"), "pack_unpack": _seconds(pack.get("unpack_seconds")),
-            "pack_chapter": chapter_number(pack["chapter"]) if pack else "not measured",
-            "pack_chapter_seconds": _seconds(pack.get("chapter_seconds_after_unpack"))}
-
-
-def times_values(bench: dict | None) -> dict:
-    """Glue values ``t_pack_<stem>``, ``t_own_<stem>`` (in a complete build) and ``t_empty_<stem>`` per chapter."""
-    rows = (bench or {}).get("chapters", {})
-    out = {}
+    pack, check, rows = bench.get("pack") or {}, bench.get("validate") or {}, bench.get("chapters", {})
+    out = {"times_profile": bench.get("profile", "not measured"), "times_device": bench.get("device", "not measured"),
+           "times_date": bench.get("date", "not measured"),
+           "times_full_build": _seconds(bench.get("full_build_seconds")),
+           "validate_chapter": chapter_number(check["chapter"]) if check else "not measured",
+           "validate_seconds": _seconds(check.get("seconds_from_empty")),
+           "validate_bound": _seconds(check.get("upper_bound")),
+           "pack_size": f"{pack['bytes'] / 2**20:.1f} MiB" if pack else "not measured",
+           "pack_files": pack.get("files", "not measured"), "pack_unpack": _seconds(pack.get("unpack_seconds")),
+           "pack_chapter": chapter_number(pack["chapter"]) if pack else "not measured",
+           "pack_chapter_seconds": _seconds(pack.get("chapter_seconds_after_unpack"))}
     for stem in TEACHING:
         r = rows.get(stem, {})
         out.update({f"t_pack_{stem}": _seconds(r.get("with_store")), f"t_own_{stem}": _seconds(r.get("full_build")),
@@ -190,59 +184,43 @@ def book_values(results: str | Path, name: str = BOOK) -> dict:
             "book_previous_device": previous.get("device", "not measured")}
 
 
-def _time(bench: dict | None, stem: str, kind: str) -> str:
-    _, field, sign = RUNS[kind]
-    if field is None:
-        return "not in the measured file"
-    seconds = (bench or {}).get("chapters", {}).get(stem, {}).get(field)
-    return f"{sign} {_seconds(seconds)}" if seconds is not None else _seconds(None)
-
-
 def exercise_table(bench: dict | None, book: Path | None = None) -> str:
     """MyST table of every exercise and its run time; KeyError for one missing from :data:`EXERCISE_RUNS`."""
-    from overinterp.pages.chapter import chapter_number
     from overinterp.pages.exercises import exercises
+    rows = (bench or {}).get("chapters", {})
     lines = ["| chapter | exercise | changes | computes | run time |", "|---|---|---|---|---|"]
     for stem in TEACHING:
         for ex in exercises(stem, book):
             if ex.label not in EXERCISE_RUNS:
                 raise KeyError(f"exercise {ex.label} of {stem} has no kind of work in EXERCISE_RUNS")
-            kind = EXERCISE_RUNS[ex.label]
+            computes, field, sign = RUNS[EXERCISE_RUNS[ex.label]]
+            time = _seconds(rows.get(stem, {}).get(field), sign) if field else "not in the measured file"
             lines.append(f"| {{doc}}`chapter {chapter_number(stem)} <{stem}>` | {{ref}}`{ex.title} <{ex.label}>` | "
-                         f"`{ex.runs}` | {RUNS[kind][0]} | {_time(bench, stem, kind)} |")
+                         f"`{ex.runs}` | {computes} | {time} |")
     return "\n".join(lines)
 
 
 def _numbers_span(numbers: list[int]) -> str:
     """'1–4, 7, 9': sorted numbers with each run of consecutive ones as a range."""
-    out, run = [], []
-    for n in sorted(numbers):
-        if run and n != run[-1] + 1:
-            out.append(f"{run[0]}–{run[-1]}" if len(run) > 1 else f"{run[0]}")
-            run = []
-        run.append(n)
-    if run:
-        out.append(f"{run[0]}–{run[-1]}" if len(run) > 1 else f"{run[0]}")
-    return ", ".join(out)
+    runs = [[n for _, n in run] for _, run in itertools.groupby(enumerate(sorted(numbers)), lambda p: p[1] - p[0])]
+    return ", ".join(f"{r[0]}–{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
 
 
 def _verdict_values(doc: dict | None) -> dict:
     """Glue values ``v_*`` of Part I's verdicts at two seeds: changes, inconclusive ones, widest interval."""
-    from overinterp.pages.report import seed_values
     seeds = {k: v for k, v in seed_values(doc, "v").items()
              if k in ("v_seeds", "v_rows", "v_changed", "v_changed_which")}
     keys = ("v_inconclusive", "v_widest_claim", "v_widest_model", "v_widest_interval", "v_widest_width", "v_device",
             "v_date")
     if not doc or not doc.get("rows"):
         return {**seeds, **dict.fromkeys(keys, MISSING)}
-    s0 = str(doc["seeds"][0])
-    rows = doc["rows"]
+    s0, rows = str(doc["seeds"][0]), doc["rows"]
     widest = max(rows, key=lambda r: r["seeds"][s0]["high"] - r["seeds"][s0]["low"])
-    w = widest["seeds"][s0]
-    digits = claims.CLAIMS[widest["claim"]].digits if widest["claim"] in claims.CLAIMS else 1
+    w, claim = widest["seeds"][s0], claims.CLAIMS.get(widest["claim"])
+    digits = claim.digits if claim else 1
     return {**seeds,
             "v_inconclusive": sum(r["seeds"][s0]["outcome"].startswith("inconclusive") for r in rows),
-            "v_widest_claim": claims.CLAIMS[widest["claim"]].short if widest["claim"] in claims.CLAIMS else widest["claim"],
+            "v_widest_claim": claim.short if claim else widest["claim"],
             "v_widest_model": widest["model"], "v_widest_interval": bounds(w["low"], w["high"], digits),
             "v_widest_width": number(w["high"] - w["low"], digits), "v_device": doc.get("device", MISSING),
             "v_date": doc.get("date", MISSING)}
@@ -273,7 +251,6 @@ def _scale_values(path: Path) -> dict:
 
 def _standard_values(models: dict | None, edition: Path) -> dict:
     """Glue values ``std_*`` of the standard edition: models' accuracy, epochs, chapters, SIS engine and sizes."""
-    from overinterp.pages.chapter import chapter_number
     out = dict.fromkeys(("std_acc_range", "std_models", "std_below", "std_epochs", "std_chapters", "std_sis_range",
                          "std_sis_outcome", "std_engine"), MISSING)
     if models and models.get("models"):

@@ -42,9 +42,9 @@ def _png(pixels: np.ndarray) -> str:
 _CSS = """
 #{P} {{font-family: sans-serif; border: 1px solid #ccc; border-radius: 6px; padding: .8em; margin: 1em 0}}
 #{P} [hidden] {{display: none !important}}
-#{P} .oiq-stage img, #{P} .oiq-key img {{width: {px}px; height: {px}px; image-rendering: pixelated; border: 1px solid #999}}
+#{P} .oiq-stage img, #{P} .oiq-key img {{width: 128px; height: 128px; image-rendering: pixelated; border: 1px solid #999}}
 #{P} .oiq-buttons button, #{P} .oiq-next {{margin: 2px; padding: .3em .6em; cursor: pointer}}
-#{P} .oiq-key figure {{display: inline-block; margin: 4px; text-align: center; font-size: 80%; width: {px}px}}
+#{P} .oiq-key figure {{display: inline-block; margin: 4px; text-align: center; font-size: 80%; width: 128px}}
 #{P} table {{border-collapse: collapse; margin: .5em 0}} #{P} td, #{P} th {{border: 1px solid #ccc; padding: .2em .5em}}
 """
 
@@ -101,45 +101,37 @@ _JS = r"""
 """
 
 
-def quiz_html(bench: Benchmark, classes, mean, std, paper=None, seed: int = 0, *,
-              paper_std=None, highlight: bool = False, px: int = 128, uid: str | None = None) -> str:
+def quiz_html(bench: Benchmark, classes, mean, std, seed: int = 0, *, uid: str | None = None) -> str:
     """The paper's human benchmark (sections 3.4, S4) as one self-contained, deterministic HTML + JS string.
 
-    The reader classifies ``bench``'s images level by level (shuffled by ``seed``); each level's accuracy is
-    shown beside ``paper`` +- ``paper_std`` (per level, None: no number; default Table 2) and the models'.
-    Images show masked pixels as the model sees them, or with ``highlight`` in the plots' colour. Element ids
-    start with ``uid`` (default: a content hash).
+    The reader classifies ``bench``'s images level by level (shuffled by ``seed``), masked pixels shown as the
+    model sees them; each level's accuracy is shown beside the paper's humans (Table 2) and the models'.
+    Element ids start with ``uid`` (default: a content hash).
     """
     L, N = len(bench.fracs), len(bench)
     table2 = paper_humans(bench.fracs)
-    paper = table2["paper"] if paper is None else paper
-    paper_std = table2["paper_std"] if paper_std is None else paper_std
-    if len(paper) != L or len(paper_std) != L:
-        raise ValueError(f"paper and paper_std need one entry per level ({L}), got {paper} and {paper_std}")
     gen = torch.Generator().manual_seed(seed)
     orders = [torch.randperm(N, generator=gen).tolist() for _ in range(L)]
     levels = [f"{100 * f:g}%" for f in bench.fracs]
     stage = []
     for lvl in range(L):
-        px_lvl = (show_masked(bench.images, bench.keep[lvl], mean, std) if highlight
-                  else to_pixels(bench.masked[lvl], mean, std))
+        pixels = to_pixels(bench.masked[lvl], mean, std)
         for pos, i in enumerate(orders[lvl]):
             stage.append(f'<img id="{{P}}-L{lvl}-{pos}" data-item="{i}" hidden alt="{levels[lvl]} subset, '
-                         f'image {pos + 1} of {N}" src="{_png(px_lvl[i])}">')
+                         f'image {pos + 1} of {N}" src="{_png(pixels[i])}">')
     originals = to_pixels(bench.images, mean, std)
     key = [f'<figure><img alt="answer {i + 1}" src="{_png(originals[i])}"><figcaption>{i + 1}. '
            f'<b>{html.escape(classes[y])}</b><br>subset by {html.escape(_name(bench.arch[i]))}<br>'
            f'<span id="{{P}}-you-{i}"></span></figcaption></figure>' for i, y in enumerate(bench.labels.tolist())]
     buttons = [f'<button type="button" data-class="{k}">{html.escape(c)}</button>' for k, c in enumerate(classes)]
     model_name = f"models that made the subsets ({', '.join(map(_name, bench.counts()))}), {bench.dataset}/{bench.profile}"
-    cfg = {"labels": bench.labels.tolist(), "classes": list(classes), "levels": levels, "paper": list(paper),
-           "paperStd": list(paper_std), "model": [bench.model_correct[lvl].float().mean().item() for lvl in range(L)]}
+    cfg = {"labels": bench.labels.tolist(), "classes": list(classes), "levels": levels,
+           "paper": list(table2["paper"]), "paperStd": list(table2["paper_std"]),
+           "model": [bench.model_correct[lvl].float().mean().item() for lvl in range(L)]}
     body = "\n".join([
         '<p><b>Classify the sparse subsets yourself.</b> {n} images per level, levels {levels} of pixels kept '
         '(backward selection), in that order; larger subsets contain the smaller ones. '
-        'Masked pixels are {mask}.</p>'.format(n=N, levels=", ".join(levels),
-                                               mask="drawn in light blue-grey" if highlight else
-                                               "set to the mean pixel, as the model sees them"),
+        'Masked pixels are set to the mean pixel, as the model sees them.</p>'.format(n=N, levels=", ".join(levels)),
         '<p id="{P}-status" class="oiq-status" aria-live="polite"></p>',
         '<div id="{P}-stage" class="oiq-stage">', *stage, "</div>",
         '<div id="{P}-buttons" class="oiq-buttons">', *buttons, "</div>",
@@ -151,5 +143,5 @@ def quiz_html(bench: Benchmark, classes, mean, std, paper=None, seed: int = 0, *
     prefix = uid or "oiq-" + hashlib.sha256(f"{seed}{json.dumps(cfg)}{body}".encode()).hexdigest()[:10]
     cfg["prefix"] = prefix
     script = _JS % json.dumps(cfg).replace("</", "<\\/")
-    return (f'<div id="{prefix}" class="oiq">\n<style>{_CSS.format(P=prefix, px=px)}</style>\n'
+    return (f'<div id="{prefix}" class="oiq">\n<style>{_CSS.format(P=prefix)}</style>\n'
             + body.replace("{P}", prefix) + f"\n<script>{script}</script>\n</div>")
