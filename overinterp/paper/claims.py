@@ -1,23 +1,40 @@
-"""The registry of the claims the book tests (the paper's and the related methods'): id, part, chapter,
-source section, the source's number as quoted, and the column holding our measure. Margins live with
-the deciding functions (:mod:`.verdicts`, :mod:`.further_verdicts`); a run's data come from
+"""The registry of the claims the book tests (the paper's and the related methods'): per claim its part,
+chapter, source section, the source's number as quoted, the column holding our measure and, where the claim
+fixes it, the margin where it holds with the reason. The deciding functions (:mod:`.verdicts`,
+:mod:`.further_verdicts`) state the claims and criteria in words; a run's data come from
 :mod:`overinterp.experiments.claims`.
 
     CLAIMS["accurate"].paper      # 'drop at most 0.52 points'
+    CLAIMS["accurate"].margin     # Margin(high=5.0): 'holds' for a drop of at most 5 points
     records(verdict, "accurate")  # JSON-ready rows: per model, estimate, 95% interval, margin, outcome
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
-import pandas as pd
-
 from overinterp.paper import numbers as paper
-from overinterp.paper.verdicts import Verdict, minus, paper_gap, paper_round, paper_transfer_share
+from overinterp.paper.decide import Margin, Verdict, row_name
+from overinterp.paper.formatting import finite, minus
+from overinterp.paper.numbers import paper_gap, paper_span, paper_tests, paper_transfer_share
 
-__all__ = ["Claim", "CLAIMS", "PARTS", "blank_of", "records", "result_text", "paper_number", "quoted", "of_the_paper"]
+__all__ = ["Claim", "CLAIMS", "PARTS", "blank_of", "records", "result_text", "paper_number", "quoted", "of_the_paper",
+           "TOLERANCE_POINTS", "TOLERANCE_CONFIDENCE", "FAR_MORE_POINTS", "SIS_ACCURACY_MIN_INCREASE",
+           "BOUNDARY_RATIO"]
+
+#: "About as accurate" (Table 1), in points: the paper's drops (<= ~1 point) are finer than a few hundred
+#: test images resolve
+TOLERANCE_POINTS = 5.0
+#: "About as confident" (4.1: mean drops -0.035 to -0.012): the largest mean drop of probability allowed
+TOLERANCE_CONFIDENCE = 0.05
+#: "Far more accurate" (4.2, Table 1: BS-retrained models beat random-retrained ones by 38.8 to 43.8
+#: points): at least a quarter of the paper's smallest gap, in points.
+FAR_MORE_POINTS = 10.0
+#: "Significantly larger" (4.4), in percent: so that an increase indistinguishable from zero does not hold
+SIS_ACCURACY_MIN_INCREASE = 10.0
+#: SmoothGrad "concentrates" on the mask's edge from this multiple of the ring's area share, so that attribution
+#: ignoring the edge decides "does not hold" rather than staying inconclusive
+BOUNDARY_RATIO = 1.25
 
 
 @dataclass(frozen=True)
@@ -35,6 +52,9 @@ class Claim:
     blank: bool = False  # feeds the zoo's models inputs masked with the paper's fill: its rows carry the blank check
     revision: int = 1  # raised when the measure or margin changes: rows of an earlier revision no longer read right
     unit: str = ""   # the measure's unit where ``measure`` does not end with it in parentheses
+    #: where the claim holds, the reason in its words or at its edge's constant above; None where the verdict's
+    #: parameters set it (a bound, an area, a number of classes)
+    margin: Margin | None = None
 
     @property
     def measured(self) -> tuple[str, str]:
@@ -45,86 +65,89 @@ class Claim:
         return self.measure, self.unit
 
 
-def _retrain_gap() -> str:
-    diffs = [paper.table1_test(a, "bs", "bs")[0] - paper.table1_test(a, "random", "random")[0]
-             for a in ("resnet20", "resnet18", "vgg16")]
-    return f"{paper_round(min(diffs))}–{paper_round(max(diffs))} points (derived from Table 1)"
-
-
-def _ensemble_gain() -> str:
-    ens = paper.table1_test("ensemble 5x resnet18", "full", "full")[0]
-    one = paper.table1_test("resnet18", "full", "full")[0]
-    return f"+{ens - one:.2f} points for five ResNet18 (derived from Table 1)"
-
-
 _CONF = [m for m, _ in paper.CONFIDENCE_DROP.values()]
+_GAIN = paper.table1_test("ensemble 5x resnet18", "full", "full")[0] - paper.table1_test("resnet18", "full", "full")[0]
+_DROP, _FAR_MORE = Margin(high=TOLERANCE_POINTS), Margin(low=FAR_MORE_POINTS)
+#: a "larger" claim that gives no size gets a minimal effect (why: the margin's words), so that a null result
+#: decides "does not hold" instead of staying inconclusive
+_SIS_TENTH = Margin(low=0.5, words="a tenth of the 5% the paper bounds SIS below")
 
 #: The parts of the book, for tables grouped by part.
-PARTS = {"I": "Part I: the paper's main claims (4.1, 4.2)", "II": "Part II: the paper's further claims (4.1.1, 4.4-4.6)",
-         "III": "Part III: related methods"}
+PARTS = {"I": "Part I: the paper's main claims (4.1, 4.2)",
+         "II": "Part II: the paper's further claims (4.1.1, 4.4-4.6)", "III": "Part III: related methods"}
 
 CLAIMS = {c.id: c for c in [
     Claim("sis", "I", "03_sis", "4.1", "mean SIS size below 5%", f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}%",
           "mean SIS size (%)", engine="sis", blank=True),
     Claim("accurate", "I", "04_pixel_subsets", "4.1, Table 1", "as accurate on own 5% BS subsets",
           f"drop at most {paper_gap('full', 'bs'):.2f} points (derived from Table 1)", "drop (points)",
-          engine="test", blank=True),
+          engine="test", blank=True, margin=_DROP),
     Claim("kept", "I", "04_pixel_subsets", "4.1", "as confident on own 5% BS subsets",
-          f"mean drop {minus(min(_CONF))} to {minus(max(_CONF))}", "mean drop", 3,
-          engine="test", blank=True, unit="probability of the predicted class"),
+          f"mean drop {minus(min(_CONF))} to {minus(max(_CONF))}", "mean drop", 3, engine="test", blank=True,
+          unit="probability of the predicted class", margin=Margin(high=TOLERANCE_CONFIDENCE)),
     Claim("transfer", "I", "04_pixel_subsets", "4.1", "5% BS subsets do not transfer to other models",
           f"share {paper_transfer_share():.2f} (derived from 4.1's accuracies)", "share of lift transferred", 2,
-          engine="test", blank=True, unit="fraction"),
+          engine="test", blank=True, unit="fraction", margin=Margin(high=0.5, words="others recover under half")),
     Claim("beats", "I", "05_retraining", "4.2, Table 1", "retrained on BS subsets far above random subsets",
-          _retrain_gap(), "difference (points)", engine="train"),
+          f"{paper_span([b - r for b, r in zip(paper_tests('bs', 'bs'), paper_tests('random', 'random'))])} points "
+          "(derived from Table 1)", "difference (points)", engine="train", margin=_FAR_MORE),
     Claim("near", "I", "05_retraining", "4.2, Table 1", "retrained on BS subsets near full images",
-          f"drop at most {paper_gap('bs', 'bs'):.2f} points (derived from Table 1)", "drop (points)", engine="train"),
+          f"drop at most {paper_gap('bs', 'bs'):.2f} points (derived from Table 1)", "drop (points)", engine="train",
+          margin=_DROP),
     Claim("road", "I", "06_why", "our control (Rong et al. 2022)",
           "retrained on imputed BS subsets far above imputed random ones", "not in the paper",
-          "difference (points)", engine="train"),
+          "difference (points)", engine="train", margin=_FAR_MORE),
     # chapter 07b: each claim tests one published critique of the method (section = the critique)
     Claim("dilated", "I", "07b_critiques", "Springer 2022", "3×3-dilated 5% BS subsets keep the prediction",
-          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)", engine="test", blank=True),
+          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)", engine="test", blank=True,
+          margin=Margin(low=-TOLERANCE_POINTS)),
     Claim("dilated_sis", "I", "07b_critiques", "Springer 2022", "3×3-dilated SIS keep the prediction",
-          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)", engine="sis", blank=True),
+          "no number here (ImageNet ResNet-50: confidence near zero)", "change (points)", engine="sis", blank=True,
+          margin=Margin(low=-TOLERANCE_POINTS)),
     Claim("dilated_beats", "I", "07b_critiques", "Springer 2022 (proposed test of 4.2)",
           "retrained on dilated BS subsets far above matched random ones", "proposed, no number",
-          "difference (points)", engine="train", revision=2),
+          "difference (points)", engine="train", revision=2, margin=_FAR_MORE),
     Claim("dilated_near", "I", "07b_critiques", "Springer 2022 (proposed test of 4.2)",
-          "retrained on dilated BS subsets near full images", "proposed, no number", "drop (points)", engine="train"),
+          "retrained on dilated BS subsets near full images", "proposed, no number", "drop (points)", engine="train",
+          margin=_DROP),
     Claim("boundary", "I", "07b_critiques", "Springer 2022",
           "SmoothGrad of subset images concentrates on the mask's edge", "no number (saliency maps)",
-          "ring ÷ area", engine="test", blank=True, revision=2, unit="ratio"),
+          "ring ÷ area", engine="test", blank=True, revision=2, unit="ratio", margin=Margin(low=BOUNDARY_RATIO)),
     Claim("blank", "I", "07b_critiques", "SIS reference code (sis.py)", "the fully masked input is uninformative",
           "no number (\"tends to the mean or prior\")", "top-class probability", 3, unit="probability"),
     Claim("mask_shape", "I", "07b_critiques", "Jain et al. 2022 (missingness bias)",
           "the 5% BS mask's shape alone gives the subset's class beyond the blank", "no number for pixel masks",
-          "excess over the blank (points)", engine="test", blank=True, revision=2),
+          "excess over the blank (points)", engine="test", blank=True, revision=2, margin=Margin(low=TOLERANCE_POINTS)),
     Claim("calibration", "I", "07b_critiques", "Decker et al. 2025 (ReCalX)", "worse calibrated on masked inputs",
-          "no number quoted", "ECE increase (points)", engine="test", blank=True, revision=2),
+          "no number quoted", "ECE increase (points)", engine="test", blank=True, revision=2,
+          margin=Margin(low=1.0, words="one point of ECE; ReCalX gives no size")),
     Claim("insertion", "I", "07b_critiques", "our question", "BS order far above a saliency order at 5%",
-          "not in the paper", "difference (points)", engine="test", blank=True),
+          "not in the paper", "difference (points)", engine="test", blank=True, margin=_FAR_MORE),
     Claim("sis_accuracy", "II", "08_sis_accuracy", "4.4, Figure 5",
           "SIS of correct images larger than of misclassified ones", "drawn in Figure 5, no number",
-          "increase (%)", engine="test", blank=True, revision=2),
+          "increase (%)", engine="test", blank=True, revision=2, margin=Margin(low=SIS_ACCURACY_MIN_INCREASE)),
     Claim("robust", "II", "09_robust", "4.5", "robust models' mean SIS size below 5%",
           f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}% (no number for robust models)", "mean SIS size (%)"),
     Claim("ensemble_accuracy", "II", "10_ensembles", "4.6, Table 1", "ensembles more accurate than their members",
-          _ensemble_gain(), "increase (points)", 2, revision=2),
+          f"+{_GAIN:.2f} points for five ResNet18 (derived from Table 1)", "increase (points)", 2, revision=2,
+          margin=Margin(low=0.43, words="half the paper's +0.87-point gain of five ResNet18, Table 1")),
     Claim("ensemble_sis", "II", "10_ensembles", "4.6, Figure 6", "ensembles' SIS larger than their members'",
-          "drawn in Figure 6, no number", "increase (points)", 2, engine="test", blank=True, revision=2),
+          "drawn in Figure 6, no number", "increase (points)", 2, engine="test", blank=True, revision=2,
+          margin=_SIS_TENTH),
     Claim("dropout", "II", "11_input_dropout", "code README's abstract", "input dropout enlarges the SIS",
-          "no number", "increase (points)", 2, revision=2),
+          "no number", "increase (points)", 2, revision=2, margin=_SIS_TENTH),
     Claim("borders", "II", "12_imagenet", "4.1.1, Figure 4", "ImageNet SIS concentrate along the borders",
           "drawn in Figure 4, no number", "mean share of SIS pixels in the band (%)"),
     Claim("background", "III", "14_shared_interest", "4.1.1 in Shared Interest's terms",
           "SIS lie on the background more than random pixels", "no number", "EC − random", 3,
-          engine="test", blank=True, unit="fraction of the pixels"),
+          engine="test", blank=True, unit="fraction of the pixels",
+          margin=Margin(high=0.0, words="SIS on the garment less often than random pixels")),
     Claim("reduction_size", "III", "15_input_reduction", "Feng et al. 2018, Table 2",
           "entropy fine-tuning enlarges reduced inputs", "larger on all three tasks", "mean increase", unit="pixels",
-          revision=2),
+          revision=2, margin=Margin(low=1.0, words="one pixel, the smallest change of a reduced input's size")),
     Claim("reduction_sis", "III", "15_input_reduction", "our question", "entropy fine-tuning enlarges the SIS",
-          "not in the paper", "mean increase", unit="pixels", revision=2),
+          "not in the paper", "mean increase", unit="pixels", revision=2,
+          margin=Margin(low=1.0, words="one pixel, the smallest change of an SIS's size")),
     Claim("sparse_pixels", "III", "16_bayes_trex", "4.1 on Bayes-TrEx samples",
           "generated in-distribution images classified from sparse pixels",
           f"mean below {100 * paper.SIS_MEAN_SIZE_BELOW:g}% (4.1's bound)", "mean SIS size (%)"),
@@ -150,23 +173,8 @@ def of_the_paper(claim: str) -> bool:
     return c.part in ("I", "II") and c.chapter != "07b_critiques" and not c.section.startswith("our ")
 
 
-def _num(x) -> float | None:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(x) or math.isinf(x) else x
-
-
 def _text(x) -> str | None:
     return x if isinstance(x, str) and x else None
-
-
-def _ends(row: pd.Series) -> tuple:
-    for lo, hi in (("95% low", "95% high"), ("low", "high")):
-        if lo in row:
-            return _num(row[lo]), _num(row[hi]) if hi else None
-    return None, None
 
 
 def blank_of(model: str, passes: dict[str, bool]) -> bool | None:
@@ -183,12 +191,12 @@ def records(verdict: Verdict, claim: str) -> list[dict]:
     col = CLAIMS[claim].measure
     out = []
     for m, r in verdict.numbers.iterrows():
-        low, high = _ends(r)
-        model = " / ".join(map(str, m)) if isinstance(m, tuple) else str(m)
-        row = {"claim": claim, "model": model,
-               "estimate": _num(r.get(col)), "low": low, "high": high, "margin": _text(r.get("margin")) or "",
+        ends = ("95% low", "95% high") if "95% low" in r else ("low", "high")   # the latter: an increase table's
+        model = row_name(m)
+        row = {"claim": claim, "model": model, "estimate": finite(r.get(col)), "low": finite(r.get(ends[0])),
+               "high": finite(r.get(ends[1])), "margin": _text(r.get("margin")) or "",
                "outcome": _text(r.get("outcome")),
-               "replicates": _num(r.get("replicates")), "images": _num(r.get("images")),
+               "replicates": finite(r.get("replicates")), "images": finite(r.get("images")),
                "to decide": _text(r.get("replicates to decide")), "revision": CLAIMS[claim].revision}
         if verdict.engine:
             row["engine"] = verdict.engine

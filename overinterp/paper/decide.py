@@ -13,19 +13,19 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from overinterp.paper.formatting import MISSING, and_list, number
+from overinterp.paper.formatting import MISSING, and_list, finite, number
 from overinterp.paper.intervals import Interval, replicate_interval, replicates_needed
 
 __all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "UNTESTABLE", "OUTCOMES", "MARKS", "Margin", "combine", "Verdict",
-           "interval_row", "from_rows", "difference_rows", "summary"]
+           "interval_row", "from_rows", "difference_rows", "summary", "row_name"]
 
 HOLDS, FAILS, INCONCLUSIVE, UNTESTABLE = "holds", "does not hold", "inconclusive at this scale", "cannot be tested"
 OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE, UNTESTABLE)
 #: how a verdict box marks each row's outcome, and the admonition class of each outcome
 MARKS = {HOLDS: "✔ ", FAILS: "✘ ", INCONCLUSIVE: "≈ ", UNTESTABLE: "– "}
 BOX = {HOLDS: "tip", FAILS: "warning", INCONCLUSIVE: "note", UNTESTABLE: "note"}
-#: the counts a verdict's scope names, in this order
-SCOPE = ("replicates", "images", "images with an SIS")
+#: the counts a verdict's scope names, in this order, and each in the singular
+SCOPE = {"replicates": "replicate", "images": "image", "images with an SIS": "image with an SIS"}
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,8 @@ def combine(outcomes: Sequence[str]) -> str:
     return INCONCLUSIVE
 
 
-def _row_name(name) -> str:
+def row_name(name) -> str:
+    """A verdict table's row label: 'ResNet20', or 'ResNet20 / test / 0.9' for a tuple."""
     return " / ".join(map(str, name)) if isinstance(name, tuple) else str(name)
 
 
@@ -119,9 +120,9 @@ class Verdict:
         """What the verdict covers, from its table: 'ResNet20 (3 replicates, 300 images); ...'."""
         parts = []
         for name, row in self.numbers.iterrows():
-            counts = [f"{int(row[k])} {k if int(row[k]) != 1 else k.replace('images', 'image').replace('replicates', 'replicate')}"
-                      for k in SCOPE if k in row and pd.notna(row[k])]
-            parts.append(_row_name(name) + (f" ({', '.join(counts)})" if counts else ""))
+            counts = [f"{int(row[k])} {k if int(row[k]) != 1 else one}" for k, one in SCOPE.items()
+                      if k in row and pd.notna(row[k])]
+            parts.append(row_name(name) + (f" ({', '.join(counts)})" if counts else ""))
         return "; ".join(parts)
 
     def per_model(self) -> str:
@@ -132,20 +133,18 @@ class Verdict:
             return ""
         measure, out = cols[cols.index("95% low") - 1], []
         # one precision for the measure, from its largest value: 1 decimal from 10, 2 from 1, else 3
-        finite = [abs(float(x)) for c in (measure, "95% low", "95% high") for x in self.numbers[c]
-                  if number(x) != MISSING]
-        top = max(finite, default=0.0)
+        top = max((abs(x) for c in (measure, "95% low", "95% high") for x in map(finite, self.numbers[c])
+                   if x is not None), default=0.0)
         d = 1 if top >= 10 else 2 if top >= 1 else 3
         for name, row in self.numbers.iterrows():
-            ends = [row[measure], row["95% low"], row["95% high"]]
-            est, lo, hi = (number(x, d) for x in ends)
+            est, lo, hi = (number(row[k], d) for k in (measure, "95% low", "95% high"))
             value = ("no estimate" if est == MISSING else
                      f"{est} [{lo}, {hi}]" if MISSING not in (lo, hi) else f"{est} (no interval)")
             margin = f", margin {row['margin']}" if isinstance(row.get("margin"), str) and row["margin"] else ""
             outcome = row["outcome"] if isinstance(row["outcome"], str) else ""    # rows without a verdict of their own
             decide = row.get("replicates to decide")
             decide = f" ({decide} replicates would decide it)" if isinstance(decide, str) and decide[:1] in "ao" else ""
-            out.append(f"{MARKS.get(outcome, '')}{_row_name(name)}: {value}{margin}"
+            out.append(f"{MARKS.get(outcome, '')}{row_name(name)}: {value}{margin}"
                        f"{', ' + outcome if outcome else ''}{decide}")
         return f"**{measure}, per model.** " + "; ".join(out)
 
@@ -210,10 +209,11 @@ def interval_row(iv: Interval | None, margin: Margin, name: str, scale: float = 
     return row
 
 
-def from_rows(claim: str, criterion: str, rows: dict) -> Verdict:
-    """The :class:`Verdict` over ``rows`` ({model: :func:`interval_row`}), outcome by :func:`combine`."""
-    numbers = pd.DataFrame.from_dict(rows, orient="index")
-    return Verdict(claim, criterion, combine(list(numbers["outcome"])) if len(numbers) else UNTESTABLE, numbers)
+def from_rows(claim: str, criterion: str, rows: dict | pd.DataFrame) -> Verdict:
+    """The :class:`Verdict` over ``rows`` ({model: :func:`interval_row`}, or their table); :func:`combine`
+    decides."""
+    numbers = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_dict(rows, orient="index")
+    return Verdict(claim, criterion, combine(numbers["outcome"]) if len(numbers) else UNTESTABLE, numbers)
 
 
 def difference_rows(a: Mapping, b: Mapping, measure: str, margin: Margin, labels: tuple[str, str], seed: int,
@@ -236,7 +236,7 @@ def difference_rows(a: Mapping, b: Mapping, measure: str, margin: Margin, labels
         iv = replicate_interval(g, (lambda m: m["a"] / m["b"]) if ratio else (lambda m: 100.0 * (m["a"] - m["b"])),
                                 paired_images=paired_images, n_resamples=resamples, seed=seed,
                                 bounds=(0.0, math.inf) if ratio else (-100.0, 100.0))
+        means = {label: 100.0 * np.mean([x.mean() for x in g[k]]) for label, k in zip(labels, "ab")}
         rows[model] = interval_row(iv, margin, measure, replicates=len(g["b"]),
-                                   images=len(g["b"][0]) if paired_images else sum(map(len, g["a"])),
-                                   **{label: 100.0 * np.mean([x.mean() for x in g[k]]) for label, k in zip(labels, "ab")})
+                                   images=len(g["b"][0]) if paired_images else sum(map(len, g["a"])), **means)
     return rows

@@ -12,19 +12,25 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MISSING", "number", "span", "bounds", "counted", "and_list", "count"]
+__all__ = ["MISSING", "finite", "number", "span", "bounds", "counted", "and_list", "count", "minus"]
 
 MISSING = "—"
+
+
+def finite(x) -> float | None:
+    """``x`` as a float, None where it is not a finite number (None, NaN, inf, text)."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
 
 
 def number(x, digits: int = 1, sign: bool = False, suffix: str = "") -> str:
     """``x`` to ``digits`` decimals (signed when ``sign``) and ``suffix``; :data:`MISSING` for None, NaN, inf;
     a value that rounds to zero has no minus sign ("0.0", not "-0.0")."""
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return MISSING
-    if not math.isfinite(x):
+    x = finite(x)
+    if x is None:
         return MISSING
     if round(x, digits) == 0:
         x = 0.0
@@ -34,7 +40,7 @@ def number(x, digits: int = 1, sign: bool = False, suffix: str = "") -> str:
 def span(values, digits: int = 1, sign: bool = False, suffix: str = "") -> str:
     """'lo–hi' of the finite ``values`` with ``suffix`` once; 'lo' alone where both ends read the same;
     :data:`MISSING` where none is finite."""
-    shown = [x for x in values if number(x) != MISSING]
+    shown = [x for x in values if finite(x) is not None]
     if not shown:
         return MISSING
     lo, hi = number(min(shown), digits, sign), number(max(shown), digits, sign)
@@ -70,3 +76,8 @@ def and_list(names, none: str = "none") -> str:
 def count(n: int, noun: str, plural: str | None = None) -> str:
     """'no claim', '1 claim', '3 claims': a count that reads as English at 0, 1 and many."""
     return f"no {noun}" if n == 0 else f"1 {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
+
+
+def minus(value: float) -> str:
+    """'−0.035' for -0.035: a number of the source in the claims' text, with the typographic minus."""
+    return f"{value:g}".replace("-", "−")

@@ -1,6 +1,6 @@
 """Verdicts of the paper's further claims (4.1.1, 4.2 imputed, 4.5, 4.6, input dropout), the related
 methods' claims (Feng et al., Shared Interest, Bayes-TrEx) and the published critiques (07b), by the rule
-of :mod:`overinterp.paper.decide`; "larger" claims without a size use :func:`~overinterp.paper.verdicts.at_least`.
+of :mod:`overinterp.paper.decide`, against the margins of :data:`~overinterp.paper.claims.CLAIMS`.
 
     v = ensembles_increase_accuracy(gains)     # gains: overinterp.experiments.mitigation.ensemble_gains
     v = borders_verdict(shares, area, 0.9)     # shares: overinterp.experiments.imagenet_chapter.border_shares
@@ -13,12 +13,12 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from overinterp.paper.claims import BOUNDARY_RATIO, CLAIMS, FAR_MORE_POINTS, TOLERANCE_POINTS
 from overinterp.paper.decide import (UNTESTABLE, Margin, Verdict, combine, difference_rows, from_rows, interval_row,
                                      replicates)
 from overinterp.paper.intervals import Interval, replicate_interval
 from overinterp.paper.numbers import FENG_TABLE2, SIS_MEAN_SIZE_BELOW, SIS_THRESHOLD, TABLE1, fmt
-from overinterp.paper.verdicts import (FAR_MORE_POINTS, TOLERANCE_POINTS, at_least, retrain_beats_random,
-                                       retrain_near_full, sis_size)
+from overinterp.paper.verdicts import retrain_beats_random, retrain_near_full, sis_size
 
 __all__ = ["ensembles_increase_sis", "ensembles_increase_accuracy", "dropout_increases_sis", "increases",
            "size_verdict", "sis_verdict", "borders_verdict", "imputed_verdict", "robust_sis_sparse",
@@ -28,28 +28,23 @@ __all__ = ["ensembles_increase_sis", "ensembles_increase_accuracy", "dropout_inc
 
 #: The blank is uninformative up to this multiple of the class prior: a model may lean toward a class, not decide it
 BLANK_PRIOR_MULTIPLE = 2.0
-#: SmoothGrad "concentrates" on the mask's edge from this multiple of the ring's area share, so that attribution
-#: ignoring the edge decides "does not hold" rather than staying inconclusive
-BOUNDARY_RATIO = 1.25
 
 
-def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images: int, column: str,
-            key: str) -> Verdict:
-    """Rows of an increase table (estimate in ``column``, interval "low", "high") against ``at_least(key)``;
-    untestable below ``min_images`` images."""
-    margin = at_least(key)
+def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images: int, key: str) -> Verdict:
+    """Rows of an increase table ("increase (points)", its interval "low", "high") against the minimal increase
+    of claim ``key``; untestable below ``min_images`` images."""
+    margin = CLAIMS[key].margin
     numbers = rows.copy()
     numbers["images"] = numbers["images"].astype(int)
     if "members" in numbers and "replicates" not in numbers:      # an ensemble's interval is over its members
         numbers.insert(0, "replicates", numbers["members"].astype(int))
     numbers["margin"] = str(margin)
-    numbers["outcome"] = [UNTESTABLE if n < min_images else margin.decide(Interval(e, lo, hi))
-                          for n, e, lo, hi in zip(numbers["images"], numbers[column], numbers["low"], numbers["high"])]
-    criterion = (f"for every {what}, the 95% interval of the increase ({counted}) against a minimal increase of "
-                 f"{margin.low:g} ({margin.words.split('(', 1)[1]}: holds if the whole interval is at or above it, "
-                 f"does not hold if it lies wholly below it (an increase too small to matter, or none), "
-                 f"inconclusive if it contains it; cannot be tested from fewer than {min_images} images.")
-    return Verdict(claim, criterion, combine(list(numbers["outcome"])) if len(numbers) else UNTESTABLE, numbers)
+    numbers["outcome"] = [UNTESTABLE if n < min_images else margin.decide(Interval(e, lo, hi)) for n, e, lo, hi
+                          in zip(numbers["images"], numbers[CLAIMS[key].measure], numbers["low"], numbers["high"])]
+    return from_rows(claim, f"for every {what}, the 95% interval of the increase ({counted}) against a minimal "
+                     f"increase of {margin.low:g} ({margin.words}): holds if the whole interval is at or above it, "
+                     "does not hold if it lies wholly below it (an increase too small to matter, or none), "
+                     f"inconclusive if it contains it; cannot be tested from fewer than {min_images} images.", numbers)
 
 
 def ensembles_increase_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdict:
@@ -59,7 +54,7 @@ def ensembles_increase_sis(increase: pd.DataFrame, min_images: int = 10) -> Verd
                    "reach the same confidence (section 4.6, Fig. 6; Fig. S2: 'the ensemble SIS are larger').",
                    "ensemble", "the ensemble's mean SIS size minus its members', on the images where all have an "
                    "SIS; a t interval over the members, with the error of the images they share", min_images,
-                   "increase (points)", "ensemble_sis")
+                   "ensemble_sis")
 
 
 def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100) -> Verdict:
@@ -71,7 +66,7 @@ def ensembles_increase_accuracy(gains: pd.DataFrame, min_images: int = 100) -> V
                    f"Table 1: {fmt(ens)}% for five ResNet18s against {fmt(one)}% for one, CIFAR-10).",
                    "ensemble", "test accuracy of the ensemble minus its members' mean, on the same test images; "
                    "a t interval over the members, with the error of the images they share", min_images,
-                   "increase (points)", "ensemble_accuracy")
+                   "ensemble_accuracy")
 
 
 def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdict:
@@ -83,14 +78,14 @@ def dropout_increases_sis(increase: pd.DataFrame, min_images: int = 10) -> Verdi
                    "comparison (both evaluated through the input-dropout models' fixed masks; both without masks)",
                    "the input-dropout models' mean SIS size minus the standard models' of the same architecture, "
                    "evaluated the same way, on the images where all have an SIS; the interval over the replicates of "
-                   "each kind, images shared", min_images, "increase (points)", "dropout")
+                   "each kind, images shared", min_images, "dropout")
 
 
 def increases(images: pd.DataFrame, measure: str, claim: str, key: str, min_images: int = 10, seed: int = 0) -> Verdict:
     """Whether entropy fine-tuning increases ``measure`` ("reduced size" or "SIS size"): per-image fine-tuned -
-    original over images with both (size -1: none), mean over replicates against ``at_least(key)``;
-    untestable when a replicate has fewer than ``min_images``."""
-    margin = at_least(key)
+    original over images with both (size -1: none), mean over replicates against the minimal increase of claim
+    ``key``; untestable when a replicate has fewer than ``min_images``."""
+    margin = CLAIMS[key].margin
     w = images.pivot_table(index=["replicate", "image"], columns="model", values=measure)
     w = w[(w >= 0).all(axis=1)]
     rows, diffs = {}, []
@@ -106,14 +101,14 @@ def increases(images: pd.DataFrame, measure: str, claim: str, key: str, min_imag
         iv = replicate_interval({"d": diffs}, paired_images=False, seed=seed)
         rows["all replicates"] = interval_row(iv, margin, "mean increase", replicates=len(diffs),
                                               images=sum(map(len, diffs)))
-    numbers = pd.DataFrame.from_dict(rows, orient="index").rename_axis("replicate")
-    outcome = rows["all replicates"]["outcome"] if "all replicates" in rows else UNTESTABLE
     criterion = (f"the 95% interval, over the replicates, of the mean per-image increase of the {measure} from the "
                  "original to the fine-tuned model (over the images that have one under both models) against a "
-                 f"minimal increase of {margin.low:g} ({margin.words.split('(', 1)[1]}: holds if the whole interval "
-                 "is at or above it, does not hold if it lies wholly below it, inconclusive if it contains it; "
-                 f"cannot be tested when a replicate has fewer than {min_images} such images.")
-    return Verdict(claim, criterion, outcome, numbers)
+                 f"minimal increase of {margin.low:g} ({margin.words}): holds if the whole interval is at or above "
+                 "it, does not hold if it lies wholly below it, inconclusive if it contains it; cannot be tested when "
+                 f"a replicate has fewer than {min_images} such images.")
+    # the pooled row decides; the replicates' rows only show their part
+    return Verdict(claim, criterion, rows["all replicates"]["outcome"] if "all replicates" in rows else UNTESTABLE,
+                   pd.DataFrame.from_dict(rows, orient="index").rename_axis("replicate"))
 
 
 def size_verdict(images: pd.DataFrame, min_images: int) -> Verdict:
@@ -142,7 +137,7 @@ def borders_verdict(shares: Sequence[float], area: float, tau: float, min_images
     margin = Margin(low=100 * (1 + area) / 2, words="at least halfway from the band's area share to all SIS pixels")
     iv = None if len(s) < max(min_images, 1) else replicate_interval(
         {"share": [s]}, paired_images=False, n_resamples=resamples, seed=seed, bounds=(0.0, 1.0))
-    rows = {"SIS": interval_row(iv, margin, "mean share of SIS pixels in the band (%)", 100,
+    rows = {"SIS": interval_row(iv, margin, CLAIMS["borders"].measure, 100,
                                 **{"images with an SIS": len(s), "band's share of the area (%)": 100 * area,
                                    "images above the area share": int((s > area).sum())})}
     return from_rows(
@@ -182,13 +177,12 @@ def robust_sis_sparse(sizes: Mapping[str, Sequence], tau: float, bound: float = 
 def sis_on_background(coverage: pd.DataFrame, tau: float, seed: int = 0, resamples: int = 2000) -> Verdict:
     """4.1.1 in Shared Interest's terms: SIS lie on the background. ``coverage``: rows of
     ``experiments.shared_interest.background_coverage``; measure: mean of EC minus the garment's area share."""
-    margin = Margin(high=0.0, words="SIS on the garment less often than random pixels")
-    rows = {}
+    c, rows = CLAIMS["background"], {}
     for model, g in coverage.groupby("model", sort=False):
         reps = [r["explanation coverage"].to_numpy(float) - r["random pixels (|G| / HW)"].to_numpy(float)
                 for _, r in g.groupby("replicate")]
         iv = replicate_interval({"d": reps}, paired_images=False, n_resamples=resamples, seed=seed)
-        rows[model] = interval_row(iv, margin, "EC − random", replicates=len(reps), images=len(g),
+        rows[model] = interval_row(iv, c.margin, c.measure, replicates=len(reps), images=len(g),
                                    **{"mean EC of SIS": g["explanation coverage"].mean(),
                                       "random pixels (|G| / HW)": g["random pixels (|G| / HW)"].mean()})
     return from_rows(
@@ -209,16 +203,15 @@ def sparse_pixels(generated: Sequence[float], real: Sequence[float], tau: float,
     claim = (f"Images a generative model makes in-distribution, sampled where the classifier is confident, are "
              f"classified from sparse pixels as real test images are: at tau = {tau:g} the mean SIS is below "
              f"{100 * bound:g}% of the image (the paper's 4.1 finding for real CIFAR-10 test images).")
-    names = ["sampled by Bayes-TrEx", "confident test images"]
-    v = sis_size({names[0]: [np.asarray(generated, float)]}, tau, bound, min_images, claim=claim, seed=seed)
-    ref = sis_size({names[1]: [np.asarray(real, float)]}, tau, bound, seed=seed).numbers
+    sets = {"sampled by Bayes-TrEx": np.asarray(generated, float), "confident test images": np.asarray(real, float)}
+    (tested, x), (reference, y) = sets.items()
+    v = sis_size({tested: [x]}, tau, bound, min_images, claim=claim, seed=seed)
+    ref = sis_size({reference: [y]}, tau, bound, seed=seed).numbers
     ref["outcome"], ref["margin"] = "(reference, not tested)", ""
-    numbers = pd.concat([v.numbers, ref])
-    numbers.index.name = "images of"
-    for name, x in zip(names, (np.asarray(generated, float), np.asarray(real, float))):
-        numbers.loc[name, "median SIS size (%)"] = 100 * np.median(x) if len(x) else np.nan
-        numbers.loc[name, "empty SIS (%)"] = 100 * (x == 0).mean() if len(x) else np.nan
-    v.numbers = numbers
+    v.numbers = pd.concat([v.numbers, ref]).rename_axis("images of")
+    for name, x in sets.items():
+        v.numbers.loc[name, "median SIS size (%)"] = 100 * np.median(x) if len(x) else np.nan
+        v.numbers.loc[name, "empty SIS (%)"] = 100 * (x == 0).mean() if len(x) else np.nan
     return v
 
 
@@ -229,9 +222,7 @@ def dilation_keeps_prediction(undilated: Mapping, dilated: Mapping, kernel: int,
     """Springer (2022): dilating the keep-mask by ``kernel`` x ``kernel`` should not take the prediction away.
     ``undilated`` / ``dilated``: model -> per replicate, 1/0 per image (full image's class kept) on the
     ``subsets`` ("BS subsets": shared images; "SIS": own images, ``paired_images=False``); measure in points."""
-    margin = Margin(low=-TOLERANCE_POINTS, words=f"change at least −{TOLERANCE_POINTS:g} points")
-    rows = difference_rows(dilated, undilated, "change (points)", margin, ("dilated (%)", "undilated (%)"), seed,
-                           resamples, paired_images=paired_images, drop_empty=True)
+    c = CLAIMS["dilated"]
     images = "the same test images" if paired_images else "each replicate's own confident test images"
     ceiling = (" An undilated SIS keeps the prediction by construction (every image 100%), so the change cannot "
                "be positive: its ceiling is 0 points, and the claim holds only where dilation costs at most "
@@ -246,7 +237,9 @@ def dilation_keeps_prediction(undilated: Mapping, dilated: Mapping, kernel: int,
         f"dilated {subsets}, lies at or above −{TOLERANCE_POINTS:g} points (chapter 3's flat margin for \"about as "
         "accurate\": a few hundred images do not resolve a finer drop; a gain holds); does not hold if it lies "
         "wholly below; inconclusive if it straddles. Cannot be tested without a replicate that has such images."
-        + ceiling, rows)
+        + ceiling,
+        difference_rows(dilated, undilated, c.measure, c.margin, ("dilated (%)", "undilated (%)"), seed, resamples,
+                        paired_images=paired_images, drop_empty=True))
 
 
 def dilated_retraining_verdicts(bs: Mapping, random: Mapping, full: Mapping, chance: float, kernel: int,
@@ -263,7 +256,7 @@ def dilated_retraining_verdicts(bs: Mapping, random: Mapping, full: Mapping, cha
             beats.numbers.loc[model, "outcome"] = UNTESTABLE
             if "replicates to decide" in beats.numbers:
                 beats.numbers.loc[model, "replicates to decide"] = np.nan
-    beats.outcome = combine(list(beats.numbers["outcome"]))
+    beats.outcome = combine(beats.numbers["outcome"])
     what = (f"({kernel}×{kernel}-dilated 5% BS subsets; the random subsets keep as many pixels as the dilated BS "
             "subsets of the same image)")
     beats.claim = (f"Models trained and tested on {kernel}×{kernel}-dilated 5% BS subsets are far more accurate than "
@@ -281,10 +274,7 @@ def dilated_retraining_verdicts(bs: Mapping, random: Mapping, full: Mapping, cha
 def saliency_on_boundary(attribution: Mapping, area: Mapping, seed: int = 0, resamples: int = 2000) -> Verdict:
     """Springer (2022): SmoothGrad concentrates on the mask's boundary. ``attribution`` / ``area``: model -> per
     replicate, per image the ring's share of the attribution and of the area; measure: their ratio."""
-    margin = Margin(low=BOUNDARY_RATIO, words=f"the ring holds at least {BOUNDARY_RATIO:g} times its share of the area")
-    rows = difference_rows(attribution, area, "ring ÷ area", margin,
-                           ("ring's share of the attribution (%)", "ring's share of the area (%)"), seed, resamples,
-                           ratio=True, drop_empty=True)
+    c = CLAIMS["boundary"]
     return from_rows(
         "SmoothGrad saliency of a masked subset image concentrates on the boundary between the kept and the masked "
         "pixels (Springer 2022, on SIS images of an ImageNet ResNet-50; here on the 5% BS subsets).",
@@ -294,20 +284,22 @@ def saliency_on_boundary(attribution: Mapping, area: Mapping, seed: int = 0, res
         f"{BOUNDARY_RATIO:g}: \"concentrates\" means at least a quarter more than the ring's share of the area "
         f"(Springer gives no size). Does not hold if the whole interval lies below {BOUNDARY_RATIO:g}, a ring no "
         "more than a quarter above its area, which an attribution that ignores the edge gives; inconclusive if it "
-        "straddles.", rows)
+        "straddles.",
+        difference_rows(attribution, area, c.measure, c.margin,
+                        ("ring's share of the attribution (%)", "ring's share of the area (%)"), seed, resamples,
+                        ratio=True, drop_empty=True))
 
 
 def blank_uninformative(confidence: Mapping, classes: int, predicted: Mapping | None = None,
                         seed: int = 0) -> Verdict:
     """The SIS reference's check that the fully masked input is uninformative. ``confidence``: row -> each
     replicate's top-class probability on the blank; ``classes``: their number; ``predicted``: for the table."""
-    high = BLANK_PRIOR_MULTIPLE / classes
+    high, rows = BLANK_PRIOR_MULTIPLE / classes, {}
     margin = Margin(high=high, words=f"top-class probability at most {high:g}")
-    rows = {}
     for name, values in confidence.items():
         v = [np.asarray([x], float) for x in values]
         iv = replicate_interval({"p": v}, paired_images=False, seed=seed, bounds=(0.0, 1.0))
-        rows[name] = interval_row(iv, margin, "top-class probability", replicates=len(v),
+        rows[name] = interval_row(iv, margin, CLAIMS["blank"].measure, replicates=len(v),
                                   **({"predicted class": predicted[name]} if predicted else {}))
     return from_rows(
         "The model's prediction on the fully masked input is uninformative (the SIS reference code, google-research "
@@ -324,10 +316,7 @@ def mask_shape_leaks(same: Mapping, blank: Mapping, fill: str, seed: int = 0, re
     """Missingness bias (Jain et al. 2022): the mask's shape alone pushes toward the subset's class. ``same`` /
     ``blank``: model -> per replicate, 1/0 per shared image: the shape input (kept pixels = ``fill``) gets the
     subset's class; the blank does (the baseline, as a blank of one class matches all its subsets)."""
-    margin = Margin(low=TOLERANCE_POINTS, words=f"excess over the blank at least {TOLERANCE_POINTS:g} points")
-    rows = difference_rows(same, blank, "excess over the blank (points)", margin,
-                           ("same class as the subset (%)", "blank's class the subset's (%)"), seed, resamples,
-                           drop_empty=True)
+    c = CLAIMS["mask_shape"]
     return from_rows(
         "The shape of a 5% BS mask alone, without the kept pixels' values, moves the original model toward the "
         "class its BS subset was given (missingness bias, Jain et al. 2022: the masking pattern itself biases a "
@@ -339,18 +328,20 @@ def mask_shape_leaks(same: Mapping, blank: Mapping, fill: str, seed: int = 0, re
         f"finer effect): holds if the whole interval is at or above {TOLERANCE_POINTS:g}, does not hold if it lies "
         "wholly below (a shape that adds nothing the blank does not decides it), inconclusive if it straddles. "
         "The blank is the baseline because a blank called one class matches every subset called that class with "
-        "no shape at all.", rows)
+        "no shape at all.",
+        difference_rows(same, blank, c.measure, c.margin,
+                        ("same class as the subset (%)", "blank's class the subset's (%)"), seed, resamples,
+                        drop_empty=True))
 
 
 def masked_miscalibrated(masked: Mapping, full: Mapping, images: int, bins: int = 15, seed: int = 0) -> Verdict:
     """ReCalX (Decker et al. 2025): worse calibration on masked inputs. ``masked`` / ``full``: row -> each
     replicate's ECE (a fraction) on the same ``images``; measure: masked - full in points, over replicates."""
-    margin = at_least("calibration")
-    rows = {}
+    c, rows = CLAIMS["calibration"], {}
     for name in masked:
         m, f = np.asarray(masked[name], float), np.asarray(full[name], float)
         iv = replicate_interval({"d": [np.asarray([x]) for x in m - f]}, paired_images=False, seed=seed)
-        rows[name] = interval_row(iv, margin, "ECE increase (points)", 100, replicates=len(m), images=images,
+        rows[name] = interval_row(iv, c.margin, c.measure, 100, replicates=len(m), images=images,
                                   **{"ECE on full images (%)": 100 * f.mean(), "ECE masked (%)": 100 * m.mean()})
     return from_rows(
         "Models are worse calibrated on masked inputs than on full images (ReCalX, Decker et al. 2025: models "
@@ -359,7 +350,7 @@ def masked_miscalibrated(masked: Mapping, full: Mapping, images: int, bins: int 
         f"for every architecture and masked input (each replicate's own 5% BS subsets; random 5% subsets), the 95% "
         f"interval (a t interval over the replicates) of the expected calibration error ({bins} equal-width bins) on "
         f"the masked inputs minus that on the full images, in points, against a minimal increase of "
-        f"{margin.low:g} point: holds if the whole interval is at or above it, does not hold if it "
+        f"{c.margin.low:g} point: holds if the whole interval is at or above it, does not hold if it "
         "lies wholly below it, inconclusive if it contains it. The replicates share the "
         "test images, whose error an ECE difference cannot split off: the interval holds it only through the "
         "replicates' scatter.", rows)
@@ -368,9 +359,7 @@ def masked_miscalibrated(masked: Mapping, full: Mapping, images: int, bins: int 
 def search_beats_saliency(bs: Mapping, saliency: Mapping, frac: float, seed: int = 0, resamples: int = 2000) -> Verdict:
     """Our question: do BS subsets beat as many most-salient pixels (input gradient)? ``bs`` / ``saliency``:
     model -> per replicate, 1/0 per shared test image with ``frac`` kept; measure in points."""
-    margin = Margin(low=FAR_MORE_POINTS, words=f"difference at least {FAR_MORE_POINTS:g} points")
-    rows = difference_rows(bs, saliency, "difference (points)", margin,
-                           ("backward-selection order (%)", "saliency order (%)"), seed, resamples, drop_empty=True)
+    c = CLAIMS["insertion"]
     return from_rows(
         f"Backward selection's {100 * frac:g}% subsets are classified far more accurately than the same number of the "
         "most salient pixels by the input gradient on the full image (our question: whether the subsets' "
@@ -378,4 +367,6 @@ def search_beats_saliency(bs: Mapping, saliency: Mapping, frac: float, seed: int
         f"for every architecture, the 95% interval (a t interval over the replicates, the test images shared) of "
         f"the accuracy with the last {100 * frac:g}% of the backward-selection order kept minus the accuracy with as "
         f"many of the most salient pixels kept lies at or above {FAR_MORE_POINTS:g} points (\"far more\", chapter "
-        "5's margin); does not hold if it lies wholly below; inconclusive if it straddles.", rows)
+        "5's margin); does not hold if it lies wholly below; inconclusive if it straddles.",
+        difference_rows(bs, saliency, c.measure, c.margin, ("backward-selection order (%)", "saliency order (%)"),
+                        seed, resamples, drop_empty=True))

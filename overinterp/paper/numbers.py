@@ -1,10 +1,14 @@
 """Numbers quoted from the paper (Carter et al., NeurIPS 2021) and related methods' papers, in one place:
-CIFAR-10 unless said. Accuracies in percent as (mean, std over five runs), std None where not given.
+CIFAR-10 unless said. Accuracies in percent as (mean, std over five runs), std None where not given; the
+numbers the claims derive from them (``paper_*``), rounded as the paper rounds.
 """
 from __future__ import annotations
 
-__all__ = ["TABLE1", "TABLE_S1", "TABLE2", "CONFIDENCE_DROP", "TRANSFER_RESNET18", "ARCH_NAMES", "table1", "table1_test", "fmt",
-           "SIS_MEAN_SIZE_BELOW", "PARAMS", "SIS_THRESHOLD", "SUBSET_FRAC", "PAPER_S5", "IMAGENET_FIG4",
+from decimal import ROUND_HALF_UP, Decimal
+
+__all__ = ["TABLE1", "TABLE_S1", "TABLE2", "CONFIDENCE_DROP", "TRANSFER_RESNET18", "ARCH_NAMES", "table1",
+           "table1_test", "fmt", "paper_tests", "paper_gap", "paper_transfer_share", "paper_round", "paper_span",
+           "SIS_MEAN_SIZE_BELOW", "SIS_THRESHOLD", "SUBSET_FRAC", "PAPER_S5", "IMAGENET_FIG4",
            "FENG_BEAM", "FENG_TABLE2", "FENG_MEAN_LENGTH", "BOOTH_BAND", "BOOTH_MISCLASSIFIED_LEVEL", "BOOTH_TABLE2",
            "HUMANS_PER_CLASS", "HUMANS_SPLIT", "MADRY_TRAINING", "MADRY_ACCURACY"]
 
@@ -55,9 +59,6 @@ TABLE2 = {0.05: (19.2, 4.8), 0.30: (40.0, 2.5), 0.50: (68.2, 3.6)}
 #: Section 4.1: "the average SIS size at this threshold [0.99] is < 5% of each image".
 SIS_MEAN_SIZE_BELOW = 0.05
 
-#: S1: parameter counts.
-PARAMS = {"resnet20": 0.27e6, "resnet18": 11.2e6, "vgg16": 14.7e6}
-
 
 def fmt(value: tuple) -> str:
     """'92.23 ± 0.35' for (92.23, 0.35); '92.48' for (92.48, None)."""
@@ -75,6 +76,34 @@ def table1_test(arch: str, train_on: str, evaluate_on: str, table: dict = TABLE1
     """The paper's (mean, std or None) CIFAR-10 test accuracy of a Table 1 / S1 row, or None."""
     row = table.get((arch, train_on, evaluate_on))
     return row[0] if row else None
+
+
+def paper_tests(train_on: str, evaluate_on: str) -> list[float]:
+    """The CIFAR-10 test accuracies (%) of a Table 1 row for ResNet20, ResNet18 and VGG16."""
+    return [table1_test(a, train_on, evaluate_on)[0] for a in ("resnet20", "resnet18", "vgg16")]
+
+
+def paper_gap(train_on: str, evaluate_on: str) -> float:
+    """The largest Table 1 test-accuracy drop (points, >= 0) from full to (train_on, evaluate_on)."""
+    return max(0.0, *(f - x for f, x in zip(paper_tests("full", "full"), paper_tests(train_on, evaluate_on))))
+
+
+def paper_transfer_share() -> float:
+    """4.1's transfer as ``verdicts.no_transfer`` measures it: the share of ResNet18's lift that others recover
+    (~0.21)."""
+    others = [v for name, v in TRANSFER_RESNET18.items() if name != "itself"]
+    random = table1_test("resnet18", "full", "random")[0]
+    return (sum(others) / len(others) - random) / (TRANSFER_RESNET18["itself"] - random)
+
+
+def paper_round(value: float, places: int = 1) -> str:
+    """A number of the paper rounded as the paper rounds, half up on its decimal digits (50.05 -> '50.1')."""
+    return str(Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
+
+
+def paper_span(values) -> str:
+    """'92.5–95.0': the range of the paper's ``values``, rounded as the paper rounds."""
+    return f"{paper_round(min(values))}–{paper_round(max(values))}"
 
 
 #: Section 4.1: the SIS threshold tau of the paper's CIFAR-10 results ("confidence >= 0.99").

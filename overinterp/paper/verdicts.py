@@ -1,22 +1,26 @@
 """The paper's main claims as verdicts (4.1, 4.2, 4.4), by the rule of :mod:`overinterp.paper.decide`: one
-function per claim, from per-image values per model replicate to the measure's 95% interval, the claim
-with the paper's numbers, and the margin with its reason; the same for every profile.
+function per claim turns per-image values per model replicate into its measure's 95% interval against the
+claim's margin (:data:`~overinterp.paper.claims.CLAIMS`) and states the claim, with the paper's numbers, and
+the criterion in words; the same for every profile.
 
     v = subsets_accurate(full={"ResNet20": [c1, c2]}, bs={"ResNet20": [b1, b2]})   # 1/0 per image
     v.word, v.numbers      # 'does not hold', estimate, interval, margin and outcome per model
 """
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from overinterp.paper import numbers as paper
+from overinterp.paper.claims import (CLAIMS, FAR_MORE_POINTS, SIS_ACCURACY_MIN_INCREASE, TOLERANCE_CONFIDENCE,
+                                     TOLERANCE_POINTS)
 from overinterp.paper.decide import (FAILS, HOLDS, INCONCLUSIVE, MARKS, OUTCOMES, UNTESTABLE, Margin, Verdict, combine,
                                      difference_rows, from_rows, interval_row, replicates, summary)
+from overinterp.paper.formatting import minus
 from overinterp.paper.intervals import Interval, replicate_interval
+from overinterp.paper.numbers import paper_gap, paper_round, paper_span, paper_tests, paper_transfer_share
 
 __all__ = ["Verdict", "Margin", "MARKS", "HOLDS", "FAILS", "INCONCLUSIVE", "UNTESTABLE", "OUTCOMES", "combine",
            "sis_size", "subsets_accurate", "confidence_kept", "no_transfer", "retrain_beats_random",
@@ -24,66 +28,21 @@ __all__ = ["Verdict", "Margin", "MARKS", "HOLDS", "FAILS", "INCONCLUSIVE", "UNTE
            "SIS_ACCURACY_TAUS", "SIS_ACCURACY_MIN_INCREASE", "TOLERANCE_POINTS", "TOLERANCE_CONFIDENCE",
            "FAR_MORE_POINTS", "interval_row", "from_rows", "paper_round", "minus", "MIN_INCREASE", "at_least"]
 
-#: "About as accurate" (Table 1), in points: the paper's drops (<= ~1 point) are finer than a few hundred
-#: test images resolve
-TOLERANCE_POINTS = 5.0
-#: "About as confident" (4.1: mean drops -0.035 to -0.012): the largest mean drop of probability allowed
-TOLERANCE_CONFIDENCE = 0.05
-#: "Far more accurate" (4.2, Table 1: BS-retrained models beat random-retrained ones by 38.8 to 43.8
-#: points): at least a quarter of the paper's smallest gap, in points.
-FAR_MORE_POINTS = 10.0
 #: 4.4's thresholds of the verdict: the SIS chapter's 0.99 and two at which most test images are confident
 SIS_ACCURACY_TAUS = (0.7, 0.9, 0.99)
-#: "Significantly larger" (4.4), in percent: so that an increase indistinguishable from zero does not hold
-SIS_ACCURACY_MIN_INCREASE = 10.0
-
-#: The minimal effect of "larger" claims that give no size (measure's unit, reason), so that a null result
-#: decides "does not hold" instead of staying inconclusive.
-MIN_INCREASE = {"ensemble_accuracy": (0.43, "half the paper's +0.87-point gain of five ResNet18, Table 1"),
-                "ensemble_sis": (0.5, "a tenth of the 5% the paper bounds SIS below"),
-                "dropout": (0.5, "a tenth of the 5% the paper bounds SIS below"),
-                "reduction_size": (1.0, "one pixel, the smallest change of a reduced input's size"),
-                "reduction_sis": (1.0, "one pixel, the smallest change of an SIS's size"),
-                "calibration": (1.0, "one point of ECE; ReCalX gives no size")}
+#: The minimal effect of "larger" claims that give no size (measure's unit, reason): their margins in the registry
+MIN_INCREASE = {c: (CLAIMS[c].margin.low, CLAIMS[c].margin.words) for c in
+                ("ensemble_accuracy", "ensemble_sis", "dropout", "reduction_size", "reduction_sis", "calibration")}
 
 _FRAC = f"{100 * paper.SUBSET_FRAC:g}"     # the subsets' share of the pixels, as the claims print it
-_ARCHS = ("resnet20", "resnet18", "vgg16")
+#: 4.1: the accuracies (%) of other models on one ResNet18's 5% BS subsets
+_OTHERS = [v for name, v in paper.TRANSFER_RESNET18.items() if name != "itself"]
 
 
 def at_least(claim: str) -> Margin:
     """The margin of a "larger" claim: an increase of at least :data:`MIN_INCREASE` of ``claim``."""
     effect, why = MIN_INCREASE[claim]
     return Margin(low=effect, words=f"increase of at least {effect:g} ({why})")
-
-
-def paper_gap(train_on: str, evaluate_on: str) -> float:
-    """The paper's largest Table 1 test-accuracy drop (points, >= 0) from full to (train_on, evaluate_on)."""
-    gaps = [paper.table1_test(a, "full", "full")[0] - paper.table1_test(a, train_on, evaluate_on)[0] for a in _ARCHS]
-    return max(0.0, max(gaps))
-
-
-def paper_transfer_share() -> float:
-    """4.1's transfer as :func:`no_transfer` measures it: the share of ResNet18's lift that others recover (~0.21)."""
-    t = paper.TRANSFER_RESNET18
-    others = [v for name, v in t.items() if name != "itself"]
-    random = paper.table1_test("resnet18", "full", "random")[0]
-    return (sum(others) / len(others) - random) / (t["itself"] - random)
-
-
-def paper_round(value: float, places: int = 1) -> str:
-    """A number of the paper rounded as the paper rounds, half up on its decimal digits (50.05 -> '50.1')."""
-    return str(Decimal(repr(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
-
-
-def minus(value: float) -> str:
-    """'−0.035' for -0.035: the typographic minus of the claims' text."""
-    return f"{value:g}".replace("-", "−")
-
-
-def _test_range(train_on: str, evaluate_on: str) -> str:
-    """'92.5–95.0': the range of the paper's CIFAR-10 test accuracies over its three architectures."""
-    acc = [paper.table1_test(a, train_on, evaluate_on)[0] for a in _ARCHS]
-    return f"{paper_round(min(acc))}–{paper_round(max(acc))}"
 
 
 def sis_size(sizes: Mapping[str, Sequence], tau: float, bound: float = paper.SIS_MEAN_SIZE_BELOW,
@@ -102,17 +61,16 @@ def sis_size(sizes: Mapping[str, Sequence], tau: float, bound: float = paper.SIS
             raise ValueError(f"sis_size: the ids of {name!r} must parallel its sizes, got lengths "
                              f"{[len(k) for k in keys]} for {[len(v) for v in values]}")
         has = [~np.isnan(v) for v in values]
-        kept = [i for i, h in enumerate(has) if h.any()]
-        reps = [values[i][has[i]] for i in kept]
-        n = sum(len(r) for r in reps)
-        image_ids = None if keys is None else {"size": [keys[i][has[i]] for i in kept]}
-        extra = {"replicates": len(reps), "images": n} if keys is None else {
-            "replicates": len(reps), "images": len(np.unique(np.concatenate(image_ids["size"]))) if kept else 0,
-            "SIS sizes": n}
+        reps = [v[h] for v, h in zip(values, has) if h.any()]
+        extra = {"replicates": len(reps), "images": sum(map(len, reps))}
+        image_ids = None if keys is None else {"size": [k[h] for k, h in zip(keys, has) if h.any()]}
+        if image_ids:           # an image that several replicates measure counts once
+            distinct = len(np.unique(np.concatenate(image_ids["size"]))) if reps else 0
+            extra = {"replicates": len(reps), "images": distinct, "SIS sizes": extra["images"]}
         iv = None if extra["images"] < max(min_images, 1) else replicate_interval(
             {"size": reps}, paired_images=False, n_resamples=resamples, seed=seed, image_ids=image_ids,
             bounds=(0.0, 1.0))
-        rows[name] = interval_row(iv, margin, "mean SIS size (%)", 100, **extra)
+        rows[name] = interval_row(iv, margin, CLAIMS["sis"].measure, 100, **extra)
     more = f" A model with fewer than {min_images} images that have an SIS cannot test it." if min_images > 1 else ""
     return from_rows(
         claim or f"The mean size of a sufficient input subset at τ = {paper.SIS_THRESHOLD:g} is below "
@@ -126,10 +84,7 @@ def subsets_accurate(full: Mapping[str, Sequence], bs: Mapping[str, Sequence], s
                      resamples: int = 2000) -> Verdict:
     """4.1, Table 1: own 5% BS subsets about as accurate as full images. ``full`` / ``bs``: model -> per
     replicate, 1/0 per test image (same images); the measure is the drop in points."""
-    allowed = paper_gap("full", "bs")
-    margin = Margin(high=TOLERANCE_POINTS, words=f"drop at most {TOLERANCE_POINTS:g} points")
-    rows = difference_rows(full, bs, "drop (points)", margin, ("full images", "own BS subsets"), seed, resamples,
-                           models=bs)
+    c, allowed = CLAIMS["accurate"], paper_gap("full", "bs")
     return from_rows(
         f"Models classify their own {_FRAC}% backward-selection subsets about as accurately "
         f"as full images (section 4.1, Table 1: at most {allowed:.2f} points lower on CIFAR-10).",
@@ -138,20 +93,19 @@ def subsets_accurate(full: Mapping[str, Sequence], bs: Mapping[str, Sequence], s
         f"points, a flat margin: the paper's largest drop, {allowed:.2f} points, is finer than what a few hundred "
         f"test images resolve (one image of 300 is 0.33 points), so any drop up to {TOLERANCE_POINTS:g} points "
         "counts as \"about as accurate\". Does not hold if the whole interval lies above; inconclusive if it "
-        "straddles.", rows)
+        "straddles.",
+        difference_rows(full, bs, c.measure, c.margin, ("full images", "own BS subsets"), seed, resamples, models=bs))
 
 
 def confidence_kept(drops: Mapping[str, Sequence], seed: int = 0, resamples: int = 2000) -> Verdict:
     """4.1: the mean confidence drop from full image to 5% BS subset is about zero or negative. ``drops``:
     model -> per replicate, per-image drop of the predicted class's probability (same test images)."""
-    means = [m for m, _ in paper.CONFIDENCE_DROP.values()]
-    margin = Margin(high=TOLERANCE_CONFIDENCE, words=f"mean drop at most {TOLERANCE_CONFIDENCE:g}")
-    rows = {}
+    c, means, rows = CLAIMS["kept"], [m for m, _ in paper.CONFIDENCE_DROP.values()], {}
     for name, d in drops.items():
         reps = replicates(d)
         iv = replicate_interval({"drop": reps}, paired_images=True, n_resamples=resamples, seed=seed,
                                 bounds=(-1.0, 1.0))
-        rows[name] = interval_row(iv, margin, "mean drop", replicates=len(reps), images=len(reps[0]))
+        rows[name] = interval_row(iv, c.margin, c.measure, replicates=len(reps), images=len(reps[0]))
     return from_rows(
         f"Models are about as confident on their {_FRAC}% BS subsets as on full images "
         f"(section 4.1: mean drop of confidence {minus(min(means))} to {minus(max(means))} on CIFAR-10).",
@@ -173,10 +127,7 @@ def no_transfer(own: Mapping[str, Sequence], others: Mapping[str, Sequence], ran
     source replicate r, 1/0 per test image: ``own[arch][r]`` on its own subsets, ``others[arch][r]`` one
     array per other model, ``random[arch][r]`` on random subsets. Measure: the share of the source's lift
     above random that others recover."""
-    t = paper.TRANSFER_RESNET18
-    others_paper = [v for name, v in t.items() if name != "itself"]
-    margin = Margin(high=0.5, words="share below one half")
-    rows = {}
+    c, rows = CLAIMS["transfer"], {}
     for name in own:
         o, r = replicates(own[name]), replicates(random[name])
         oth = [np.mean([np.asarray(x, dtype=np.float64) for x in xs], axis=0) for xs in others[name]]
@@ -188,11 +139,11 @@ def no_transfer(own: Mapping[str, Sequence], others: Mapping[str, Sequence], ran
         iv = None if lift < min_lift else replicate_interval(
             {"own": o, "random": r, "others": oth}, _transfer_share, paired_images=True, n_resamples=resamples,
             seed=seed)
-        rows[name] = interval_row(iv, margin, "share of lift transferred", **extra)
+        rows[name] = interval_row(iv, c.margin, c.measure, **extra)
     return from_rows(
         f"The {_FRAC}% BS subsets of one model are not classified correctly by other models "
-        f"(section 4.1: ResNet18's, {t['itself']:g}% by itself, get {min(others_paper):g}–{max(others_paper):g}% "
-        "from a ResNet18 replicate, a ResNet20 and a VGG16).",
+        f"(section 4.1: ResNet18's, {paper.TRANSFER_RESNET18['itself']:g}% by itself, get "
+        f"{min(_OTHERS):g}–{max(_OTHERS):g}% from a ResNet18 replicate, a ResNet20 and a VGG16).",
         "for every architecture, every replicate is a source: the 95% interval over the source replicates (test "
         "images shared) of the share of the source's own lift above random "
         f"{_FRAC}% subsets that the other models recover, (others − random) / (own − random), "
@@ -204,32 +155,29 @@ def retrain_beats_random(bs: Mapping[str, Sequence], random: Mapping[str, Sequen
                          resamples: int = 2000) -> Verdict:
     """4.2: models retrained on 5% BS subsets are far more accurate than on random ones. Inputs: model ->
     per retrained replicate, 1/0 per test image (same images)."""
-    margin = Margin(low=FAR_MORE_POINTS, words=f"difference at least {FAR_MORE_POINTS:g} points")
-    rows = difference_rows(bs, random, "difference (points)", margin, ("BS subsets", "random subsets"), seed,
-                           resamples, models=random)
+    c = CLAIMS["beats"]
     return from_rows(
         f"Models trained on {_FRAC}% BS subsets are far more accurate than models trained "
-        f"on random {_FRAC}% subsets (section 4.2, Table 1: {_test_range('bs', 'bs')}% "
-        f"against {_test_range('random', 'random')}% on CIFAR-10).",
-        f"for every architecture, the 95% interval (a t interval over pairs of retrained replicates, on the same test images) "
-        f"of the accuracy of the models retrained on BS subsets minus that of the models retrained on random subsets "
-        f"lies at or above {FAR_MORE_POINTS:g} points (\"far more\": a quarter of the paper's smallest gap); does not "
-        f"hold if it lies wholly below; inconclusive if it straddles.", rows)
+        f"on random {_FRAC}% subsets (section 4.2, Table 1: {paper_span(paper_tests('bs', 'bs'))}% "
+        f"against {paper_span(paper_tests('random', 'random'))}% on CIFAR-10).",
+        "for every architecture, the 95% interval (a t interval over pairs of retrained replicates, on the same test "
+        "images) of the accuracy of the models retrained on BS subsets minus that of the models retrained on random "
+        f"subsets lies at or above {FAR_MORE_POINTS:g} points (\"far more\": a quarter of the paper's smallest gap); "
+        "does not hold if it lies wholly below; inconclusive if it straddles.",
+        difference_rows(bs, random, c.measure, c.margin, ("BS subsets", "random subsets"), seed, resamples,
+                        models=random))
 
 
 def retrain_near_full(bs: Mapping[str, Sequence], full: Mapping[str, Sequence], chance: float,
                       min_lift: float = 10.0, seed: int = 0, resamples: int = 2000) -> Verdict:
     """4.2: models retrained on 5% BS subsets are nearly as accurate as a full-image control (same
     architecture, images, budget); ``chance``: guessing accuracy (%); untestable for a control near chance."""
-    allowed = paper_gap("bs", "bs")
-    margin = Margin(high=TOLERANCE_POINTS, words=f"drop at most {TOLERANCE_POINTS:g} points")
-    rows = difference_rows(full, bs, "drop (points)", margin, ("full images", "BS subsets"), seed, resamples,
-                           models=bs)
+    c, allowed = CLAIMS["near"], paper_gap("bs", "bs")
+    rows = difference_rows(full, bs, c.measure, c.margin, ("full images", "BS subsets"), seed, resamples, models=bs)
     for r in rows.values():
         if r["full images"] - chance < min_lift:
             r["outcome"] = UNTESTABLE
             r.pop("replicates to decide", None)
-    beat = [m for m, r in rows.items() if r["outcome"] != UNTESTABLE and r["95% high"] < 0]
     v = from_rows(
         f"Models trained on {_FRAC}% BS subsets are nearly as accurate as models trained "
         f"on full images (section 4.2, Table 1: at most {allowed:.2f} points lower on CIFAR-10).",
@@ -240,6 +188,7 @@ def retrain_near_full(bs: Mapping[str, Sequence], full: Mapping[str, Sequence], 
         f"holding and is shown as such. Does not hold if "
         f"the whole interval lies above; cannot be tested where the control is less than {min_lift:g} points above "
         "chance.", rows)
+    beat = [m for m, r in rows.items() if r["outcome"] != UNTESTABLE and r["95% high"] < 0]
     if beat:
         v.note = (f"For {', '.join(map(str, beat))} the models retrained on BS subsets are *more* accurate than the "
                   "full-image control (the whole interval of the drop lies below 0): the margin counts that as "
@@ -253,33 +202,30 @@ def sis_predicts_accuracy(increase: pd.DataFrame, taus: Sequence[float] = SIS_AC
     """4.4, Figure 5: correct images' SIS are significantly larger than misclassified ones', at every
     threshold, test and OOD. ``increase``: rows of ``experiments.sis_accuracy.percentage_increase``; a
     row of ``taus`` is tested where both groups have ``min_images`` images with a non-empty SIS."""
-    margin = Margin(low=SIS_ACCURACY_MIN_INCREASE, words=f"increase at least {SIS_ACCURACY_MIN_INCREASE:g}%")
-    rows = {}
-    at = increase[increase["tau"].round(6).isin([round(float(t), 6) for t in taus])]
-    for _, r in at.iterrows():
+    c, rows = CLAIMS["sis_accuracy"], {}
+    for _, r in increase[increase["tau"].round(6).isin([round(float(t), 6) for t in taus])].iterrows():
         tested = r["correct images"] >= min_images and r["incorrect images"] >= min_images
-        iv = Interval(float(r["increase (%)"]), float(r["low"]), float(r["high"]))
+        iv = Interval(float(r[c.measure]), float(r["low"]), float(r["high"]))
         rows[(r["model"], r["set"], float(r["tau"]))] = {
             "correct images": int(r["correct images"]), "incorrect images": int(r["incorrect images"]),
             "replicates": int(r["replicates"]) if "replicates" in r else None,
-            "increase (%)": iv.estimate, "95% low": iv.low, "95% high": iv.high, "margin": str(margin),
-            "outcome": margin.decide(iv) if tested else UNTESTABLE}
+            c.measure: iv.estimate, "95% low": iv.low, "95% high": iv.high, "margin": str(c.margin),
+            "outcome": c.margin.decide(iv) if tested else UNTESTABLE}
     numbers = pd.DataFrame.from_dict(rows, orient="index")
     if len(numbers):
         numbers.index = pd.MultiIndex.from_tuples(numbers.index, names=["model", "set", "tau"])
-    shown = ", ".join(f"{t:g}" for t in taus)
     return Verdict(
         claim="For varying SIS thresholds, the SIS of correctly classified images are consistently significantly "
               "larger than those of misclassified images, for each of the three architectures, on the CIFAR-10 "
               "test set and on CIFAR-10-C (section 4.4, Figure 5, drawn without numbers in the text), although the "
               "misclassified images are classified with lower confidence (Figure S3).",
         criterion=f"for every model and set (test and out-of-distribution), at each threshold τ the library states "
-                  f"({shown}) where the correct and the incorrect images with a non-empty SIS number at least "
-                  f"{min_images} each, the 95% interval (a t interval over the replicates) of the percentage "
-                  f"increase of the correct images' mean SIS size over the incorrect ones' lies at or above "
+                  f"({', '.join(f'{t:g}' for t in taus)}) where the correct and the incorrect images with a non-empty "
+                  f"SIS number at least {min_images} each, the 95% interval (a t interval over the replicates) of the "
+                  "percentage increase of the correct images' mean SIS size over the incorrect ones' lies at or above "
                   f"{SIS_ACCURACY_MIN_INCREASE:g}% (\"significantly larger\"; an increase indistinguishable from "
                   "zero does not hold). Empty SIS, which the blank image decides rather than the image, are left out "
                   "and counted in the chapter. The claim holds where every tested threshold holds, does not hold "
                   "where one does not, and is inconclusive otherwise; a threshold with too few images cannot test it.",
-        outcome=combine([o for o in numbers["outcome"] if o != UNTESTABLE]) if len(numbers) else UNTESTABLE,
+        outcome=combine([o for o in numbers.get("outcome", ()) if o != UNTESTABLE]),    # the tested thresholds'
         numbers=numbers)
