@@ -141,16 +141,14 @@ def compute_frame(standard=STANDARD / "compute.json", book=RESULTS / "book-quick
 
         def std(run, seconds, clock="wall", kept="yes"):
             add("standard", run, d["device"], seconds / 3600, clock, kept)
-        for stage, v in d.get("stages", {}).items():
-            std(f"prepare: {stage} ({v['units']} units)", v["process_seconds"], "process")
-        std("the edition's chapters executed", sum(d.get("edition_chapters_seconds", {}).values()))
-        if d.get("verdicts_seconds") is not None:
-            std("python -m overinterp verdicts", d["verdicts_seconds"])
-        for seed, extra in d.get("seeds", {}).items():
-            for stage, v in extra.get("stages", {}).items():
-                std(f"prepare at seed {seed}: {stage} ({v['units']} units)", v["process_seconds"], "process")
-            if extra.get("verdicts_seconds") is not None:
-                std(f"python -m overinterp verdicts --seed {seed}", extra["verdicts_seconds"])
+        for seed, part in [(None, d), *d.get("seeds", {}).items()]:      # the edition's seed, then each other
+            at, option = ("", "") if seed is None else (f" at seed {seed}", f" --seed {seed}")
+            for stage, v in part.get("stages", {}).items():
+                std(f"prepare{at}: {stage} ({v['units']} units)", v["process_seconds"], "process")
+            if seed is None:
+                std("the edition's chapters executed", sum(d.get("edition_chapters_seconds", {}).values()))
+            if part.get("verdicts_seconds") is not None:
+                std(f"python -m overinterp verdicts{option}", part["verdicts_seconds"])
         if d.get("not_recorded"):
             std(d["not_recorded"].split(";")[0], math.nan, "process", "no: stopped")
     if Path(book).is_file():
