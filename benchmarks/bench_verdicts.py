@@ -27,7 +27,7 @@ from pathlib import Path
 
 from overinterp.config.context import make_run
 from overinterp.experiments import claims
-from overinterp.pages.report import overlapping, seed_rows
+from overinterp.pages.report_seeds import overlapping, seed_rows
 from overinterp.store import Store
 from overinterp.zoo.train import device_name
 

@@ -187,18 +187,17 @@ def test_the_compute_budget_counts_every_run_and_those_not_kept(tmp_path):
            "edition_chapters_seconds": {"02": 1800.0}, "verdicts_seconds": 360,
            "seeds": {"5": {"stages": {"model zoo": {"units": 3, "process_seconds": 3600.0}}, "verdicts_seconds": 720}},
            "not_recorded": "a first run was stopped; its units were resumed"}
-    book = {"profile": "quick", "device": "machine B", "total_minutes": 48.0,
-            "earlier_run_same_machine": {"execute_seconds": 3600.0, "notes": "the run before: killed, resumed"}}
+    book = {"profile": "quick", "device": "machine B", "total_minutes": 48.0}
     (tmp_path / "c.json").write_text(json.dumps(std))
     (tmp_path / "b.json").write_text(json.dumps(book))
     f = report_values.compute_frame(tmp_path / "c.json", tmp_path / "b.json", tmp_path / "none.json")
-    assert list(f["kept"]) == ["yes", "yes", "yes", "yes", "yes", "no: stopped", "yes", "no: superseded"]
+    assert list(f["kept"]) == ["yes", "yes", "yes", "yes", "yes", "no: stopped", "yes"]
     assert list(f["run"])[3:5] == ["prepare at seed 5: model zoo (3 units)", "python -m overinterp verdicts --seed 5"]
-    assert list(f["run"])[5] == "a first run was stopped" and list(f["run"])[7] == "the run before"
+    assert list(f["run"])[5] == "a first run was stopped"
     assert list(f.index)[0] == "standard: machine A" and list(f.index)[1] == ""
     v = report_values.compute_values(f)
     assert (v["standard_process_hours"], v["standard_wall_hours"], v["standard_discarded"]) == ("3.00", "0.80", 1)
-    assert (v["quick_wall_hours"], v["quick_process_hours"], v["quick_discarded"]) == ("0.80", MISSING, 1)
+    assert (v["quick_wall_hours"], v["quick_process_hours"], v["quick_discarded"]) == ("0.80", MISSING, 0)
 
 
 def test_the_engines_are_read_from_the_fidelity_benchmark(tmp_path):
@@ -226,7 +225,7 @@ def test_citation_cff_is_valid_citation_file_format_and_names_the_paper_it_repro
     jsonschema.validate(cff, schema)
     assert cff["cff-version"] == "1.2.0" and cff["type"] == "software"
     paper = cff["references"][0]
-    bib = (report.ROOT / "book" / "references.bib").read_text()
+    bib = (report_values.ROOT / "book" / "references.bib").read_text()
     assert paper["title"] in bib and f"pages     = {{{paper['start']}--{paper['end']}}}" in bib
     assert any(r.get("repository-code") == "https://github.com/gifford-lab/overinterpretation" for r in cff["references"])
     with pytest.raises(jsonschema.ValidationError):
@@ -235,7 +234,7 @@ def test_citation_cff_is_valid_citation_file_format_and_names_the_paper_it_repro
     assert v["bibtex_book"].startswith("@software{overinterp,") and "{{the overinterp authors}}" in v["bibtex_book"]
     assert v["bibtex_paper"].startswith("@inproceedings{carter2021overinterpretation,")
     assert max(len(line) for line in (v["bibtex_book"] + "\n" + v["bibtex_paper"]).splitlines()) <= 76
-    assert yaml.safe_load((report.ROOT / "CITATION.cff").read_text()) == cff
+    assert yaml.safe_load((report_values.ROOT / "CITATION.cff").read_text()) == cff
 
 
 def _glue_keys(text: str, doc: str | None = None) -> set[str]:
@@ -247,7 +246,7 @@ def _glue_keys(text: str, doc: str | None = None) -> set[str]:
 
 
 def _markdown(stem: str) -> str:
-    cells = json.loads((report.ROOT / "book" / f"{stem}.ipynb").read_text())["cells"]
+    cells = json.loads((report_values.ROOT / "book" / f"{stem}.ipynb").read_text())["cells"]
     return "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
 
 
@@ -258,7 +257,7 @@ def _page_values(monkeypatch, standard: dict | None = None) -> dict:
     monkeypatch.setattr(report, "zoo_accuracies", lambda run: ([], None))
     run = SimpleNamespace(dataset="fashion-mnist", profile=get_profile("tiny"))
     here = {"seed": 0, "rows": [], "seconds": {"sis": 1.5}, "verdicts": {}}
-    return report.values(run, SimpleNamespace(standard=report.STANDARD, results=report.RESULTS), standard, here)
+    return report.values(run, SimpleNamespace(standard=report_values.STANDARD, results=report_values.RESULTS), standard, here)
 
 
 def _report_keys(monkeypatch) -> set[str]:
@@ -271,8 +270,8 @@ def _report_keys(monkeypatch) -> set[str]:
 
 def test_the_page_values_hold_both_editions_bottom_lines_their_agreement_and_the_glance(monkeypatch):
     from overinterp.config.profiles import get_profile
-    standard = report.edition_verdicts(report.STANDARD)
-    second = report.second_seed(report.STANDARD / f"verdicts-seed{standard['seed']}.json")
+    standard = report.edition_verdicts(report_values.STANDARD)
+    second = report.second_seed(report_values.STANDARD / f"verdicts-seed{standard['seed']}.json")
     v = _page_values(monkeypatch, standard)
     for part in (report.bottom_line(standard, "std", second), report.agreement(standard, None, "cmp"),
                  report_values.scale_values(get_profile("standard"), "fashion-mnist", "std")):
@@ -291,19 +290,16 @@ def test_every_glue_key_the_report_and_the_introduction_paste_is_one_the_report_
     intro = _markdown("01_introduction")
     pasted = _glue_keys(intro, "18_report.ipynb")
     assert {"glance_table", "exec_acc", "cmp_differ"} <= pasted and pasted - made == set()
+    from types import SimpleNamespace
     from overinterp.config.profiles import get_profile
-    from overinterp.engine.backselect import BackSelectConfig
-    tiny = get_profile("tiny")          # what the introduction's own cell glues, by the names it imports
-    intro_made = {"std_headline": None, **report.bottom_line(None, "std"), **report.scale_values(tiny, "fashion-mnist", "std"),
-                  **report.scale_values(tiny, "fashion-mnist", "exec"), **report.accuracy_values(([], None), "std"),
-                  **report.engine_values({"std": BackSelectConfig(), "exec": BackSelectConfig()}),
-                  **report.gpu_values(), **report.paper_values("fashion-mnist")}
+    run = SimpleNamespace(dataset="fashion-mnist", profile=get_profile("tiny"))   # what the introduction glues
+    intro_made = {"std_headline": None, **report.edition_values(run, None, None)}
     own = _glue_keys(re.sub(r"\{glue(?::\w+)?\}`[\w.]+::\w+(?::\w*)?`", "", intro))
     assert own - set(intro_made) - {"run_dataset", "run_profile", "run_device"} == set()
 
 
 def test_the_introduction_opens_with_the_answer_the_scale_its_confounds_and_the_rule_above_the_glance():
-    cells = json.loads((report.ROOT / "book" / "01_introduction.ipynb").read_text())["cells"]
+    cells = json.loads((report_values.ROOT / "book" / "01_introduction.ipynb").read_text())["cells"]
     first = "".join(cells[0]["source"])
     assert first.startswith("# Overinterpretation, executed\n\n")
     items = ["**The answer.** {glue:text}`std_headline`", "**The scale.**", "**What decides the verdicts.**",
@@ -409,7 +405,7 @@ def test_the_seed_tables_fit_the_page_column_with_short_cells_and_every_change_l
     rows = report_seeds.seed_rows(by_seed)
     (tmp_path / "s.json").write_text(json.dumps({"seeds": [0, 5], "replicates": 5, "rows": rows,
                                                 "device": "CPU (AMD EPYC, 1 thread)", "date": "2026-11-27"}))
-    files = {"standard edition": tmp_path / "s.json", "quick": report.RESULTS / "verdicts-quick-cpu.json",
+    files = {"standard edition": tmp_path / "s.json", "quick": report_values.RESULTS / "verdicts-quick-cpu.json",
              "gpu": tmp_path / "none.json"}
     t, changes = report_seeds.seed_table(files), report_seeds.seed_changes(files)
     assert len(report_seeds.seed_values(report_seeds.seed_doc(tmp_path / "s.json"), "s")["s_changed_which"]) > 1000
@@ -436,8 +432,8 @@ def test_the_seed_tables_fit_the_page_column_with_short_cells_and_every_change_l
 
 
 def test_the_committed_seed_checks_fit_the_page_column():
-    files = {"standard edition": report.STANDARD / report_seeds.SEEDS,
-             "quick": report.RESULTS / "verdicts-quick-cpu.json"}
+    files = {"standard edition": report_values.STANDARD / report_seeds.SEEDS,
+             "quick": report_values.RESULTS / "verdicts-quick-cpu.json"}
     t, changes = report_seeds.seed_table(files), report_seeds.seed_changes(files)
     widths = [max(len(str(v)) for v in t.index)] + [max(len(c), *(len(str(v)) for v in t[c])) for c in t]
     assert sum(widths) <= 100 and max(len(str(v)) for v in changes.to_numpy().ravel()) <= 200
@@ -508,7 +504,7 @@ def test_the_committed_standard_editions_forest_fits_the_page_per_part():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    figs = report_forest.forest_figures({"standard edition": report.edition_verdicts(report.STANDARD)})
+    figs = report_forest.forest_figures({"standard edition": report.edition_verdicts(report_values.STANDARD)})
     try:
         for fig in figs.values():
             assert fig.get_size_inches()[1] * fig.dpi <= 1400

@@ -8,7 +8,7 @@ import pandas as pd
 from overinterp.experiments.blank import LEVELS, PAPER_FILL, BlankCheck, Restricted, annotate
 from overinterp.experiments.subsets import result_words
 from overinterp.paper.claims import result_text
-from overinterp.paper.formatting import and_list, number, span
+from overinterp.paper.formatting import and_list, count, number, span
 from overinterp.pages.plots import outside_legend
 
 __all__ = ["blank_table", "fill_search_plot", "blank_values", "restricted_table", "restricted_values", "controlled",
@@ -45,7 +45,7 @@ def fill_search_plot(check: BlankCheck):
     ax.axhline(check.bound, color="0.3", ls="--", lw=1)
     ax.text(1.02, check.bound, " bound", va="bottom", fontsize=9, color="0.3")
     ax.set_xticks(list(LEVELS[::2]) + list(extra.values()))
-    ax.set_xticklabels([f"{g:.1f}" for g in LEVELS[::2]] + ["mean\npixel", "mean\nimage"], fontsize=9)
+    ax.set_xticklabels([number(g) for g in LEVELS[::2]] + ["mean\npixel", "mean\nimage"], fontsize=9)
     ax.set_xlabel("grey level of the fill (0 black, 1 white)")
     ax.set_ylabel("blank's top-class probability")
     ax.set_ylim(0, 1.02)
@@ -108,7 +108,7 @@ def masked_values(m, config) -> dict:
     """Glue values ``mk_*`` of the counterfactually trained models (``m``: MaskedClaims, ``config`` their config)."""
     t = m.models
     return {"mk_removed": and_list([f"{100 * x:g}%" for x in config.removed]),
-            "mk_epochs": f"{config.epochs} epoch{'' if config.epochs == 1 else 's'}",
+            "mk_epochs": count(config.epochs, "epoch"),
             "mk_max_drop": f"{config.max_drop:g} point{'' if config.max_drop == 1 else 's'}", "mk_lr": f"{config.lr:g}",
             "mk_own_range": span(t["own BS subsets (%)"], 1), "mk_random_range": span(t["random subsets (%)"], 1),
             "mk_n": str(len(t)), "mk_archs": and_list(list(dict.fromkeys(t["model"]))),

@@ -5,40 +5,36 @@ tables ("Table <chapter>.<k>"), glued values and figures.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
+
 import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 from IPython.display import Image, Markdown, display
 from myst_nb import glue
 
-import dataclasses
-
-import json
-
-import numpy as np
-import pandas as pd
-
-from functools import lru_cache
-from pathlib import Path
-
-from overinterp.config.chapters import chapter_config, resolve
+from overinterp.config.chapters import chapter_config, chapter_number, resolve, toc_chapters
 from overinterp.config.context import make_run
 from overinterp.experiments.blank import annotate
-from overinterp.paper.deviations import profile_deviations
 from overinterp.pages.plots import figure_png
-from overinterp.paper.formatting import MISSING, number
 from overinterp.paper import claims
-from overinterp.paper import verdicts
-from overinterp.config.chapters import chapter_number  # the sidebar's number, shared with the CLI
+from overinterp.paper.deviations import profile_deviations
+from overinterp.paper.formatting import MISSING, number
 
 __all__ = ["setup", "chapter_number", "run_box", "deviations_box", "show_deviations", "deviations_table", "captioned",
            "verdict_table", "table_caption", "table_html", "show_tables_without_nan", "glue_all",
-           "figure", "record"]
+           "figure", "record", "TOPICS"]
 
 #: columns (or rows of a turned table) that count things, shown as whole numbers
 COUNTS = {"replicates", "images", "sources", "other models", "members", "treated models", "control models", "tested",
           "thresholds", "interval above 0", "interval below 0", "correct images", "incorrect images", "images larger",
           "images smaller", "images with an SIS"}
-
-ROOT = Path(__file__).resolve().parents[2]   # the repository: _toc.yml and book/
+#: columns holding a setting, not a measure (shown as written: τ = 0.99 whatever the decimals)
+THRESHOLDS = {"tau", "τ", "threshold"}
+#: topics of :func:`~overinterp.paper.deviations.profile_deviations` -> the tables' names
+TOPICS = {"models": "models", "evaluation": "evaluation", "backselect": "backward selection",
+          "retraining": "retraining"}
 
 
 def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), show: bool = True,
@@ -57,24 +53,17 @@ def setup(chapter: str, namespace: dict | None = None, deviations: tuple = (), s
         devs = profile_deviations(run.profile, *deviations) if deviations else []
         display(Markdown(run_box(run, chapter)))
         show_deviations(devs, link=True)
-        glue("run_dataset", run.dataset, display=False)
-        glue("run_profile", run.profile.name, display=False)
-        glue("run_device", run.device.type, display=False)
+        glue_all({"run_dataset": run.dataset, "run_profile": run.profile.name, "run_device": run.device.type})
     return run, params
-
-
-@lru_cache(maxsize=None)
-def _root(toc: Path | None = None) -> str:
-    import yaml
-    return Path(yaml.safe_load(Path(toc or ROOT / "_toc.yml").read_text()).get("root", "")).stem
 
 
 def run_box(run, chapter: str) -> str:
     """MyST box of what this execution used: in full on the introduction, one line elsewhere."""
-    if chapter == _root():
+    root = toc_chapters()[0]
+    if chapter == root:
         return f":::{{note}}\n{run.describe()}\n:::"
     return (f":::{{note}}\n**This execution:** profile `{run.profile.name}`, dataset `{run.dataset}`, "
-            f"device `{run.device.type}`, seed {run.seed}; {{doc}}`the introduction <{_root()}>` describes the "
+            f"device `{run.device.type}`, seed {run.seed}; {{doc}}`the introduction <{root}>` describes the "
             "profile.\n:::")
 
 
@@ -95,10 +84,7 @@ def show_deviations(devs: list[str], title: str = "Deviations from the paper's p
 
 def deviations_table(run):
     """DataFrame of every deviation of ``run``'s profile from the paper's protocol, by topic; None if none."""
-    import pandas as pd
-    topics = {"models": "models", "evaluation": "evaluation", "backselect": "backward selection",
-              "retraining": "retraining"}
-    rows = [{"topic": name, "deviation": d} for t, name in topics.items() for d in profile_deviations(run.profile, t)]
+    rows = [{"topic": name, "deviation": d} for t, name in TOPICS.items() for d in profile_deviations(run.profile, t)]
     return pd.DataFrame(rows).drop_duplicates("deviation").set_index("topic") if rows else None
 
 
@@ -127,10 +113,6 @@ def captioned(df, caption: str, digits: int = 2):
             .set_uuid(f"t{label.replace('.', '-')}").set_table_attributes('class="dataframe"'))
 
 
-#: columns holding a setting, not a measure (shown as written: τ = 0.99 whatever the decimals)
-THRESHOLDS = {"tau", "τ", "threshold"}
-
-
 def _name(column) -> str:
     """A column's name; a column of a two-level header by its last level."""
     return str(column[-1] if isinstance(column, tuple) else column)
@@ -145,12 +127,18 @@ def _label(v) -> str:
     return np.format_float_positional(float(v), precision=6, trim="-")
 
 
-def _value(v, digits: int) -> str:
-    """A mixed column's cell: text as is, yes/no, integers whole, floats to at most ``digits`` decimals; "—"."""
+def _value(v, digits: int, column=None) -> str:
+    """A cell as text: text as is, yes/no, "—" where undefined; in a ``column`` of a turned verdict table a count
+    whole, a setting as written, a measure to ``digits`` decimals; else integers whole and floats to at most
+    ``digits`` decimals."""
     if isinstance(v, str):
         return v
     if isinstance(v, (bool, np.bool_)):
         return "yes" if v else "no"
+    if column is not None:
+        if column in THRESHOLDS:
+            return _label(v) if v is not None else MISSING
+        return number(v, 0 if column in COUNTS else digits)
     if v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v)):
         return MISSING
     if isinstance(v, (int, np.integer)):
@@ -166,24 +154,10 @@ def verdict_table(verdict, digits: int = 2, max_columns: int = 8):
     measure = cols[cols.index("95% low") - 1] if "95% low" in cols else "the measures"
     shown = verdict.numbers
     if len(cols) > max_columns:
-        shown = pd.DataFrame({c: [_cell(v, c, digits) for v in shown[c]] for c in cols}, index=shown.index).T
+        shown = pd.DataFrame({c: [_value(v, digits, c) for v in shown[c]] for c in cols}, index=shown.index).T
         shown.columns = [" / ".join(map(str, k)) if isinstance(k, tuple) else str(k) for k in shown.columns]
     return captioned(shown, f"The numbers behind the verdict ({verdict.word}): per row, {measure}, its 95% "
                             "interval, the margin where the claim holds and the outcome.", digits)
-
-
-def _cell(v, column: str, digits: int) -> str:
-    if isinstance(v, str):
-        return v
-    if isinstance(v, (bool, np.bool_)):
-        return "yes" if v else "no"
-    if column in COUNTS:
-        return number(v, 0)
-    if column in THRESHOLDS:
-        return _label(v) if v is not None else MISSING
-    return number(v, digits)
-
-
 
 
 def table_html(df) -> str:
@@ -193,7 +167,6 @@ def table_html(df) -> str:
 
 def show_tables_without_nan() -> None:
     """Make this kernel show DataFrames through :func:`table_html` (no "NaN" on a page); no-op outside IPython."""
-    import pandas as pd
     try:
         ip = get_ipython()  # noqa: F821  (defined in IPython kernels)
     except NameError:

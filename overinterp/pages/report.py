@@ -11,8 +11,9 @@ import json
 import math
 from pathlib import Path
 
-from overinterp.pages.report_seeds import FLIP, SEEDS, overlapping, seed_rows, seed_values
-from overinterp.pages.report_values import (RESULTS, ROOT, STANDARD, accuracy_values, control_values, data_values,
+# seed_values and scale_values: also read from here by pages.build and pages.instructors
+from overinterp.pages.report_seeds import seed_values
+from overinterp.pages.report_values import (RESULTS, STANDARD, accuracy_values, control_values, data_values,
                                             engine_values, gpu_values, paper_values, scale_values,
                                             standard_accuracies, zoo_accuracies)
 from overinterp.paper.claims import CLAIMS, PARTS, of_the_paper
@@ -23,10 +24,8 @@ from overinterp.store import code_version
 
 __all__ = ["text", "document", "write", "same_run", "merge", "load", "TINY_WARNING", "TINY_MARK", "READING",
            "group", "edition_verdicts", "this_execution", "second_seed", "by_claim", "stale", "claim_label",
-           "blank_failures", "causes", "bottom_line", "agreement", "headline", "values", "finite", "counts",
-           "ROOT", "STANDARD", "RESULTS", "FLIP", "SEEDS", "overlapping", "seed_rows", "seed_values",
-           "accuracy_values", "control_values", "data_values", "engine_values", "gpu_values", "paper_values",
-           "scale_values", "standard_accuracies", "zoo_accuracies"]
+           "blank_failures", "causes", "bottom_line", "agreement", "headline", "edition_values", "values", "finite",
+           "counts", "scale_values", "seed_values"]
 
 #: how a claim of the paper reads in a reproduction report, per verdict
 READING = {HOLDS: "reproduced", FAILS: "not reproduced", INCONCLUSIVE: "inconclusive", UNTESTABLE: "not testable here"}
@@ -274,18 +273,25 @@ def headline(first: dict | None, second: dict | None = None, scale: str = "stand
             f"{b['x_paper']} claims, {and_list(listed)}.")
 
 
+def edition_values(run, standard: dict | None, second: dict | None, results=RESULTS) -> dict:
+    """The glue values the introduction and the report page share: the standard edition's bottom line at its two
+    seeds, both scales, the standard zoo's accuracy, both engines, the GPU cost and the paper's accuracy."""
+    from overinterp.config.profiles import get_profile
+    std = get_profile(standard["profile"] if standard else "standard")
+    engines = {"std": std.sis_engine or std.backselect, "exec": run.profile.sis_engine or run.profile.backselect}
+    return {**bottom_line(standard, "std", second), **scale_values(std, run.dataset, "std"),
+            **scale_values(run.profile, run.dataset, "exec"),
+            **accuracy_values(standard_accuracies(Path(results) / "models-standard-cpu.json"), "std"),
+            **engine_values(engines, path=Path(results) / "backselect-cpu.json"), **gpu_values(),
+            **paper_values(run.dataset)}
+
+
 def values(run, p, standard: dict | None, here: dict) -> dict:
     """Every glue value of the report page (and ``glance_table``) from edition ``standard`` and execution ``here``."""
-    from overinterp.config.profiles import get_profile
     from overinterp.pages.report_tables import glance_table
-    std = get_profile("standard")
     second = second_seed(Path(p.standard) / f"verdicts-seed{standard['seed']}.json") if standard else None
-    engines = {"std": std.sis_engine or std.backselect, "exec": run.profile.sis_engine or run.profile.backselect}
-    return {**bottom_line(standard, "std", second), **bottom_line(here, "exec"), **agreement(standard, here, "cmp"),
-            **gpu_values(), **scale_values(std, run.dataset, "std"), **scale_values(run.profile, run.dataset, "exec"),
-            **accuracy_values(standard_accuracies(Path(p.results) / "models-standard-cpu.json"), "std"),
-            **accuracy_values(zoo_accuracies(run), "exec"), **control_values(here["verdicts"]),
-            **engine_values(engines, path=Path(p.results) / "backselect-cpu.json"),
-            **paper_values(run.dataset), **data_values(run.dataset),
+    return {**edition_values(run, standard, second, p.results), **bottom_line(here, "exec"),
+            **agreement(standard, here, "cmp"), **accuracy_values(zoo_accuracies(run), "exec"),
+            **control_values(here["verdicts"]), **data_values(run.dataset),
             "exec_verdict_seconds": number(sum(here["seconds"].values()), 0),
             "glance_table": glance_table(standard, second, here, f"this execution ({run.profile.name})")}

@@ -21,13 +21,11 @@ MARGIN_COLOR = "#2ca02c"
 def _margin(rows: list[dict]) -> tuple[float, float] | None:
     """The region where a claim holds, from its rows' margin ('≤ 5', '≥ 10', '0 to 5'); None without one."""
     for r in rows:
-        m = str(r.get("margin") or "").strip()
-        if (x := re.fullmatch(r"≤ (\S+)", m)) and finite(x.group(1)) is not None:
-            return -math.inf, float(x.group(1))
-        if (x := re.fullmatch(r"≥ (\S+)", m)) and finite(x.group(1)) is not None:
-            return float(x.group(1)), math.inf
-        if (x := re.fullmatch(r"(\S+) to (\S+)", m)) and None not in (finite(x.group(1)), finite(x.group(2))):
-            return float(x.group(1)), float(x.group(2))
+        if x := re.fullmatch(r"≤ (\S+)|≥ (\S+)|(\S+) to (\S+)", str(r.get("margin") or "").strip()):
+            below, above, lo, hi = (finite(g) for g in x.groups())
+            region = (-math.inf, below) if below is not None else (above, math.inf) if above is not None else (lo, hi)
+            if None not in region:
+                return region
     return None
 
 
@@ -81,9 +79,8 @@ def forest_part(claim: str) -> str:
     return c.part if group(claim) == PARTS[c.part] else f"{c.part}_critiques"
 
 
-#: the figures of :func:`forest_figures` by key (:func:`forest_part`), with the group of the verdict table each draws
-FOREST_PARTS = {k: next(group(c) for c in CLAIMS if forest_part(c) == k)
-                for k in dict.fromkeys(forest_part(c) for c in CLAIMS)}
+#: the keys of :func:`forest_figures`' figures (:func:`forest_part`), in the verdict table's order
+FOREST_PARTS = tuple(dict.fromkeys(forest_part(c) for c in CLAIMS))
 
 
 def forest_figures(docs: dict, columns: int = 2, width: float = 9.0) -> dict:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from overinterp.paper.claims import CLAIMS
 from overinterp.paper.formatting import MISSING, span
 from overinterp.paper.verdicts import FAILS, HOLDS
@@ -35,7 +37,7 @@ def overlapping(seeds: list[int], replicates: int) -> list[tuple[int, int]]:
 
 
 def _replicates(doc: dict) -> int | None:
-    """A two-seed document's replicates per seed, else its profile's (older files lack them); None if unknown."""
+    """A two-seed document's replicates per seed, else its profile's (the quick check has none); None if unknown."""
     from overinterp.config.profiles import PROFILES
     return doc.get("replicates") or (PROFILES[doc["profile"]].replicates if doc.get("profile") in PROFILES else None)
 
@@ -77,9 +79,8 @@ def seed_doc(path) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def seed_table(files: dict) -> "pd.DataFrame":
+def seed_table(files: dict) -> pd.DataFrame:
     """A column of short facts per two-seed check of ``files`` ({label: path}); changes are in :func:`seed_changes`."""
-    import pandas as pd
     out = {}
     for label, path in files.items():
         doc = seed_doc(path)
@@ -98,25 +99,22 @@ def _unbroken(outcome: str) -> str:
     return outcome.replace(" ", "\u00a0") if len(outcome) <= 16 else outcome
 
 
-def seed_changes(files: dict) -> "pd.DataFrame":
+def seed_changes(files: dict) -> pd.DataFrame:
     """A row per outcome that changed between the two seeds of each check of ``files`` ("(flip)" where they
     contradict); a placeholder row per check without changes or without a file."""
-    import pandas as pd
     out = []
     for label, path in files.items():
         doc = seed_doc(path)
         if not doc or not doc.get("rows"):
-            out.append({"edition": label, "claim": MISSING, "model": MISSING, "1st seed": MISSING,
-                        "2nd seed": MISSING})
+            out.append([label] + [MISSING] * 4)
             continue
         s0, s1, _, changed = _compared(doc)
         for r in changed:
             a, b = r["seeds"][s0]["outcome"], r["seeds"][s1]["outcome"]
-            out.append({"edition": label, "claim": _short(r["claim"]), "model": r["model"], "1st seed": _unbroken(a),
-                        "2nd seed": _unbroken(b) + (" (flip)" if {a, b} == FLIP else "")})
+            out.append([label, _short(r["claim"]), r["model"], _unbroken(a),
+                        _unbroken(b) + (" (flip)" if {a, b} == FLIP else "")])
         if not changed:
-            out.append({"edition": label, "claim": "no outcome changed", "model": MISSING, "1st seed": MISSING,
-                        "2nd seed": MISSING})
+            out.append([label, "no outcome changed"] + [MISSING] * 3)
     frame = pd.DataFrame(out, columns=["edition", "claim", "model", "1st seed", "2nd seed"])
     # no row labels: their column would squeeze the claims to one letter wide
     frame.index = [""] * len(frame)

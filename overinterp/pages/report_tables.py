@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from html import escape
 
+import pandas as pd
+from IPython.display import HTML
+
+from overinterp.pages.chapter import TOPICS, chapter_number
 from overinterp.pages.report import READING, by_claim, causes, claim_label, counts, finite, group, stale
 from overinterp.paper.claims import CLAIMS, of_the_paper, quoted
 from overinterp.paper.deviations import profile_deviations
 from overinterp.paper.formatting import MISSING, number
 from overinterp.paper.verdicts import MARKS
 
-__all__ = ["NOTES", "MARK", "TOPICS", "verdict_frame", "verdict_table", "glance_frame", "glance_table",
+__all__ = ["NOTES", "MARK", "verdict_frame", "verdict_table", "glance_frame", "glance_table",
            "results_table", "scope_table", "deviations_frame"]
 
 #: claims whose verdict also depends on: the backward-selection engine, the control's strength, class
@@ -20,9 +24,6 @@ NOTES = {"engine": tuple(c for c, claim in CLAIMS.items() if claim.engine),
          "leakage": ("beats", "near", "road", "dilated_beats", "dilated_near", "mask_shape"),
          "blank": tuple(c for c, claim in CLAIMS.items() if claim.blank)}
 MARK = {"engine": "a", "control": "b", "leakage": "c", "blank": "d"}
-#: topics of :func:`~overinterp.paper.deviations.profile_deviations` -> the table's names
-TOPICS = {"models": "models", "evaluation": "evaluation", "backselect": "backward selection",
-          "retraining": "retraining"}
 
 
 def _unbroken(text: str) -> str:
@@ -57,7 +58,6 @@ def _cell(rows: list[dict] | None, digits: int) -> str:
 
 def _chapter_link(stem: str) -> str:
     """'<a href="03_sis.html">chapter 2</a>': a link to the chapter, by its sidebar number."""
-    from overinterp.pages.chapter import chapter_number
     n = chapter_number(stem)
     text = f"chapter\u00a0{n}" if n else stem
     return f'<a href="{stem}.html">{text}</a>'
@@ -74,9 +74,8 @@ def _quoted(claim: str) -> str:
     return said + ("†" if derived else "")
 
 
-def verdict_frame(docs: dict) -> "pd.DataFrame":
+def verdict_frame(docs: dict) -> pd.DataFrame:
     """A row per claim (HTML cells): group, claim, source's number, margin, each edition's verdict, chapter."""
-    import pandas as pd
     rows = {label: by_claim(doc) for label, doc in docs.items()}
     out = []
     for c, claim in CLAIMS.items():
@@ -93,7 +92,6 @@ def verdict_frame(docs: dict) -> "pd.DataFrame":
 
 def verdict_table(docs: dict, caption: str = ""):
     """:func:`verdict_frame` as one HTML table, a body per group, with ``caption`` (none if empty)."""
-    from IPython.display import HTML
     frame = verdict_frame(docs)
     columns = [c for c in frame.columns if c != "group"]
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
@@ -113,9 +111,8 @@ def _mark(rows: dict, c: str, stale_ids: list[str]) -> str:
     return "earlier criterion" if c in stale_ids else "not computed"
 
 
-def glance_frame(first: dict | None, second: dict | None, here: dict | None, here_label: str) -> "pd.DataFrame":
+def glance_frame(first: dict | None, second: dict | None, here: dict | None, here_label: str) -> pd.DataFrame:
     """The paper's claims at a glance: outcome marks at seeds ``first``, ``second`` and in ``here``, and why."""
-    import pandas as pd
     docs = [first, second, here]
     rows, stale_ids, why, why_here = [by_claim(d) for d in docs], [stale(d) for d in docs], causes(first), causes(here)
 
@@ -140,14 +137,12 @@ def glance_frame(first: dict | None, second: dict | None, here: dict | None, her
 
 def glance_table(first: dict | None, second: dict | None, here: dict | None, here_label: str):
     """:func:`glance_frame` as an HTML table without index, for the introduction's first screen."""
-    from IPython.display import HTML
     frame = glance_frame(first, second, here, here_label)
     return HTML(frame.to_html(index=False, classes="dataframe overinterp-glance", border=0))
 
 
 def results_table(docs: dict):
     """Per claim: who states it, its result, the first edition that computed it, each edition's verdict."""
-    import pandas as pd
     rows = {label: by_claim(doc) for label, doc in docs.items()}
     index, out = [], []
     for c, claim in CLAIMS.items():
@@ -165,23 +160,19 @@ def results_table(docs: dict):
 
 def scope_table():
     """The paper's claims the book tests: section, claim, the paper's number and our measure."""
-    import pandas as pd
     out = [{"section": CLAIMS[c].section, "claim": CLAIMS[c].short, "the paper's number": _quoted(c),
             "our measure": CLAIMS[c].measure, "chapter": _chapter_link(CLAIMS[c].chapter)}
            for c in CLAIMS if of_the_paper(c)]
     return pd.DataFrame(out).set_index("section").rename_axis(None)
 
 
-def deviations_frame(profiles: list) -> "pd.DataFrame":
+def deviations_frame(profiles: list) -> pd.DataFrame:
     """Every deviation of ``profiles`` from the paper's protocol, by topic, with the profiles that make it."""
-    import pandas as pd
-    seen: dict[tuple, list[str]] = {}
+    seen: dict[tuple, dict] = {}             # {(topic, deviation): {profile name: None}}, in order
     for t, name in TOPICS.items():
         for p in profiles:
             for d in profile_deviations(p, t):
-                names = seen.setdefault((name, d), [])
-                if p.name not in names:
-                    names.append(p.name)
+                seen.setdefault((name, d), {})[p.name] = None
     topics = [t for t, _ in seen]
     return pd.DataFrame({"deviation": [d for _, d in seen], "profiles": [", ".join(v) for v in seen.values()]},
                         index=[t if i == 0 or topics[i - 1] != t else "" for i, t in enumerate(topics)])

@@ -7,7 +7,10 @@ import math
 import re
 from pathlib import Path
 
+import pandas as pd
+
 from overinterp.paper.formatting import MISSING, and_list, number, span
+from overinterp.paper.numbers import ARCH_NAMES, table1_test
 
 __all__ = ["ROOT", "STANDARD", "RESULTS", "scale_values", "data_values", "paper_values", "gpu_values",
            "accuracy_values", "standard_accuracies", "zoo_accuracies", "control_values", "engine_values",
@@ -22,7 +25,6 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 def scale_values(profile, dataset: str, prefix: str) -> dict:
     """Glue values ``<prefix>_*`` of ``profile``'s scale on ``dataset`` (archs, widths, replicates, images, epochs)."""
-    from overinterp.paper.numbers import ARCH_NAMES
     from overinterp.zoo.data import load
     total = len(load(dataset, "train"))
     widths = sorted({w for _, w in profile.widths})
@@ -45,9 +47,8 @@ def data_values(dataset: str) -> dict:
 
 def paper_values(dataset: str) -> dict:
     """``paper_acc``: the paper's CIFAR-10 test accuracies on full images (Table 1, %); ``chance`` on ``dataset``."""
-    from overinterp.paper import numbers as paper
     from overinterp.zoo.data import CLASSES
-    acc = [paper.table1_test(a, "full", "full")[0] for a in ("resnet20", "resnet18", "vgg16")]
+    acc = [table1_test(a, "full", "full")[0] for a in ("resnet20", "resnet18", "vgg16")]
     parent = "cifar10" if dataset.startswith("cifar10") else dataset
     return {"paper_acc": span(acc, 1), "chance": number(100 / len(CLASSES[parent]), 0)}
 
@@ -129,9 +130,8 @@ def engine_values(engines: dict, tau: float = 0.99, path=RESULTS / "backselect-c
 
 
 def compute_frame(standard=STANDARD / "compute.json", book=RESULTS / "book-quick-cpu.json",
-                  chapters=RESULTS / "chapters-quick-cpu.json") -> "pd.DataFrame":
+                  chapters=RESULTS / "chapters-quick-cpu.json") -> pd.DataFrame:
     """The compute of each edition's runs, discarded ones included: hours (process or wall clock), machine, kept."""
-    import pandas as pd
     out = []
 
     def add(edition, run, machine, hours, clock="wall", kept="yes"):
@@ -141,25 +141,20 @@ def compute_frame(standard=STANDARD / "compute.json", book=RESULTS / "book-quick
 
         def std(run, seconds, clock="wall", kept="yes"):
             add("standard", run, d["device"], seconds / 3600, clock, kept)
-        for stage, v in d.get("stages", {}).items():
-            std(f"prepare: {stage} ({v['units']} units)", v["process_seconds"], "process")
-        std("the edition's chapters executed", sum(d.get("edition_chapters_seconds", {}).values()))
-        if d.get("verdicts_seconds") is not None:
-            std("python -m overinterp verdicts", d["verdicts_seconds"])
-        for seed, extra in d.get("seeds", {}).items():
-            for stage, v in extra.get("stages", {}).items():
-                std(f"prepare at seed {seed}: {stage} ({v['units']} units)", v["process_seconds"], "process")
-            if extra.get("verdicts_seconds") is not None:
-                std(f"python -m overinterp verdicts --seed {seed}", extra["verdicts_seconds"])
+        for seed, part in [(None, d), *d.get("seeds", {}).items()]:      # the edition's seed, then each other
+            at, option = ("", "") if seed is None else (f" at seed {seed}", f" --seed {seed}")
+            for stage, v in part.get("stages", {}).items():
+                std(f"prepare{at}: {stage} ({v['units']} units)", v["process_seconds"], "process")
+            if seed is None:
+                std("the edition's chapters executed", sum(d.get("edition_chapters_seconds", {}).values()))
+            if part.get("verdicts_seconds") is not None:
+                std(f"python -m overinterp verdicts{option}", part["verdicts_seconds"])
         if d.get("not_recorded"):
             std(d["not_recorded"].split(";")[0], math.nan, "process", "no: stopped")
     if Path(book).is_file():
         d = json.loads(Path(book).read_text())
         add(d.get("profile", "quick"), f"the whole book from an empty store (make book, {d.get('date', 'undated')})",
             d["device"], d["total_minutes"] / 60)
-        if e := d.get("earlier_run_same_machine"):
-            add(d.get("profile", "quick"), e.get("notes", "an earlier run").split(":")[0], d["device"],
-                e["execute_seconds"] / 3600, kept="no: superseded")
     if Path(chapters).is_file():
         d = json.loads(Path(chapters).read_text())
         add(d.get("profile", "quick"), "each chapter timed alone from a full store (benchmarks/bench_chapters.py, "
