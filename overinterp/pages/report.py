@@ -8,7 +8,6 @@ introduction's bottom line and the report page (``book/18_report``; with ``repor
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 # seed_values and scale_values: also read from here by pages.build and pages.instructors
@@ -17,14 +16,14 @@ from overinterp.pages.report_values import (RESULTS, STANDARD, accuracy_values, 
                                             engine_values, gpu_values, paper_values, scale_values,
                                             standard_accuracies, zoo_accuracies)
 from overinterp.paper.claims import CLAIMS, PARTS, of_the_paper
-from overinterp.paper.formatting import and_list, number, span
+from overinterp.paper.formatting import and_list, finite, number, span
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTABLE
 from overinterp.store import code_version
 
 __all__ = ["text", "document", "write", "same_run", "merge", "load", "TINY_WARNING", "TINY_MARK", "READING",
            "group", "edition_verdicts", "this_execution", "second_seed", "by_claim", "stale", "claim_label",
-           "blank_failures", "causes", "bottom_line", "agreement", "headline", "edition_values", "values", "finite",
+           "blank_failures", "causes", "bottom_line", "agreement", "headline", "edition_values", "values",
            "counts", "scale_values", "seed_values"]
 
 #: how a claim of the paper reads in a reproduction report, per verdict
@@ -36,15 +35,6 @@ OUTCOMES = {HOLDS: "reproduced", FAILS: "not", INCONCLUSIVE: "inconclusive", UNT
 TINY_WARNING = ("warning: profile tiny is a smoke test of the pipeline (seconds of training on a handful of "
                 "images): its numbers are not findings; use --profile quick or larger for results")
 TINY_MARK = "[tiny: smoke test] "
-
-
-def finite(x) -> float | None:
-    """``x`` as a float, None where it is not a finite number."""
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
 
 
 def counts(r: dict) -> list[str]:

@@ -6,9 +6,10 @@ import math
 import re
 import textwrap
 
-from overinterp.pages.report import by_claim, finite, group
+from overinterp.pages.report import by_claim, group
 from overinterp.paper.claims import CLAIMS, PARTS
 from overinterp.paper.decide import UNTESTABLE
+from overinterp.paper.formatting import finite
 
 __all__ = ["forest_part", "FOREST_PARTS", "forest_figures", "COLORS", "MARKERS", "MARGIN_COLOR"]
 

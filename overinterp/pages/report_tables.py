@@ -8,10 +8,10 @@ import pandas as pd
 from IPython.display import HTML
 
 from overinterp.pages.chapter import TOPICS, chapter_number
-from overinterp.pages.report import READING, by_claim, causes, claim_label, counts, finite, group, stale
+from overinterp.pages.report import READING, by_claim, causes, claim_label, counts, group, stale
 from overinterp.paper.claims import CLAIMS, of_the_paper, quoted
 from overinterp.paper.deviations import profile_deviations
-from overinterp.paper.formatting import MISSING, number
+from overinterp.paper.formatting import MISSING, finite, number
 from overinterp.paper.verdicts import MARKS
 
 __all__ = ["NOTES", "MARK", "verdict_frame", "verdict_table", "glance_frame", "glance_table",
