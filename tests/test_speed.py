@@ -230,6 +230,10 @@ def test_sis_size_in_percent_uses_the_shape_and_block_the_file_records(tmp_path)
     assert m.loc["exact", "SIS size (% of pixels)"] == pytest.approx(100 * 20 / 200)
     t = speed.s5(speed.load_results(tmp_path))
     assert t.loc[t["how"].str.startswith("measured"), "features"].tolist() == [200]
+    data["fidelity"]["shape"], data["fidelity"]["block"] = [3, 40, 20], 4     # 10 x 5 blocks of 4 x 4 pixels
+    _write(tmp_path, "backselect-cpu.json", data)
+    m = speed.claim_measures(speed.load_results(tmp_path), 0.99).set_index("method")
+    assert m.loc["exact", "SIS size (% of pixels)"] == pytest.approx(100 * 20 / 50)  # sizes count blocks
 
 
 def test_exact_claim_measures_are_percent_of_the_pixels_and_missing_facts_are_dashes(tmp_path):

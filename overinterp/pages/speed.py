@@ -298,14 +298,15 @@ def s5(results: dict) -> pd.DataFrame:
 
 
 def claim_measures(results: dict, tau: float = 0.99) -> pd.DataFrame:
-    """C1, C2 per fidelity method: mean SIS size at ``tau`` (% of pixels), accuracy (%) full and 5% subsets."""
+    """C1, C2 per fidelity method: mean SIS size at ``tau`` (% of the features: pixels at block 1), accuracy (%) full and 5% subsets."""
     def rows(label, d):
         sec = d["fidelity"]
-        pixels = sec["shape"][1] * sec["shape"][2] * sec.get("block", 1) ** 2
+        block = sec.get("block", 1)   # an SIS size counts features: blocks of block x block pixels
+        features = math.ceil(sec["shape"][1] / block) * math.ceil(sec["shape"][2] / block)
         for r in sec["runs"]:
             sis = {f"{s['tau']:g}": s for s in r["sis"]}.get(f"{tau:g}", {})
             yield r, {"setting": setting(r)[1], "confident images": sis.get("images_with_sis", 0),
-                      "SIS size (% of pixels)": 100 * sis.get("mean_size", math.nan) / pixels,
+                      "SIS size (% of pixels)": 100 * sis.get("mean_size", math.nan) / features,
                       "full images (%)": 100 * sec["full_images"]["acc"],
                       "own BS subsets (%)": 100 * r["subset_5pct"]["acc"]}
     return _table(results, "fidelity", rows, ["method", "setting", "confident images", "SIS size (% of pixels)",
