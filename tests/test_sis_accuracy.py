@@ -11,6 +11,7 @@ from overinterp.pages import sis_size_plots
 from overinterp.paper import verdicts
 from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import find_sis
+from overinterp.paper.formatting import number
 from overinterp.paper.intervals import bootstrap
 
 
@@ -218,7 +219,7 @@ def test_tiny_profile_end_to_end_from_the_cached_backward_selections():
 def test_thresholds_are_floats_in_increasing_order_and_prose_numbers_show_undefined_as_a_dash():
     from overinterp.config.chapters import thresholds
     assert thresholds([0.9, 0.5, 1]) == (0.5, 0.9, 1.0) and all(type(t) is float for t in thresholds([1, 0]))
-    assert sis_accuracy.prose_number(float("nan")) == "—" and sis_accuracy.prose_number(12.345) == "12.3" and sis_accuracy.prose_number(-4.6, 0) == "-5"
+    assert number(float("nan")) == "—" and number(12.345) == "12.3" and number(-4.6, 0) == "-5"
 
 
 def _inc_rows():

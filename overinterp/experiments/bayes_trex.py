@@ -1,11 +1,9 @@
-"""Chapter 16: Bayes-TrEx (Booth et al., AAAI 2021; method in :mod:`overinterp.methods.bayes_trex`, cached
-VAEs and chains in :mod:`.bayes_trex_cache`): the targets' chains, the tables beside Booth et al.'s Table 2 and
-the test set (their 4.10), and the SIS sizes of sampled images that decide "generated images are classified
-from sparse pixels too" (the paper's 4.1; :func:`sis_comparison`).
+"""Chapter 16: Bayes-TrEx (Booth et al., AAAI 2021; :mod:`overinterp.methods.bayes_trex`, cached in
+:mod:`.bayes_trex_cache`): the targets' chains, tables beside Booth et al.'s Table 2 and the test set (their
+4.10), and SIS sizes of sampled images ("generated images are classified from sparse pixels too", paper 4.1).
 
-    vaes = vaes(run)                                   # "all" classes and "held out"
     targets, mis_name = chapter_targets(run, names)    # name -> (Target, which VAE)
-    chains, logits = run_targets(run, targets, vaes)   # cached NUTS chains, classifier logits
+    chains, logits = run_targets(run, targets, vaes(run))
 """
 from __future__ import annotations
 
@@ -28,7 +26,7 @@ from overinterp.methods.bayes_trex import (AMBIGUOUS, BAND, HIGH, HIGH_LEVEL, MI
                                            chain_separation, target_log_odds, decoder, high, in_level_set,
                                            initial_points, near_black, nearest_start, normalise, sample_chains,
                                            spread_samples)
-from overinterp.paper.formatting import MISSING, count
+from overinterp.paper.formatting import MISSING, count, number
 from overinterp.paper.numbers import ARCH_NAMES, BOOTH_TABLE2
 from overinterp.store import Store, config_key
 from overinterp.zoo import data
@@ -40,7 +38,6 @@ __all__ = ["HIGH_COL", "MIS_COL", "AMB_COL", "APART", "DARK_LEVEL", "near_black_
            "test_comparison", "sis_comparison", "diagnostics", "setup_values", "quality_values", "diagnostics_values"]
 
 
-# ----------------------------------------------------------------------------- what the samples show
 HIGH_COL = f"f_c ≥ {HIGH_LEVEL:g}"                   # criteria named where a share is shown (tables' headers)
 MIS_COL = f"f_c ≥ {MISCLASSIFIED_LEVEL:g}"
 AMB_COL = f"both in {BAND[0]:g}–{BAND[1]:g}"
@@ -52,7 +49,7 @@ def confidence_table(logits: dict[str, torch.Tensor], targets: dict[str, Target]
                      level: float = HIGH_LEVEL, band: tuple = BAND, mis_level: float = MISCLASSIFIED_LEVEL,
                      criteria: MixingCriteria = MIXING) -> pd.DataFrame:
     """Per target: Booth et al.'s Table 2 (mean, std of the target classes' confidence), share (%) meeting
-    each criterion (NaN: n/a) and chain diagnostics. ``logits[name]``: (C*S, K)."""
+    each criterion (NaN: n/a), chain diagnostics. ``logits[name]``: (C*S, K)."""
     rows = {}
     for name, t in targets.items():
         p = torch.softmax(logits[name].double(), 1)
@@ -101,7 +98,6 @@ def test_set_counts(logits: torch.Tensor, labels: torch.Tensor, targets: dict[st
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
-# ----------------------------------------------------------------------------- the chapter's runs
 def classifier(run) -> tuple[nn.Module, dict]:
     """The inspected zoo model (trained if missing) and its artifact key with the weights' fingerprint."""
     arch, p = run.profile.bayes_trex.arch, run.profile
@@ -119,7 +115,7 @@ def vaes(run, store: Store | None = None, progress: bool = True) -> dict[str, VA
 
 def run_target(run, target: Target, vae: VAE, held_out: int | None = None, store: Store | None = None,
                progress: bool = True) -> Chains:
-    """Cached chains of ``target`` in ``vae``'s latent space; ``info["init"]``: start points (chains, latent)."""
+    """Cached chains of ``target`` in ``vae``'s latent space, ``info["init"]`` their starts (chains, latent)."""
     vc, cc = vae_settings(run.profile.bayes_trex), chains_settings(run.profile.bayes_trex)
     clf, clf_key = classifier(run)
     gen = decoder(vae, run.dataset)
@@ -151,8 +147,8 @@ def sample_logits(run, vae: VAE, chains: Chains, batch_size: int = 500) -> torch
 
 def sample_backselect(run, vae: VAE, chains: dict[str, Chains], n: int, store: Store | None = None,
                       progress: bool = True):
-    """Cached backward selection of ~n / targets most confident distinct samples per high target.
-    Returns (images (n', C, H, W) normalised, target name per image, BackSelectResult)."""
+    """(images (n', C, H, W) normalised, target name per image, cached backward selection) of the ~n / targets
+    most confident distinct samples per high target."""
     clf, clf_key = classifier(run)
     per = max(1, math.ceil(n / max(1, len(chains))))
     images, names = [], []
@@ -175,8 +171,8 @@ def sample_backselect(run, vae: VAE, chains: dict[str, Chains], n: int, store: S
 @torch.no_grad()
 def vae_quality(run, vaes: dict[str, VAE], images: torch.Tensor, labels: torch.Tensor, held_out: int,
                 n_prior: int = 1000, n_eval: int | None = 2000) -> pd.DataFrame:
-    """Per VAE: training images, epochs, test -ELBO (nats/image), accuracy (%) on test images and their
-    reconstructions, share (%) of ``n_prior`` prior samples called the held-out class."""
+    """Per VAE: training, test -ELBO (nats/image), accuracy (%) on test images and their reconstructions,
+    share (%) of ``n_prior`` prior samples called the held-out class."""
     clf, _ = classifier(run)
     if n_eval is not None and n_eval < len(labels):
         idx = torch.randperm(len(labels), generator=torch.Generator().manual_seed(0))[:n_eval]
@@ -213,13 +209,13 @@ def table2(table: pd.DataFrame, targets: dict[str, Target], misclassification: s
         k = len(t.classes)
         theirs = BOOTH_TABLE2.get((t.kind, t.classes)) if (t.kind == AMBIGUOUS or name == misclassification) else None
         if r["mixed"]:
-            ours = (", ".join(f"{r[f'mean f (class {i + 1})']:.2f}" for i in range(k)) + " ± "
-                    + ", ".join(f"{r[f'std f (class {i + 1})']:.2f}" for i in range(k)))
+            ours = " ± ".join(", ".join(number(r[f"{stat} f (class {i + 1})"], 2) for i in range(k))
+                              for stat in ("mean", "std"))
         else:
             ours = "not mixed: not comparable" if theirs else "not mixed"
         row = {("Booth et al.", "mean ± std"): theirs or MISSING, (ours_label, "mean ± std"): ours}
         for c in shares:
-            row[(ours_label, f"{c} (%)")] = "" if pd.isna(r[c]) else f"{r[c]:.0f}"
+            row[(ours_label, f"{c} (%)")] = "" if pd.isna(r[c]) else number(r[c], 0)
         rows[name] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.columns = pd.MultiIndex.from_tuples(out.columns)
@@ -227,11 +223,13 @@ def table2(table: pd.DataFrame, targets: dict[str, Target], misclassification: s
 
 
 def _fmt(x: float, digits: int) -> str:
+    """``x`` to ``digits`` decimals as the table shows it (a negative ESS keeps its sign), "n/a" where more
+    samples are needed."""
     return "n/a" if pd.isna(x) else f"{x:.{digits}f}"
 
 
 def diagnostics(table: pd.DataFrame) -> pd.DataFrame:
-    """:func:`confidence_table`'s chain diagnostics, rounded; "n/a" where more samples are needed."""
+    """:func:`confidence_table`'s chain diagnostics for display."""
     return pd.DataFrame({
         "samples": table["samples"].astype(int), "accept.": [_fmt(x, 2) for x in table["acceptance"]],
         "divergent": table["divergences"].astype(int), "max R̂": [_fmt(x, 2) for x in table["max r_hat"]],
@@ -243,8 +241,8 @@ def diagnostics(table: pd.DataFrame) -> pd.DataFrame:
 
 def near_black_counts(images: dict[str, torch.Tensor], logits: dict[str, torch.Tensor], targets: dict[str, Target],
                       n_show: int, level: float = DARK_LEVEL, confident: float = HIGH_LEVEL) -> dict:
-    """Near-black (mean < ``level``) confident (f_c >= ``confident``) high-target samples, shown and
-    kept. ``images[name]``: (C*S, 1, H, W) in [0, 1]; ``logits[name]``: (C*S, K)."""
+    """Near-black (mean < ``level``) confident (f_c >= ``confident``) high-target samples, shown and kept.
+    ``images[name]``: (C*S, 1, H, W) in [0, 1]."""
     out = dict.fromkeys(("shown_confident", "shown_dark", "kept_confident", "kept_dark"), 0)
     for name, t in targets.items():
         if t.kind != HIGH:
@@ -273,16 +271,14 @@ def near_black_values(vaes: dict[str, VAE], chains: dict[str, Chains], logits: d
     plural = {k: f"{counts[k]} sample{'' if counts[k] == 1 else 's'}" for k in ("shown_confident", "kept_confident")}
     return {**{f"nb_{k}": v for k, v in counts.items()}, "nb_shown_samples": plural["shown_confident"],
             "nb_kept_samples": plural["kept_confident"], "dark_level": f"{level:g}",
-            "test_mean": f"{test_images.mean().item():.2f}",
+            "test_mean": number(test_images.mean().item(), 2),
             "dark_test": int(dark.sum()), "n_test_images": f"{len(test_labels):,}",
             "dark_test_cls": int((dark & of_cls).sum()), "n_test_cls": f"{int(of_cls.sum()):,}",
             "dark_cls_names": ", ".join(names[c] for c in cls)}
 
 
-# ----------------------------------------------------------------------------- the chapter, step by step
 def chapter_targets(run, names) -> tuple[dict[str, tuple[Target, str]], str]:
-    """The targets, name -> (Target, "all" | "held out": the VAE sampled), and the misclassification
-    target's name."""
+    """(name -> (Target, the VAE sampled: "all" | "held out"), the misclassification target's name)."""
     cfg = run.profile.bayes_trex
     targets = {high(c).name(names): (high(c), "all") for c in cfg.high_classes}
     targets.update({ambiguous(i, j).name(names): (ambiguous(i, j), "all") for i, j in cfg.ambiguous_pairs})
@@ -292,7 +288,7 @@ def chapter_targets(run, names) -> tuple[dict[str, tuple[Target, str]], str]:
 
 
 def target_map(targets: dict) -> dict[str, Target]:
-    """name -> Target of :func:`chapter_targets`' targets."""
+    """Name -> Target of :func:`chapter_targets`' targets."""
     return {k: t for k, (t, _) in targets.items()}
 
 
@@ -307,7 +303,7 @@ def run_targets(run, targets: dict, vaes: dict[str, VAE], progress: bool = False
 
 
 def test_comparison(run, split, targets: dict, mis_name: str, logits: dict, table: pd.DataFrame):
-    """(:func:`test_set_counts` beside chain samples' shares, prose values); Booth et al.'s 4.10."""
+    """(:func:`test_set_counts` beside the chain samples' shares, prose values): Booth et al.'s 4.10."""
     held_out = run.profile.bayes_trex.held_out
     tl = batched_logits(classifier(run)[0], split.images, device=run.device)     # (N, K), on the CPU
     counts = test_set_counts(tl, split.labels, target_map(targets), held_out={mis_name: held_out},
@@ -321,14 +317,14 @@ def test_comparison(run, split, targets: dict, mis_name: str, logits: dict, tabl
               "mis_any": int(mis_any.sum()), "amb_pair_test": int(counts.loc[amb_name, "meet it"]),
               "mis_test": int(counts.loc[mis_name, "meet it"])}
     shown = counts.drop(columns="test images").rename(columns={"meet it": "test images meeting it"})
-    shown["meet it (%)"] = shown["meet it (%)"].map(lambda x: f"{x:.1f}")
-    shown["chain samples meeting it (%)"] = shown["chain samples meeting it (%)"].map(lambda x: f"{x:.0f}")
+    shown["meet it (%)"] = shown["meet it (%)"].map(number)
+    shown["chain samples meeting it (%)"] = shown["chain samples meeting it (%)"].map(lambda x: number(x, 0))
     return shown.rename(columns={"meet it (%)": "test images (%)"}), values
 
 
 def sis_comparison(run, targets: dict, chains: dict, vae: VAE, tau: float) -> dict:
-    """SIS at ``tau`` of sampled high-confidence images and of the SIS chapter's test images (paper 4.1):
-    images, which, classes, sis, SIS sizes (pixel fractions) "generated" and "real", prose values."""
+    """SIS at ``tau`` of sampled high-confidence images and of the SIS chapter's test images (paper 4.1): images,
+    which, classes, sis, SIS sizes (pixel fractions) "generated" and "real", prose values."""
     cfg = run.profile.bayes_trex
     high_chains = {k: chains[k] for k, (t, w) in targets.items() if t.kind == HIGH and w == "all"}
     Xs, which, res = sample_backselect(run, vae, high_chains, cfg.sis_images, progress=False)
@@ -342,7 +338,6 @@ def sis_comparison(run, targets: dict, chains: dict, vae: VAE, tau: float) -> di
                        "n_real": len(real_sizes)}}
 
 
-# ----------------------------------------------------------------------------- values the prose glues
 def setup_values(run, p, names) -> dict:
     """The chapter's settings for the prose."""
     cfg = run.profile.bayes_trex
@@ -360,11 +355,10 @@ def quality_values(run, quality: pd.DataFrame, names) -> dict:
     """:func:`vae_quality`'s numbers the prose quotes."""
     held = names[run.profile.bayes_trex.held_out]
     col = f"prior samples called {held} (%)"
-    return {"run_seed": run.seed,
-            "acc_orig": f"{quality.loc['all classes', 'accuracy on test images (%)']:.1f}",
-            "acc_rec": f"{quality.loc['all classes', 'accuracy on reconstructions (%)']:.1f}",
-            "prior_held_all": f"{quality.loc['all classes', col]:.1f}",
-            "prior_held_out": f"{quality.loc['without ' + held, col]:.1f}"}
+    return {"run_seed": run.seed, "acc_orig": number(quality.loc["all classes", "accuracy on test images (%)"]),
+            "acc_rec": number(quality.loc["all classes", "accuracy on reconstructions (%)"]),
+            "prior_held_all": number(quality.loc["all classes", col]),
+            "prior_held_out": number(quality.loc["without " + held, col])}
 
 
 def diagnostics_values(table: pd.DataFrame, chains: dict[str, Chains], n_show: int,
@@ -380,14 +374,13 @@ def diagnostics_values(table: pd.DataFrame, chains: dict[str, Chains], n_show: i
     stuck = [k for k in unmixed if table.loc[k, "separation"] >= apart and own(chains[k])]
     far = table["separation"].idxmax() if table["separation"].notna().any() else None
     n_chains = max(ch.z.shape[0] for ch in chains.values())
-    return {"chain_seconds": f"{table['seconds'].sum():.0f}",
-            "n_shown": min(n_show, int(table["samples"].min())),
-            "worst_rhat": "n/a" if pd.isna(worst) else f"{worst:.2f}",
+    return {"chain_seconds": number(table["seconds"].sum(), 0), "n_shown": min(n_show, int(table["samples"].min())),
+            "worst_rhat": _fmt(worst, 2),
             "n_mixed": int(table["mixed"].sum()), "n_targets": len(table), "n_unmixed": len(unmixed),
             "mix_rhat": f"{criteria.max_r_hat:g}", "mix_ess_chain": f"{criteria.min_ess_per_chain:g}",
             "mix_ess": f"{criteria.min_ess_per_chain * n_chains:g}",
             "mix_div": f"{100 * criteria.max_divergent_share:g}", "apart": f"{apart:g}",
             "n_apart": len(stuck), "n_overlap": len(unmixed) - len(stuck),
             "apart_names": ", ".join(stuck) or "none",
-            "sep_max": "n/a" if far is None else f"{table.loc[far, 'separation']:.1f}",
+            "sep_max": "n/a" if far is None else _fmt(table.loc[far, "separation"], 1),
             "sep_max_name": far or "n/a"}

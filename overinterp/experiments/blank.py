@@ -25,6 +25,7 @@ from overinterp.engine.sis import pixel_subset, random_subset
 from overinterp.experiments import runs
 from overinterp.paper import verdicts
 from overinterp.paper.claims import CLAIMS
+from overinterp.paper.formatting import number
 from overinterp.paper.further_verdicts import BLANK_PRIOR_MULTIPLE
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo import data
@@ -46,7 +47,7 @@ def fills(dataset: str) -> dict[str, torch.Tensor]:
     mean, std = torch.tensor(test.mean).view(-1, 1, 1), torch.tensor(test.std).view(-1, 1, 1)
     out = {PAPER_FILL: torch.zeros(C, H, W)}
     for g in LEVELS:
-        out[f"grey {g:.1f}"] = ((g - mean) / std).expand(C, H, W).clone()
+        out[f"grey {number(g)}"] = ((g - mean) / std).expand(C, H, W).clone()
     out["training-mean image"] = data.load(dataset, "train").images.mean(0)
     return out
 
@@ -84,14 +85,13 @@ class BlankCheck:
     def summary(self, fill: str | None = None) -> pd.DataFrame:
         """Per (model, fill): blank's classes, probability range, mean entropy, shares, replicates passing."""
         rows = self.rows if fill is None else self.rows[self.rows["fill"] == fill]
-        out = rows.groupby(["model", "fill"], sort=False).agg(
+        return rows.groupby(["model", "fill"], sort=False).agg(
             **{"class": ("class", lambda c: ", ".join(dict.fromkeys(c))), "lowest probability": ("probability", "min"),
                "highest probability": ("probability", "max"),
                "subset entropy (bits)": ("subset entropy (bits)", "mean"),
                "called the blank's class (%)": ("called the blank's class (%)", "mean"),
                "class prior (%)": ("class prior (%)", "mean"), "replicates passing": ("passes", "sum"),
                "replicates": ("passes", "size")})
-        return out
 
 
 def blank_check(run, frac: float = SUBSET_FRAC, which: dict[str, torch.Tensor] | None = None,

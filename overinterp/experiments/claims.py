@@ -33,7 +33,7 @@ from overinterp.paper import verdicts as verdicts_module
 from overinterp.paper.claims import CLAIMS, records
 from overinterp.zoo import data
 
-__all__ = ["MEASURES", "BLANK_ASIDE", "MASKED_TRAINED", "CONTROLLED", "params", "verdict", "verdicts", "table"]
+__all__ = ["MEASURES", "BLANK_ASIDE", "MASKED_TRAINED", "CONTROLLED", "params", "verdicts", "table"]
 
 
 def params(run, chapter: str):
@@ -203,11 +203,6 @@ def verdicts(run, only: Iterable[str] | None = None, progress: bool = True, cont
 class _Verdicts(dict):
     seconds: dict
     controlled: dict
-
-
-def verdict(run, claim: str) -> verdicts_module.Verdict:
-    """The verdict of one claim (:func:`verdicts` of it alone)."""
-    return verdicts(run, [claim], progress=False)[claim]
 
 
 def table(vs: dict) -> list[dict]:

@@ -68,9 +68,8 @@ def _replicates(run):
             yield arch, r, model, runs.backselect_set(run, arch, sel, seed=run.seed + r, progress=False)
 
 
-def _classify(model, images: torch.Tensor, target: torch.Tensor, device) -> tuple[np.ndarray, np.ndarray]:
-    """(1/0: the model predicts ``target``; its probability of ``target``) per image, float64."""
-    p = predict(model, images, device=device)
+def _classify(p: torch.Tensor, target: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """(1/0: probabilities ``p`` (N, K) predict ``target``; the probability of ``target``) per image, float64."""
     target = target.cpu()
     return (p.argmax(1) == target).double().numpy(), p.gather(1, target[:, None]).squeeze(1).double().numpy()
 
@@ -128,12 +127,9 @@ def dilation(run, kernels=(3, 5), frac: float = SUBSET_FRAC, tau: float | None =
             for k in kernels:
                 grown = dilate(keep, k)
                 for mask, m in zip(MASKS, (grown, matched_random_keep(grown, seed))):
-                    if subset == BS and k == 1 and mask == MASKS[0]:          # chapter 4's subset: predicted already
-                        p = basic[INPUTS[1]]
-                        kept = (p.argmax(1) == res.pred.cpu()).double().numpy()
-                        conf = p.gather(1, res.pred.cpu()[:, None]).squeeze(1).double().numpy()
-                    else:
-                        kept, conf = _classify(model, apply_keep(images, m, mv), target, run.device)
+                    p = (basic[INPUTS[1]] if subset == BS and k == 1 and mask == MASKS[0]   # chapter 4's subset
+                         else predict(model, apply_keep(images, m, mv), device=run.device))
+                    kept, conf = _classify(p, target)
                     rows.append(_frame(model=ARCH_NAMES[arch], replicate=r, subset=subset, mask=mask, kernel=k,
                                        image=index.numpy(), **{"kept pixels (%)": 100 * m.flatten(1).double()
                                                                .mean(1).numpy(), "prediction kept": kept,
@@ -201,13 +197,6 @@ def saliency_shares(run, frac: float = SUBSET_FRAC, images: int = 50, samples: i
 
 # ----------------------------------------------------------------------------- the fully masked input, mask shape
 
-def _mask_values(run) -> dict[str, torch.Tensor]:
-    """{"mean pixel": 0, "black": the normalised black}, per channel."""
-    C = len(data.load(run.dataset, "test").mean)
-    black = torch.as_tensor(black_value(run.dataset), dtype=torch.float32).reshape(-1).expand(C)
-    return {"mean pixel": torch.zeros(C), "black": black}
-
-
 def blank_inputs(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
     """Each replicate on the blank (mean pixel or black): "class", "confidence", "class prior (%)"."""
     f = blank_module.fills(run.dataset)
@@ -217,11 +206,13 @@ def blank_inputs(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
 
 
 def _fill_images(run, X: torch.Tensor, fill: str) -> torch.Tensor:
-    if fill == "uniform noise":                                   # uniform on [0, 1] in pixel units, normalised
-        split = data.load(run.dataset, "test")
+    """``X``'s shape filled with one of :data:`FILLS`, normalised."""
+    split = data.load(run.dataset, "test")
+    if fill == "uniform noise":                                   # uniform on [0, 1] in pixel units
         u = torch.rand(X.shape, generator=torch.Generator().manual_seed(NOISE_SEED))
         return (u - torch.tensor(split.mean).view(1, -1, 1, 1)) / torch.tensor(split.std).view(1, -1, 1, 1)
-    return _mask_values(run)[fill].view(1, -1, 1, 1).expand_as(X).clone()
+    black = torch.as_tensor(black_value(run.dataset), dtype=torch.float32).reshape(-1).expand(len(split.mean))
+    return (torch.zeros(len(split.mean)) if fill == "mean pixel" else black).view(1, -1, 1, 1).expand_as(X).clone()
 
 
 def mask_shape(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
@@ -300,8 +291,8 @@ def insertion(run, fractions=(0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0), frac: float
                 else:
                     p = predict(model, apply_keep(X, keep, res.mask_value.cpu()), device=run.device)
                 rows.append(_frame(model=ARCH_NAMES[arch], replicate=r, order=order, fraction=f,
-                                   image=np.arange(len(X)), correct=(p.argmax(1) == Y).double().numpy(),
-                                   confidence=p.gather(1, res.pred.cpu()[:, None]).squeeze(1).double().numpy()))
+                                   image=np.arange(len(X)), correct=_classify(p, Y)[0],
+                                   confidence=_classify(p, res.pred)[1]))
     return pd.concat(rows, ignore_index=True)
 
 
@@ -317,13 +308,11 @@ def per_replicate(df: pd.DataFrame, column: str, **where) -> dict[str, list[np.n
 
 def dilation_verdicts(df: pd.DataFrame, kernel: int = 3, seed: int = 0) -> tuple:
     """Springer's claim at ``kernel`` for BS subsets (shared images) and SIS (own images)."""
-    out = []
-    for subset, shared in ((BS, True), (SIS, False)):
-        rows = df[(df["subset"] == subset) & (df["mask"] == MASKS[0])]
-        out.append(further_verdicts.dilation_keeps_prediction(per_replicate(rows, "prediction kept", kernel=1),
-                                                per_replicate(rows, "prediction kept", kernel=kernel), kernel,
-                                                subset, paired_images=shared, seed=seed))
-    return tuple(out)
+    def kept(subset: str, k: int) -> dict:
+        return per_replicate(df[(df["subset"] == subset) & (df["mask"] == MASKS[0])], "prediction kept", kernel=k)
+    return tuple(further_verdicts.dilation_keeps_prediction(kept(subset, 1), kept(subset, kernel), kernel, subset,
+                                                            paired_images=shared, seed=seed)
+                 for subset, shared in ((BS, True), (SIS, False)))
 
 
 def retraining_verdicts(run, correct: dict, kernel: int = 3) -> tuple:
@@ -342,10 +331,9 @@ def boundary_verdict(shares: pd.DataFrame, seed: int = 0):
 
 def blank_verdict(run, blank: pd.DataFrame):
     """The SIS reference code's blank check, per architecture and mask value."""
-    conf = {f"{m}, {k}": g.sort_values("replicate")["confidence"].tolist()
-            for (m, k), g in blank.groupby(["model", "mask"], sort=False)}
-    classes = {f"{m}, {k}": ", ".join(dict.fromkeys(g["class"])) for (m, k), g in blank.groupby(["model", "mask"],
-                                                                                                 sort=False)}
+    groups = list(blank.groupby(["model", "mask"], sort=False))
+    conf = {f"{m}, {k}": g.sort_values("replicate")["confidence"].tolist() for (m, k), g in groups}
+    classes = {f"{m}, {k}": ", ".join(dict.fromkeys(g["class"])) for (m, k), g in groups}
     return further_verdicts.blank_uninformative(conf, len(data.CLASSES[run.dataset]), classes)
 
 

@@ -36,14 +36,14 @@ from overinterp.zoo import data
 from overinterp.zoo.data import Selection
 from overinterp.zoo.models import ARCHS
 
-__all__ = ["FRAC", "CONTROL_SEED", "MEASURES", "sample", "source_model", "other_models", "claim_measures",
-           "position_values", "IMPUTED", "imputation_values", "imputed_correct",
-           "method_settings", "black_value", "method_sweep", "mask_sweep", "epochs_sweep", "width_sweep",
-           "keep_mask_images", "other_class_partner", "fill_from_other_class", "random_other_class",
-           "random_target_subsets", "retrain_controls", "controls_table", "retrain_verdicts", "table", "method_tables",
-           "READ_AS", "effects", "closing_values", "prose_values"]
+__all__ = ["MEASURES", "READ_AS", "EFFECT_COLUMNS", "sample", "other_models", "claim_measures", "prose_values",
+           "method_settings", "method_sweep", "black_value", "mask_sweep", "epochs_sweep", "width_sweep", "table",
+           "method_tables", "effects", "closing_values",
+           # C4, from .factors_controls
+           "ACC", "CONTROL_SEED", "IMPUTED", "source_model", "keep_mask_images", "other_class_partner",
+           "fill_from_other_class", "random_other_class", "random_target_subsets", "retrain_controls",
+           "controls_table", "retrain_verdicts", "position_values", "imputation_values", "imputed_correct"]
 
-FRAC = SUBSET_FRAC   # the paper's 5% subsets
 #: claim -> (the column that measures it, its name); lower favours every claim
 MEASURES = {"C1": ("SIS size (% of pixels)", "mean SIS size"),
             "C2": ("drop (points)", "accuracy drop on the own BS subsets"),
@@ -73,7 +73,7 @@ def other_models(run) -> list[nn.Module]:
 
 
 def claim_measures(model: nn.Module, res: BackSelectResult, images: torch.Tensor, labels: torch.Tensor,
-                   others: list[nn.Module], tau: float, device="cpu", frac: float = FRAC) -> dict:
+                   others: list[nn.Module], tau: float, device="cpu", frac: float = SUBSET_FRAC) -> dict:
     """C1-C3 of one model on one image sample, with each verdict."""
     sizes = runs.sis_fractions(find_sis(res, tau))
     x_bs, _ = pixel_subset(res, images, frac)

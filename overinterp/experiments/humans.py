@@ -19,16 +19,13 @@ import torch
 
 from overinterp.engine.sis import pixel_subset
 from overinterp.experiments.runs import backselect_set, selection, trained_model
-from overinterp.paper.formatting import MISSING
+from overinterp.paper.formatting import MISSING, number
 from overinterp.paper.numbers import (ARCH_NAMES, HUMANS_PER_CLASS, HUMANS_SPLIT, SIS_THRESHOLD,
                                       TABLE2)  # Table 2: {frac: (mean, std)} human accuracy (%), CIFAR-10
 from overinterp.zoo import data
 from overinterp.zoo.train import predict
 
-__all__ = ["TABLE2", "PAPER_SPLIT", "Benchmark", "select_images", "build_benchmark", "paper_humans", "accuracy_table",
-           "summary"]
-
-PAPER_SPLIT = HUMANS_SPLIT  # S4: whose subsets the 100 images are
+__all__ = ["TABLE2", "Benchmark", "select_images", "build_benchmark", "paper_humans", "accuracy_table", "summary"]
 
 
 @dataclass
@@ -170,10 +167,11 @@ def accuracy_table(bench: Benchmark) -> pd.DataFrame:
     for lvl, f in enumerate(bench.fracs):
         paper = TABLE2.get(round(f, 4))
         row = {"paper: humans, CIFAR-10 (%)": f"{paper[0]} ± {paper[1]}" if paper else MISSING,
-               ours: f"{bench.model_accuracy[f]:.1f}"}
+               ours: number(bench.model_accuracy[f])}
         for a in bench.counts():
             m = torch.tensor([x == a for x in bench.arch])
-            row[f"ours: {_name(a)} only (n={int(m.sum())})"] = f"{100 * bench.model_correct[lvl, m].float().mean().item():.1f}"
+            acc = 100 * bench.model_correct[lvl, m].float().mean().item()
+            row[f"ours: {_name(a)} only (n={int(m.sum())})"] = number(acc)
         rows[f"{100 * f:g}% of pixels ({_pixels(bench, lvl)} px)"] = row
     return pd.DataFrame.from_dict(rows, orient="index")
 
@@ -186,11 +184,11 @@ def summary(bench: Benchmark) -> dict:
            "humans_below": bench.below_threshold, "humans_hw": f"{H}×{W}", "humans_pixels": H * W,
            "humans_split": ", ".join(f"{n} {_name(a)}" for a, n in bench.counts().items()),
            "humans_levels": len(bench.fracs), "humans_engine": bench.engine,
-           "humans_paper_split": ", ".join(f"{n} {_name(a)}" for a, n in PAPER_SPLIT.items()),
+           "humans_paper_split": ", ".join(f"{n} {_name(a)}" for a, n in HUMANS_SPLIT.items()),     # S4
            "humans_short_n": len(bench.short), "humans_n_classes": len(classes),
            "humans_class_counts": ", ".join(f"{name} {found.get(c, 0)}" for c, name in enumerate(classes))}
     for lvl, f in enumerate(bench.fracs):
         out[f"humans_frac_{lvl}"] = f"{100 * f:g}%"
         out[f"humans_px_{lvl}"] = _pixels(bench, lvl)
-        out[f"humans_model_{lvl}"] = f"{bench.model_accuracy[f]:.1f}%"
+        out[f"humans_model_{lvl}"] = number(bench.model_accuracy[f], suffix="%")
     return out

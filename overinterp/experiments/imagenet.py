@@ -25,8 +25,8 @@ import torch.nn as nn
 
 from overinterp.engine.backselect import backselect
 
-__all__ = ["MEAN", "STD", "MODELS", "PHOTOS", "load_classifier", "map_weights", "class_names", "wnids",
-           "photographs", "to_input", "photo_batch", "photo_sample", "sis_table", "folder_files", "load_folder", "confident",
+__all__ = ["MEAN", "STD", "MODELS", "PHOTOS", "load_classifier", "map_weights", "class_names", "wnids", "photographs",
+           "to_input", "photo_batch", "photo_sample", "sis_table", "folder_files", "load_folder", "confident",
            "border_band", "border_share", "frequency", "time_gradient_steps", "s5_projection"]
 
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)   # ImageNet's, as torchvision's transforms
@@ -115,11 +115,7 @@ def to_input(pixels: np.ndarray | "Image.Image", size: int) -> torch.Tensor:  # 
     from PIL import Image
     img = pixels if isinstance(pixels, Image.Image) else Image.fromarray(pixels)
     x = torch.from_numpy(np.asarray(img.convert("RGB").resize((size, size), Image.BILINEAR)).copy())
-    return _normalise(x.permute(2, 0, 1).float() / 255)
-
-
-def _normalise(x: torch.Tensor) -> torch.Tensor:
-    return (x - torch.tensor(MEAN).view(3, 1, 1)) / torch.tensor(STD).view(3, 1, 1)
+    return (x.permute(2, 0, 1).float() / 255 - torch.tensor(MEAN).view(3, 1, 1)) / torch.tensor(STD).view(3, 1, 1)
 
 
 def photo_batch(photos: dict[str, np.ndarray], size: int) -> tuple[torch.Tensor, list[str]]:

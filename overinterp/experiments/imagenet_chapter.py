@@ -14,7 +14,7 @@ import torch.nn as nn
 from overinterp.engine.sis import find_sis
 from overinterp.experiments import imagenet
 from overinterp.experiments import runs
-from overinterp.paper.formatting import MISSING
+from overinterp.paper.formatting import MISSING, count, number
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
 
 __all__ = ["setup_values", "source", "Sample", "sample", "photo_table", "Selected", "select",
@@ -53,28 +53,23 @@ def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
     if imagenet_dir is None:
         images, names, photos = imagenet.photo_sample(net, size, cfg.images, cfg.min_confidence)
         data_key = {"set": "photos", "names": names, "size": size, "transform": "whole image resized, bilinear"}
-        values = {"source": source(imagenet_dir), "n_source": len(photos), "n_sel": len(names),
-                  "n_sel_text": _images(len(names)), "resize": MISSING, "folder": MISSING}
         known = photos.set_index("photo")
+        values = {"n_source": len(photos), "resize": MISSING, "folder": MISSING, "n_photos": len(photos),
+                  "n_090": int((photos["confidence"] >= IMAGENET_FIG4["min_confidence"]).sum())}
         for name in ("chelsea", "coffee"):
             values[f"{name}_class"] = known.loc[name, "class"].split(",")[0]
-            values[f"{name}_conf"] = f"{known.loc[name, 'confidence']:.2f}"
-        values.update(n_photos=len(photos), n_090=int((photos["confidence"] >= IMAGENET_FIG4["min_confidence"]).sum()))
-        return Sample(images, names, data_key, photos, values)
-    files = imagenet.folder_files(imagenet_dir)
-    images, labels, paths = imagenet.confident(net, files, size, resize, cfg.images, cfg.min_confidence, seed)
-    names = [f.stem for f in paths]
-    data_key = {"set": "imagenet-folder", "root": str(imagenet_dir), "seed": seed,
-                "min_confidence": cfg.min_confidence, "size": size, "resize": resize}
-    values = dict.fromkeys(("chelsea_class", "chelsea_conf", "coffee_class", "coffee_conf", "n_photos", "n_090"), MISSING)
-    values.update(source=source(imagenet_dir), n_source=len(files), n_sel=len(names), n_sel_text=_images(len(names)),
-                  resize=resize, folder=str(imagenet_dir))
-    return Sample(images, names, data_key, None, values)
-
-
-def _images(n: int) -> str:
-    """'no image', '1 image', '5 images': ``n_sel`` in a sentence."""
-    return "no image" if n == 0 else "1 image" if n == 1 else f"{n} images"
+            values[f"{name}_conf"] = number(known.loc[name, "confidence"], 2)
+    else:
+        files = imagenet.folder_files(imagenet_dir)
+        images, _, paths = imagenet.confident(net, files, size, resize, cfg.images, cfg.min_confidence, seed)
+        names, photos = [f.stem for f in paths], None
+        data_key = {"set": "imagenet-folder", "root": str(imagenet_dir), "seed": seed,
+                    "min_confidence": cfg.min_confidence, "size": size, "resize": resize}
+        values = {**dict.fromkeys(("chelsea_class", "chelsea_conf", "coffee_class", "coffee_conf", "n_photos",
+                                   "n_090"), MISSING), "n_source": len(files), "resize": resize,
+                  "folder": str(imagenet_dir)}
+    values.update(source=source(imagenet_dir), n_sel=len(names), n_sel_text=count(len(names), "image"))
+    return Sample(images, names, data_key, photos, values)
 
 
 def photo_table(photos: pd.DataFrame) -> pd.DataFrame:
@@ -113,7 +108,7 @@ def example_panels(s: Sample, sel: Selected) -> tuple[torch.Tensor, torch.Tensor
         return None
     idx = [names.index(n) for n in shown]
     masks = torch.stack([sel.masks[best.loc[n, "tau"]][i] for n, i in zip(shown, idx)])
-    titles = [f"{n}: {pred[i]} ({conf[i]:.2f})\nSIS at τ = {best.loc[n, 'tau']:g}" for n, i in zip(shown, idx)]
+    titles = [f"{n}: {pred[i]} ({number(conf[i], 2)})\nSIS at τ = {best.loc[n, 'tau']:g}" for n, i in zip(shown, idx)]
     return s.images[idx], masks, titles
 
 
@@ -127,8 +122,8 @@ def heatmap_freqs(sel: Selected, taus) -> dict[str, torch.Tensor]:
 def table_values(table: pd.DataFrame, tau: float, border: float, area: float) -> dict[str, str]:
     """The SIS table's prose: border band, images with an SIS at ``tau``, median size, size range."""
     at_tau = table[table["tau"] == tau]
-    return {"band_pct": f"{100 * border:g}%", "band_area": f"{100 * area:.1f}%", "n_tau": len(at_tau),
-            "size_tau": f"{at_tau['SIS size (%)'].median():.1f}%" if len(at_tau) else "not measured (no SIS)",
+    return {"band_pct": f"{100 * border:g}%", "band_area": number(100 * area, suffix="%"), "n_tau": len(at_tau),
+            "size_tau": number(at_tau["SIS size (%)"].median(), suffix="%") if len(at_tau) else "not measured (no SIS)",
             "size_all": (f"{table['SIS size (%)'].min():.1f}–{table['SIS size (%)'].max():.1f}%"
                          if len(table) else MISSING)}
 
@@ -164,8 +159,8 @@ def cost(net: nn.Module, images: torch.Tensor, model: str, cfg, device) -> tuple
                  minutes: f"{p['minutes'][0]}–{p['minutes'][1]}"}
     inc_min = table.loc[table["model"].str.startswith("Inception"), minutes].iloc[0]
     table["model"] = "ours: " + table["model"]
-    values = {"paper_lo": p["minutes"][0], "paper_hi": p["minutes"][1], "inc_min": f"{inc_min:.0f}", "eff_min": f"{table[minutes].iloc[0]:.0f}",
-              "timing_steps": cfg.timing_steps, "timing_images": n_t}
+    values = {"paper_lo": p["minutes"][0], "paper_hi": p["minutes"][1], "inc_min": number(inc_min, 0),
+              "eff_min": number(table[minutes].iloc[0], 0), "timing_steps": cfg.timing_steps, "timing_images": n_t}
     shown = pd.concat([table.assign(**{"s per image-step": table["s per image-step"].round(3),
                                        minutes: table[minutes].round(1)}), pd.DataFrame([paper_row])],
                       ignore_index=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from dataclasses import asdict
 
-import numpy as np
 import pandas as pd
 import torch
 import torch.nn as nn
@@ -22,6 +21,7 @@ from overinterp.engine.sis import find_sis
 from overinterp.experiments import runs
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.methods.input_reduction import Reduction, finetune, reduce_inputs
+from overinterp.paper.formatting import number
 from overinterp.paper.numbers import ARCH_NAMES, FENG_BEAM, FENG_MEAN_LENGTH, FENG_TABLE2
 from overinterp.store import Store
 from overinterp.zoo import data
@@ -162,7 +162,7 @@ def sis_table(images: pd.DataFrame) -> pd.DataFrame:
 def beside_feng(ours: pd.DataFrame, label: str) -> pd.DataFrame:
     """Their Table 2 (NLP validation sets, lengths in words) above our rows (lengths in pixels)."""
     cols = list(ours.columns)
-    feng = pd.DataFrame.from_dict({f"Feng et al.: {k} (words)": [f"{v:.2f}" for v in vals]
+    feng = pd.DataFrame.from_dict({f"Feng et al.: {k} (words)": [number(v, 2) for v in vals]
                                    for k, vals in FENG_TABLE2.items()}, orient="index", columns=cols)
     return pd.concat([feng, ours.set_axis([f"{label}: {i} (pixels)" for i in ours.index])])
 
@@ -190,28 +190,23 @@ def setup_values(run, p, images: torch.Tensor) -> dict:
 
 def size_values(images: pd.DataFrame, pixels: int) -> dict:
     """Reduced sizes of the original models' reductions (their Figure 3), and the fine-tuned mean."""
-    orig = images[images["model"] == "original"]
-    tuned = images[images["model"] == "fine-tuned"]
-    return {"size_orig": f"{orig['reduced size'].mean():.1f}",
-            "size_orig_pct": f"{100 * orig['reduced size'].mean() / pixels:.1f}",
-            "size_orig_median": f"{orig['reduced size'].median():.0f}",
-            "n_one": int((orig["reduced size"] == 1).sum()), "n_rows": len(orig),
-            "size_tuned": f"{tuned['reduced size'].mean():.1f}"}
+    orig, tuned = (images.loc[images["model"] == m, "reduced size"] for m in MODELS)
+    return {"size_orig": number(orig.mean()), "size_orig_pct": number(100 * orig.mean() / pixels),
+            "size_orig_median": number(orig.median(), 0), "n_one": int((orig == 1).sum()), "n_rows": len(orig),
+            "size_tuned": number(tuned.mean())}
 
 
 def confidence_values(images: pd.DataFrame) -> dict:
     """Mean confidence on original and reduced inputs (their Figure 4); reduced inputs gaining confidence."""
-    orig = images[images["model"] == "original"]
-    tuned = images[images["model"] == "fine-tuned"]
-    out = {}
+    orig, tuned = (images[images["model"] == m] for m in MODELS)
+    out = {"n_more": int((orig["confidence (reduced)"] > orig["confidence (original)"]).sum())}
     for name, g in (("orig", orig), ("tuned", tuned)):
-        out[f"conf_full_{name}"] = f"{g['confidence (original)'].mean():.2f}"
-        out[f"conf_red_{name}"] = f"{g['confidence (reduced)'].mean():.2f}"
-    out["n_more"] = int((orig["confidence (reduced)"] > orig["confidence (original)"]).sum())
+        out[f"conf_full_{name}"] = number(g["confidence (original)"].mean(), 2)
+        out[f"conf_red_{name}"] = number(g["confidence (reduced)"].mean(), 2)
     return out
 
 
 def table2_values(summary: pd.DataFrame) -> dict:
     """The means of :func:`table2_summary`, glued as accuracy_before, ..., reduced_size_after."""
-    return {col.replace(" ", "_"): f"{summary[(col, 'mean')].iloc[0]:.1f}"
+    return {col.replace(" ", "_"): number(summary[(col, "mean")].iloc[0])
             for col in ("accuracy before", "accuracy after", "reduced size before", "reduced size after")}

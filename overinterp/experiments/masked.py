@@ -123,6 +123,7 @@ def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> Mask
                    "zoo accuracy (%)": acc[1], "drop (points)": math.nan if diverged else acc[1] - acc[0],
                    "own BS subsets (%)": math.nan, "random subsets (%)": math.nan,
                    "blank uninformative": bool(passes[(name, r)]) and not diverged, "accepted": False}
+            own = None
             if not diverged:       # a fine-tuning that diverged is reported, not backselected
                 res = runs.backselect_model(run, m, masked_config(run, arch, seed), sel, progress=progress)
                 own = blank_module.own_subsets(m, res, X, Y, frac, run.device)
@@ -131,11 +132,8 @@ def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> Mask
                 row.update({"own BS subsets (%)": 100 * float(own["bs"].mean()),
                             "random subsets (%)": 100 * float(runs.correct(m, rnd, Y, run.device).mean()),
                             "accepted": bool(passes[(name, r)] and acc[1] - acc[0] <= c.max_drop)})
-                for out, k in ((full, "full"), (bs, "bs"), (drops, "drop")):
-                    out[name].append(own[k].numpy())
-            else:
-                for out in (full, bs, drops):
-                    out[name].append(None)
+            for out, k in ((full, "full"), (bs, "bs"), (drops, "drop")):
+                out[name].append(None if own is None else own[k].numpy())
             rows.append(row)
             accepted[name].append(row["accepted"])
     pick = {n: [i for i, ok in enumerate(a) if ok] for n, a in accepted.items()}

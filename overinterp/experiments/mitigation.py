@@ -1,9 +1,8 @@
-"""Mitigating overinterpretation: ensembles (paper 3.2, 4.6, Fig. 6, S2) and input dropout (the paper
-code's). The paper finds ensembles (mean of members' logits; one per architecture and one of all) raise
-accuracy and SIS size, an ensemble's SIS larger than its members'. Input dropout trains with each pixel kept
-with probability ``keep_prob``; at evaluation it averages logits over fixed masks (the paper code: fresh
-masks), so the model is deterministic. SIS sizes (% of pixels) come from cached backward selections of the
-SIS chapter's images; increases get t intervals over models (:func:`overinterp.paper.intervals.replicate_interval`).
+"""Mitigating overinterpretation: ensembles (paper 3.2, 4.6, Fig. 6, S2; mean of members' logits, one per
+architecture and one of all), which the paper finds raise accuracy and SIS size, and input dropout (the paper
+code's: each pixel kept with probability ``keep_prob``; at evaluation logits averaged over fixed masks, where
+the paper code draws fresh ones, so the model is deterministic). SIS sizes (% of pixels) come from cached
+backward selections of the SIS chapter's images; increases get ``replicate_interval``'s intervals.
 
     table = sis_table(run, taus, dropout=True)         # one row per (model, image, tau with an SIS)
     means = mean_sizes(table)                           # Fig. 6: mean and 95% interval per (model, tau)
@@ -20,7 +19,7 @@ import torch.nn as nn
 
 from overinterp.engine.sis import find_sis, random_subset, sis_size_pct
 from overinterp.experiments import runs as runs_module
-from overinterp.experiments.runs import model_config, trained_model
+from overinterp.experiments.runs import extremes, model_config, trained_model
 from overinterp.experiments.sis_accuracy import SIZE, sis_rows
 from overinterp.paper.formatting import MISSING, count, counted, number
 from overinterp.paper.intervals import Interval, bootstrap, replicate_interval
@@ -33,9 +32,9 @@ from overinterp.zoo.train import InputDropout, logits, plateaued
 __all__ = ["PAPER_ENSEMBLE", "model_name", "members", "ensemble_config", "ensemble", "dropout_config",
            "dropout_count", "dropout_model", "dropout_models",
            "sis_table", "mean_sizes", "paired_increase", "ensemble_increase",
-           "dropout_increase", "table1_rows", "accuracy_gain", "accuracy_pct", "zoo_logits",
-           "ensemble_gains", "ensembles_values", "accuracy_values", "means_table", "s2_gallery", "increase_table",
-           "increase_values", "dropout_values", "dropout_logits", "dropout_accuracy", "dropout_accuracy_values", "dropout_legend",
+           "dropout_increase", "table1_rows", "accuracy_gain", "accuracy_pct", "zoo_logits", "ensemble_gains",
+           "ensembles_values", "accuracy_values", "means_table", "s2_gallery", "increase_table", "increase_values",
+           "dropout_values", "dropout_logits", "dropout_accuracy", "dropout_accuracy_values", "dropout_legend",
            "dropout_verdict_values", "DROPOUT_COMPARISONS"]
 
 #: Table 1's ensemble rows (5 ResNet18s, CIFAR-10): (train on, evaluate on) -> (test, CIFAR-10.1, CIFAR-10-C).
@@ -101,35 +100,34 @@ def sis_table(run, taus: Sequence[float], sel=None, dropout: bool = False, progr
     image, tau, correct, confidence, :data:`SIZE`."""
     p = run.profile
     sel = sel or runs_module.confident_selection(run, p.sis_threshold)
-    labels = sel.load()[1]
-    runs = []  # (model, kind, arch, result)
+    labels, frames = sel.load()[1], []
+
+    def add(name: str, kind: str, arch: str, model=None, cfg=None, res=None):
+        if res is None:
+            res = runs_module.backselect_model(run, model, cfg, sel, progress=progress)
+        frames.append(sis_rows(res, labels, taus).assign(model=name, kind=kind, arch=arch))
     for a in p.archs:
         for r in range(p.replicates):
-            res = runs_module.backselect_set(run, a, sel, run.seed + r, progress=progress)
-            runs.append((model_name(a, run.seed + r), "single", ARCH_NAMES.get(a, a), res))
+            add(model_name(a, run.seed + r), "single", ARCH_NAMES.get(a, a),
+                res=runs_module.backselect_set(run, a, sel, run.seed + r, progress=progress))
     for name, spec in members(run).items():
-        archs = {a for a, _ in spec}
-        arch = ARCH_NAMES.get(spec[0][0], spec[0][0]) if len(archs) == 1 else "all"
-        runs.append((name, "ensemble", arch, runs_module.backselect_model(run, ensemble(run, spec), ensemble_config(run, spec),
-                                                                sel, progress=progress)))
+        arch = ARCH_NAMES.get(spec[0][0], spec[0][0]) if len({a for a, _ in spec}) == 1 else "all"
+        add(name, "ensemble", arch, ensemble(run, spec), ensemble_config(run, spec))
     if dropout:
         c = p.mitigation
         arch = ARCH_NAMES.get(c.dropout_arch, c.dropout_arch)
         for r, (name, m) in enumerate(dropout_models(run, progress).items()):
             cfg = dropout_config(run, run.seed + r)
-            runs.append((name, "input dropout", arch, runs_module.backselect_model(run, m, cfg, sel, progress=progress)))
-            runs.append((f"{name}, no masks", "input dropout, no masks", arch, runs_module.backselect_model(
-                run, m.model, {**cfg, "eval_average": "none: the network without masks"}, sel, progress=progress)))
-        for r in range(dropout_count(run)):     # the standard replicates of the same seeds
+            add(name, "input dropout", arch, m, cfg)
+            add(f"{name}, no masks", "input dropout, no masks", arch, m.model,
+                {**cfg, "eval_average": "none: the network without masks"})
+        for r in range(dropout_count(run)):     # the standard replicates of the same seeds, through the same masks
             seed = run.seed + r
             std = trained_model(run.dataset, c.dropout_arch, p.name, seed=seed, device=run.device, progress=False)
-            runs.append((f"{model_name(c.dropout_arch, seed)} through masks", "standard through masks", arch,
-                         runs_module.backselect_model(run, InputDropout(std, c.keep_prob, c.dropout_samples).eval(),
-                                            {**model_config(run.dataset, c.dropout_arch, p.name, seed),
-                                             "eval_average": f"logits over the input-dropout models' "
-                                                             f"{c.dropout_samples} fixed masks, keep {c.keep_prob:g}"},
-                                            sel, progress=progress)))
-    frames = [sis_rows(res, labels, taus).assign(model=name, kind=kind, arch=arch) for name, kind, arch, res in runs]
+            add(f"{model_name(c.dropout_arch, seed)} through masks", "standard through masks", arch,
+                InputDropout(std, c.keep_prob, c.dropout_samples).eval(),
+                {**model_config(run.dataset, c.dropout_arch, p.name, seed), "eval_average":
+                 f"logits over the input-dropout models' {c.dropout_samples} fixed masks, keep {c.keep_prob:g}"})
     out = pd.concat(frames, ignore_index=True)
     first = ["model", "kind", "arch"]
     return out[first + [c for c in out.columns if c not in first]]
@@ -179,10 +177,8 @@ def paired_increase(table: pd.DataFrame, treated: Sequence[str], control: Sequen
 def ensemble_increase(table: pd.DataFrame, specs: Mapping[str, Sequence[tuple[str, int]]], taus: Sequence[float],
                       **kw) -> pd.DataFrame:
     """:func:`paired_increase` of each ensemble over its members (Fig. S2), rows (ensemble, tau)."""
-    rows = []
-    for name, spec in specs.items():
-        for tau in taus:
-            rows.append({"ensemble": name, **paired_increase(table, [name], [model_name(a, s) for a, s in spec], tau, **kw)})
+    rows = [{"ensemble": name, **paired_increase(table, [name], [model_name(a, s) for a, s in spec], tau, **kw)}
+            for name, spec in specs.items() for tau in taus]
     return pd.DataFrame(rows).set_index(["ensemble", "tau"])
 
 
@@ -212,11 +208,17 @@ def dropout_increase(table: pd.DataFrame, taus: Sequence[float], **kw) -> pd.Dat
     return pd.DataFrame(rows).set_index(["models", "tau"])
 
 
+def accuracy_pct(z: torch.Tensor, labels: torch.Tensor) -> float:
+    """Accuracy (%) of the outputs ``z`` (N, K) against ``labels`` (N,)."""
+    return 100 * (z.argmax(1) == labels).double().mean().item()
+
+
 def table1_rows(run, specs: Mapping[str, Sequence[tuple[str, int]]], frac: float = 0.05) -> pd.DataFrame:
     """Table 1's ensemble rows: accuracy (%) on full images and random ``frac`` subsets of each set."""
     p, rows = run.profile, {}
     for set_name, (X, Y) in runs_module.eval_sets(run).items():
-        Xr = random_subset(X, frac, seed=runs_module.subset_seed(run.dataset, set_name), block=p.backselect.block, mask_value=p.backselect.mask_value)[0]
+        Xr = random_subset(X, frac, seed=runs_module.subset_seed(run.dataset, set_name), block=p.backselect.block,
+                           mask_value=p.backselect.mask_value)[0]
         out = {}  # (arch, seed) -> (logits on X, logits on Xr)
         for a, s in dict.fromkeys(m for spec in specs.values() for m in spec):
             model = trained_model(run.dataset, a, p.name, seed=s, device=run.device, progress=False)
@@ -224,7 +226,7 @@ def table1_rows(run, specs: Mapping[str, Sequence[tuple[str, int]]], frac: float
         for name, spec in specs.items():
             for k, kind in enumerate(("full", "random")):
                 z = torch.stack([out[m][k] for m in spec]).mean(0)   # the Ensemble's output
-                rows.setdefault((name, kind), {})[set_name] = 100 * (z.argmax(1) == Y).double().mean().item()
+                rows.setdefault((name, kind), {})[set_name] = accuracy_pct(z, Y)
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["ensemble", "evaluated on"])
 
 
@@ -243,19 +245,17 @@ def accuracy_gain(ensemble_logits: torch.Tensor, member_logits: Sequence[torch.T
 
 # ----------------------------------------------------------------------------- the chapters' tables and prose
 
-def accuracy_pct(z: torch.Tensor, labels: torch.Tensor) -> float:
-    """Accuracy (%) of the outputs ``z`` (N, K) against ``labels`` (N,)."""
-    return 100 * (z.argmax(1) == labels).double().mean().item()
+def _accuracy_images(run) -> tuple:
+    """(test split, images, labels): the first ``mitigation.accuracy_images`` of the seeded test set."""
+    split = data.load(run.dataset, "test")
+    return split, *data.take(split, run.profile.mitigation.accuracy_images, seed=0)
 
 
 def zoo_logits(run) -> tuple:
     """(test split, labels, {model name: logits}) of every zoo model on ``accuracy_images`` test images."""
-    split = data.load(run.dataset, "test")
-    Xa, Ya = data.take(split, run.profile.mitigation.accuracy_images, seed=0)
-    zoo = runs_module.zoo(run)
-    out = {model_name(a, run.seed + r): logits(m, Xa, device=run.device)
-           for a, ms in zoo.items() for r, m in enumerate(ms)}
-    return split, Ya, out
+    split, Xa, Ya = _accuracy_images(run)
+    return split, Ya, {model_name(a, run.seed + r): logits(m, Xa, device=run.device)
+                       for a, ms in runs_module.zoo(run).items() for r, m in enumerate(ms)}
 
 
 def ensemble_gains(out: Mapping[str, torch.Tensor], specs: Mapping[str, Sequence[tuple[str, int]]],
@@ -266,26 +266,33 @@ def ensemble_gains(out: Mapping[str, torch.Tensor], specs: Mapping[str, Sequence
                          for name, spec in specs.items()}).T
 
 
+def _setup_values(run, tau: float, taus: Sequence[float], min_images: int) -> dict:
+    """What both chapters' setups glue: thresholds, engine, smallest sample."""
+    return {"tau": f"{tau:g}", "taus": ", ".join(f"{t:g}" for t in taus), "method": run.profile.backselect.describe(),
+            "min_images": min_images}
+
+
 def ensembles_values(run, tau: float, taus: Sequence[float], specs: Mapping, n_resamples: int,
                      min_images: int) -> dict:
     """Glue name -> value of the ensembles chapter's setup."""
-    return {"tau": f"{tau:g}", "taus": ", ".join(f"{t:g}" for t in taus), "method": run.profile.backselect.describe(),
-            "replicates": run.profile.replicates, "n_ensembles": len(specs), "ensemble_names": "; ".join(specs),
-            "n_resamples": n_resamples, "min_images": min_images}
+    return {**_setup_values(run, tau, taus, min_images), "replicates": run.profile.replicates,
+            "n_ensembles": len(specs), "ensemble_names": "; ".join(specs), "n_resamples": n_resamples}
 
 
 def accuracy_values(gains: pd.DataFrame, verdict: Verdict, n_images: int) -> dict:
     """Glue name -> value of the ensembles' accuracy: images, verdict, range of the gains, Table 1's."""
-    return {"n_acc": n_images, "acc_verdict": verdict.word, "acc_counted": counted(verdict.numbers), "gain_min": f"{gains['gain (points)'].min():+.2f}",
-            "gain_max": f"{gains['gain (points)'].max():+.2f}", "paper_ens": fmt(PAPER_ENSEMBLE[("full", "full")][0]),
+    gain = gains["gain (points)"]
+    return {"n_acc": n_images, "acc_verdict": verdict.word, "acc_counted": counted(verdict.numbers),
+            "gain_min": f"{gain.min():+.2f}", "gain_max": f"{gain.max():+.2f}",
+            "paper_ens": fmt(PAPER_ENSEMBLE[("full", "full")][0]),
             "paper_r18": fmt(TABLE1[("resnet18", "full", "full")][0])}
 
 
 def means_table(means: pd.DataFrame) -> pd.DataFrame:
     """:func:`mean_sizes` for display: rows model, one column per tau, 'mean [low, high] (images)'."""
     def cell(r):
-        ci = "" if pd.isna(r["low"]) else f" [{r['low']:.1f}, {r['high']:.1f}]"
-        return f"{r['mean']:.1f}{ci} ({int(r['images'])})"
+        ci = "" if pd.isna(r["low"]) else f" [{number(r['low'])}, {number(r['high'])}]"
+        return f"{number(r['mean'])}{ci} ({int(r['images'])})"
 
     shown = means.assign(shown=means.apply(cell, axis=1))
     return shown.pivot(index="model", columns="tau", values="shown").reindex(means["model"].unique()).rename(
@@ -307,7 +314,8 @@ def s2_gallery(run, specs: Mapping[str, Sequence[tuple[str, int]]], tau: float, 
     rows = {}
     for n in names:
         pct = sis_size_pct(results[n], tau, masks[n])[both.numpy()]
-        rows[("ensemble" if n == shown_name else n) + "\n" + " ".join(f"{p:.0f}%" for p in pct)] = masks[n].mask[both]
+        sizes = " ".join(number(p, 0, suffix="%") for p in pct)
+        rows[("ensemble" if n == shown_name else n) + "\n" + sizes] = masks[n].mask[both]
     return shown_name, X[both], rows, [split.classes[int(y)] for y in Y[both]]
 
 
@@ -326,31 +334,25 @@ def increase_table(inc: pd.DataFrame, specs: Mapping) -> pd.DataFrame:
 def increase_values(verdict: Verdict) -> dict:
     """Glue name -> value of the ensembles' SIS verdict."""
     nums, effect = verdict.numbers, at_least("ensemble_sis").low
-    return {"sis_verdict": verdict.word, "inc_min": number(nums['increase (points)'].min(), sign=True),
-            "inc_max": number(nums['increase (points)'].max(), sign=True), "inc_effect": f"{effect:g}",
-            "inc_above": int((nums["low"] >= effect).sum()), "inc_n": len(nums), "inc_counted": counted(nums)}
+    return {"sis_verdict": verdict.word, **extremes("inc", nums["increase (points)"], sign=True),
+            "inc_effect": f"{effect:g}", "inc_above": int((nums["low"] >= effect).sum()), "inc_n": len(nums),
+            "inc_counted": counted(nums)}
 
 
 def dropout_values(run, tau: float, taus: Sequence[float], min_images: int) -> dict:
     """Glue name -> value of the input-dropout chapter's setup."""
     c = run.profile.mitigation
-    return {"tau": f"{tau:g}", "taus": ", ".join(f"{t:g}" for t in taus),
-            "arch": ARCH_NAMES.get(c.dropout_arch, c.dropout_arch), "keep_prob": f"{c.keep_prob:g}",
-            "drop_pct": f"{100 * (1 - c.keep_prob):.0f}", "samples": c.dropout_samples,
-            "n_dropout": dropout_count(run), "method": run.profile.backselect.describe(),
-            "min_images": min_images}
+    return {**_setup_values(run, tau, taus, min_images), "arch": ARCH_NAMES.get(c.dropout_arch, c.dropout_arch),
+            "keep_prob": f"{c.keep_prob:g}", "drop_pct": number(100 * (1 - c.keep_prob), 0),
+            "samples": c.dropout_samples, "n_dropout": dropout_count(run)}
 
 
 def dropout_logits(run) -> tuple:
     """(labels, standard logits, {name: input-dropout logits}, input-dropout models) on test images."""
-    c = run.profile.mitigation
-    split = data.load(run.dataset, "test")
-    Xa, Ya = data.take(split, c.accuracy_images, seed=0)
-    standard = runs_module.zoo(run, archs=[c.dropout_arch])[c.dropout_arch]
+    arch, (_, Xa, Ya) = run.profile.mitigation.dropout_arch, _accuracy_images(run)
+    z_std = [logits(m, Xa, device=run.device) for m in runs_module.zoo(run, archs=[arch])[arch]]
     dropout = dropout_models(run, progress=False)
-    z_std = [logits(m, Xa, device=run.device) for m in standard]
-    z_drop = {n: logits(m, Xa, device=run.device) for n, m in dropout.items()}
-    return Ya, z_std, z_drop, dropout
+    return Ya, z_std, {n: logits(m, Xa, device=run.device) for n, m in dropout.items()}, dropout
 
 
 def dropout_accuracy(z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torch.Tensor], labels: torch.Tensor,
@@ -364,10 +366,8 @@ def dropout_accuracy(z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torch.T
 
 def dropout_accuracy_values(table: pd.DataFrame, dropout: Mapping[str, nn.Module], n_images: int) -> dict:
     """Glue name -> value: test images, plateaued input-dropout models, mean accuracies."""
-    out = {"n_acc": n_images, "n_dropout_plateau": sum(plateaued(m.info["history"]) for m in dropout.values())}
-    for k, name in enumerate(("acc_std", "acc_drop", "acc_ens")):
-        out[name] = f"{table.iloc[k, 0]:.2f}"
-    return out
+    return {"n_acc": n_images, "n_dropout_plateau": sum(plateaued(m.info["history"]) for m in dropout.values()),
+            **{name: number(table.iloc[k, 0], 2) for k, name in enumerate(("acc_std", "acc_drop", "acc_ens"))}}
 
 
 def dropout_legend(run, z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torch.Tensor], labels: torch.Tensor,

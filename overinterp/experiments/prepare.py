@@ -34,7 +34,7 @@ from overinterp.paper.numbers import SUBSET_FRAC
 from overinterp.experiments.runs import trained_model
 from overinterp.store import Store
 
-__all__ = ["Unit", "book_plan", "plan", "plans", "prepare", "prepare_parallel", "worker"]
+__all__ = ["Unit", "book_plan", "plan", "model_keys", "plans", "prepare", "prepare_parallel", "worker"]
 
 
 @dataclass(frozen=True)
@@ -142,15 +142,20 @@ def prepare(run, units: slice | None = None, rank: int = 0, world: int = 1, prog
     todo = plans()[study](run)[units or slice(None)][rank::world]
     seconds = {}
     for u in tqdm(todo, desc=f"prepare {run.profile.name} [{rank}/{world}]", unit="unit", disable=not progress):
-        t0 = time.perf_counter()
-        u.run()
-        seconds[f"{u.kind}: {u.name}"] = round(time.perf_counter() - t0, 1)
+        name, seconds[name] = _timed(u)
         if log:
             with open(log, "a") as f:
                 f.write(json.dumps({"profile": run.profile.name, "study": study, "unit": u.name, "kind": u.kind,
-                                    "seconds": seconds[f"{u.kind}: {u.name}"], "rank": rank, "world": world,
+                                    "seconds": seconds[name], "rank": rank, "world": world,
                                     "finished": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
     return seconds
+
+
+def _timed(u: Unit) -> tuple[str, float]:
+    """("kind: name", seconds) of running ``u``."""
+    t0 = time.perf_counter()
+    u.run()
+    return f"{u.kind}: {u.name}", round(time.perf_counter() - t0, 1)
 
 
 def _one_thread(root: str, repair: bool | None) -> None:
@@ -160,10 +165,7 @@ def _one_thread(root: str, repair: bool | None) -> None:
 
 
 def _run_unit(run, study: str, i: int) -> tuple[str, float]:
-    u = plans()[study](run)[i]
-    t0 = time.perf_counter()
-    u.run()
-    return f"{u.kind}: {u.name}", round(time.perf_counter() - t0, 1)
+    return _timed(plans()[study](run)[i])
 
 
 def prepare_parallel(run, workers: int = 2, study: str = "chapters", progress: bool = True) -> dict:
@@ -178,6 +180,5 @@ def prepare_parallel(run, workers: int = 2, study: str = "chapters", progress: b
             todo = [pool.submit(_run_unit, run, study, i) for i, u in enumerate(units) if u.kind == kind]
             for f in tqdm(as_completed(todo), total=len(todo), unit="unit", disable=not progress,
                           desc=f"prepare {run.profile.name}: {kind} units in {workers} processes"):
-                name, sec = f.result()
-                seconds[name] = sec
+                name, seconds[name] = f.result()
     return seconds

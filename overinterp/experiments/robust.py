@@ -1,15 +1,12 @@
 """Adversarially robust models (paper 4.5, Figure 1 "Adv. Robust"): the paper finds Madry et al.'s (2018)
 adversarially trained CIFAR-10 model (l-inf PGD, 8/255, 7 steps of 2/255) also has sparse SIS at >= 99%
-confidence. We train our own likewise (every batch replaced by PGD examples), cached like the zoo.
-
-PGD is Captum's, on [0, 1] pixels through :class:`PixelModel` (epsilon in pixel units), with two departures:
-cross-entropy of the logits (Captum's default takes a log of outputs), and gradients below its
-``zero_thresh`` (1e-6) still move the image (freezing them would overstate robustness).
+confidence; we train our own likewise (every batch replaced by PGD examples), cached like the zoo. PGD is
+Captum's on [0, 1] pixels (:class:`PixelModel`), with cross-entropy of the logits (Captum's default takes a
+log of outputs) and gradients below its ``zero_thresh`` (1e-6) still moving the image (freezing them would
+overstate robustness).
 
     models = robust_models(run)                                 # replicates, trained or loaded
     acc = attack_accuracies({"robust": models}, X, Y, run)      # clean and PGD accuracy (%)
-    res = robust_backselect(run, models[0], sel)                # cached backward selection
-    further_verdicts.robust_sis_sparse({"robust ResNet20": [s0, s1]}, 0.99)   # the paper's claim (per replicate)
 """
 from __future__ import annotations
 
@@ -36,17 +33,14 @@ from overinterp.zoo import data as datasets
 from overinterp.zoo.train import cached_fit, make_model, plateaued
 
 __all__ = ["EPSILON", "LOSSES", "PixelModel", "pgd", "PGDTraining", "epsilon", "training_attack", "robust_config",
-           "robust_models", "robust_selection", "attack_correct", "attack_accuracies", "robust_backselect", "sis_table",
-           "paired_sizes", "per_replicate", "size_difference", "model_name", "accuracy_table",
-           "PAPER", "setup_values", "training_values", "histories", "paper_accuracy_table", "accuracy_values",
+           "robust_models", "robust_selection", "attack_correct", "attack_accuracies", "robust_backselect",
+           "sis_table", "paired_sizes", "per_replicate", "size_difference", "model_name", "accuracy_table",
+           "setup_values", "training_values", "histories", "paper_accuracy_table", "accuracy_values",
            "comparison_selection", "sis_results", "sis_values", "sis_gallery", "verdict_values"]
 
 #: l-inf radius in [0, 1] pixel units: CIFAR-10 Madry et al.'s 8/255 (the paper's); Fashion-MNIST 0.1 (Wong &
 #: Kolter, ICML 2018, and later work)
 EPSILON = {"cifar10": MADRY_TRAINING["epsilon"], "fashion-mnist": 0.1}
-
-#: Madry et al.'s CIFAR-10 model: clean accuracy and white-box leaderboard (MadryLab/cifar10_challenge) PGD
-PAPER = MADRY_ACCURACY
 
 
 def _margin(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -256,7 +250,7 @@ def accuracy_table(acc: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({m: mean_std(g[cols].reset_index(drop=True)) for m, g in acc.groupby("model", sort=False)}).T
 
 
-# ----------------------------------------------------------------------------- the chapter's figure data, tables and prose
+# ----------------------------------------------------------------------------- the chapter's tables and prose
 
 def _summed(per: str) -> str:
     """'13 + 1' (images per replicate) as '14 (13 + 1)': a count that reads with its plural noun."""
@@ -272,7 +266,7 @@ def setup_values(run, tau: float) -> dict:
     """Glue name -> value of the setup: tau, attacks, robust training."""
     cfg, p = run.profile.robust, run.profile
     eps = epsilon(run.dataset, cfg)
-    return {"tau": tau, "eps": f"{eps:.4g}", "eps255": f"{255 * eps:.1f}", "train_steps": count(cfg.steps, "step"),
+    return {"tau": tau, "eps": f"{eps:.4g}", "eps255": number(255 * eps), "train_steps": count(cfg.steps, "step"),
             "train_step": f"{training_attack(run).step_size:.4g}", "eval_steps": count(cfg.eval_steps, "step"),
             "eval_restarts": count(cfg.eval_restarts, "random start"), "arch_name": model_name(cfg.arch, False),
             "train_size": cfg.train_size or p.train_size or "all", "epochs": count(cfg.epochs or p.train.epochs, "epoch")}
@@ -291,20 +285,19 @@ def histories(run, robust: Sequence[nn.Module], standard: Sequence[nn.Module]) -
 
 
 def paper_accuracy_table() -> pd.DataFrame:
-    """Madry et al.'s reported clean and PGD accuracy, one row."""
-    return pd.DataFrame({"clean accuracy (%)": [f"{PAPER['clean accuracy (%)']:g}"],
-                         "PGD accuracy (%)": [f"{PAPER['PGD-20 accuracy (%)']:g} (20 steps); "
-                                              f"{PAPER['PGD-20, 10 restarts accuracy (%)']:g} (10 restarts)"]},
-                        index=[f"Madry et al.'s model (CIFAR-10, ε = {255 * MADRY_TRAINING['epsilon']:.0f}/255)"])
+    """Madry et al.'s clean and white-box leaderboard (MadryLab/cifar10_challenge) PGD accuracy, one row."""
+    paper, eps = MADRY_ACCURACY, number(255 * MADRY_TRAINING["epsilon"], 0)
+    return pd.DataFrame({"clean accuracy (%)": [f"{paper['clean accuracy (%)']:g}"],
+                         "PGD accuracy (%)": [f"{paper['PGD-20 accuracy (%)']:g} (20 steps); "
+                                              f"{paper['PGD-20, 10 restarts accuracy (%)']:g} (10 restarts)"]},
+                        index=[f"Madry et al.'s model (CIFAR-10, ε = {eps}/255)"])
 
 
 def accuracy_values(table: pd.DataFrame, n_images: int, arch: str) -> dict:
     """Glue name -> value: attacked images, robust and standard mean clean and PGD accuracy (%)."""
-    out = {"n_eval": n_images}
-    for who, robust in [("robust", True), ("standard", False)]:
-        for col, key in [("clean accuracy (%)", "clean"), ("PGD accuracy (%)", "pgd")]:
-            out[f"{who}_{key}"] = f"{table.loc[model_name(arch, robust), (col, 'mean')]:.1f}"
-    return out
+    return {"n_eval": n_images, **{f"{who}_{key}": number(table.loc[model_name(arch, robust), (col, "mean")])
+                                   for who, robust in [("robust", True), ("standard", False)]
+                                   for col, key in [("clean accuracy (%)", "clean"), ("PGD accuracy (%)", "pgd")]}}
 
 
 def comparison_selection(run, standard: nn.Module, robust: nn.Module, tau: float) -> datasets.Selection:
@@ -328,8 +321,8 @@ def sis_values(sizes: pd.DataFrame, labels: torch.Tensor, robust_name: str, clas
     """Glue name -> value: images and classes compared, robust SIS share (%) and mean confidence."""
     has = sizes.assign(has=sizes["SIS size (%)"].notna()).groupby("model", sort=False)["has"].mean()
     present = [classes[c] for c in sorted(set(labels.tolist()))]
-    return {"n_sis_images": len(labels), "robust_has_sis": f"{100 * has[robust_name]:.0f}",
-            "robust_conf": f"{sizes[sizes.model == robust_name].confidence.mean():.3f}",
+    return {"n_sis_images": len(labels), "robust_has_sis": number(100 * has[robust_name], 0),
+            "robust_conf": number(sizes[sizes.model == robust_name].confidence.mean(), 3),
             "n_sel_classes": len(present), "sel_classes": ", ".join(present)}
 
 
@@ -342,37 +335,27 @@ def sis_gallery(results: Mapping[tuple, BackSelectResult], tau: float, n_show: i
 
 
 def verdict_values(sparse, difference: pd.DataFrame, n_pairs: int) -> dict:
-    """Glue name -> value of the verdict and of :func:`size_difference`'s first row."""
+    """Glue name -> value of the verdict and of :func:`size_difference`'s first row, and the same in clauses
+    that read where a number does not exist (``sparse_text``, ``diff_text``)."""
     row, d = sparse.numbers.iloc[0], difference.iloc[0]
-    return {"n_pairs": n_pairs, "sparse_word": sparse.word, "robust_mean_sis": number(row['mean SIS size (%)']),
-            "sparse_low": number(row['95% low']), "sparse_high": number(row['95% high']),
-            "sparse_interval": bounds(row['95% low'], row['95% high']),
-            "sparse_counted": f"{_summed(row['per replicate'])} images with an SIS over {len(row['per replicate'].split(' + '))} replicates",
-            "diff": number(d['difference (points)'], sign=True), "diff_low": number(d['95% low'], sign=True),
-            "diff_high": number(d['95% high'], sign=True), "diff_interval": bounds(d['95% low'], d['95% high'], sign=True),
-            "diff_counted": f"{_summed(d['images per replicate'])} images over {count(int(d['replicates']), 'replicate pair')}",
-            # the same in clauses that read where a number does not exist
-            "sparse_text": _sparse_text(row), "diff_text": _diff_text(d, n_pairs)}
-
-
-def _sparse_text(row) -> str:
-    """'is 2.5% of the pixels (95% interval 1.9 to 3.1; counted: ...)', or why there is none."""
     per = str(row["per replicate"])
-    counted = f"counted: {_summed(per)} images with an SIS over {count(len(per.split(' + ')), 'replicate')}"
     mean, iv = number(row["mean SIS size (%)"]), bounds(row["95% low"], row["95% high"])
-    if mean == MISSING:
-        return f"cannot be measured: no robust model's image has an SIS ({counted})"
-    return f"is {mean}% of the pixels ({'no interval' if iv == MISSING else '95% interval ' + iv}; {counted})"
-
-
-def _diff_text(d, n_pairs: int) -> str:
-    """'5 images where both have an SIS: robust minus standard, +3.0 points ...', or that there is none."""
-    if n_pairs == 0:
-        return "no image where both have an SIS, so there is no difference to report"
-    diff, iv = number(d["difference (points)"], sign=True), bounds(d["95% low"], d["95% high"], sign=True)
+    diff, diff_iv = number(d["difference (points)"], sign=True), bounds(d["95% low"], d["95% high"], sign=True)
+    sis_images = f"{_summed(per)} images with an SIS over"
+    pairs = f"{_summed(d['images per replicate'])} images over {count(int(d['replicates']), 'replicate pair')}"
+    counted = f"counted: {sis_images} {count(len(per.split(' + ')), 'replicate')}"
     where = f"{count(n_pairs, 'image')} where both have an SIS"
-    if diff == MISSING:
-        return f"{where}, too few for a mean difference"
-    pairs = count(int(d["replicates"]), "replicate pair")
-    return (f"{where}: robust minus standard, {diff} points of the image ({'no interval' if iv == MISSING else '95% interval ' + iv}; "
-            f"{_summed(d['images per replicate'])} images over {pairs})")
+
+    def interval(text: str) -> str:
+        return "no interval" if text == MISSING else "95% interval " + text
+    return {"n_pairs": n_pairs, "sparse_word": sparse.word, "robust_mean_sis": mean,
+            "sparse_low": number(row["95% low"]), "sparse_high": number(row["95% high"]), "sparse_interval": iv,
+            "sparse_counted": f"{sis_images} {len(per.split(' + '))} replicates", "diff": diff,
+            "diff_low": number(d["95% low"], sign=True), "diff_high": number(d["95% high"], sign=True),
+            "diff_interval": diff_iv, "diff_counted": pairs,
+            "sparse_text": (f"cannot be measured: no robust model's image has an SIS ({counted})" if mean == MISSING
+                            else f"is {mean}% of the pixels ({interval(iv)}; {counted})"),
+            "diff_text": ("no image where both have an SIS, so there is no difference to report" if n_pairs == 0
+                          else f"{where}, too few for a mean difference" if diff == MISSING
+                          else f"{where}: robust minus standard, {diff} points of the image ({interval(diff_iv)}; "
+                               f"{pairs})")}

@@ -31,9 +31,11 @@ from overinterp.zoo.train import TrainConfig, accuracy, cached_fit, make_model, 
 
 __all__ = ["model_config", "model_key", "trained_model", "zoo", "named", "selection", "eval_selections", "eval_sets",
            "ensembles", "accuracies", "accuracy_table", "mean_std", "model_stats", "zoo_table", "beside_paper",
-           "CONFIDENT", "zoo_histories", "training_values", "zoo_values", "zoo_accuracy", "zoo_paper_rows", "PAPER_ENSEMBLE",
-           "accuracy_values", "backselect_model", "backselect_set", "confident", "confident_selection",
-           "confident_sis", "sis_fractions", "sis_values", "SUBSET_SEED", "subset_seed", "RETRAIN_SEED_OFFSET", "correct", "sis_result", "sis_sizes_by_replicate", "pooled", "empty_values"]
+           "CONFIDENT", "zoo_histories", "training_values", "zoo_values", "whole_test", "criterion_values",
+           "zoo_accuracy", "zoo_paper_rows", "PAPER_ENSEMBLE", "accuracy_values", "extremes", "backselect_model",
+           "backselect_set", "confident", "by_class_turns", "confident_selection", "confident_sis", "sis_fractions",
+           "sis_values", "SUBSET_SEED", "subset_seed", "RETRAIN_SEED_OFFSET", "correct", "sis_result",
+           "sis_sizes_by_replicate", "sis_ids_by_replicate", "pooled", "empty_values"]
 
 SUBSET_SEED = 0  # the random 5% subsets: the same for every model (paper 4.2), one seed per set (subset_seed)
 #: retrained replicate r has seed run.seed + RETRAIN_SEED_OFFSET + r, never that of the zoo model that chose its subsets
@@ -44,6 +46,8 @@ def subset_seed(dataset: str, set_name: str) -> int:
     """Per-set random-subset seed (test 0, train 1, OOD after), as the paper's code: retrained models never
     meet their training masks."""
     return SUBSET_SEED + ["test", "train", *data.ood_sets(dataset)].index(set_name)
+
+
 CONFIDENT = "confident test images (%)"  # model_stats: share of test images at confidence >= the threshold
 
 
@@ -104,15 +108,11 @@ def eval_sets(run, train: bool = False) -> dict[str, tuple[torch.Tensor, torch.T
 
 def ensembles(models: dict[str, list[nn.Module]]) -> dict[str, Ensemble]:
     """Homogeneous ensembles per architecture and one heterogeneous ensemble of all (paper 3.2)."""
-    out = {_ensemble_name(a, len(ms)): Ensemble(ms) for a, ms in models.items() if len(ms) > 1}
+    out = {f"ensemble {len(ms)}× {ARCH_NAMES[a]}": Ensemble(ms) for a, ms in models.items() if len(ms) > 1}
     every = [m for ms in models.values() for m in ms]
     if len(models) > 1:
         out[f"ensemble of all {len(every)}"] = Ensemble(every)
     return out
-
-
-def _ensemble_name(arch: str, n: int) -> str:
-    return f"ensemble {n}× {ARCH_NAMES[arch]}"
 
 
 def accuracies(models: nn.Module | list, sets: dict[str, tuple], device="cpu") -> pd.DataFrame:
@@ -180,22 +180,19 @@ def training_values(run, histories: dict[str, list[dict]]) -> dict:
 
 def zoo_values(stats: pd.DataFrame) -> dict:
     """Chapter 2's prose: ranges of the models' mean confidence and share of confident test images."""
-    conf, share = stats[("mean confidence", "mean")], stats[(CONFIDENT, "mean")]
-    return {"conf_min": f"{conf.min():.2f}", "conf_max": f"{conf.max():.2f}",
-            "share_min": f"{share.min():.0f}", "share_max": f"{share.max():.0f}", "share_range": span(share, 0)}
+    return {**extremes("conf", stats[("mean confidence", "mean")], 2),
+            **extremes("share", stats[(CONFIDENT, "mean")], 0, spread=True)}
 
 
 def whole_test(run, models: dict[str, list[nn.Module]]) -> dict[str, list[tuple[float, float]]]:
     """(accuracy %, share % at confidence >= tau) per replicate on the whole test set."""
     test = data.load(run.dataset, "test")
-    out = {}
-    for a, ms in models.items():
-        out[a] = []
-        for m in ms:
-            conf, pred = predict(m, test.images, device=run.device).max(1)
-            out[a].append((100 * (pred == test.labels).float().mean().item(),
-                           100 * (conf >= run.profile.sis_threshold).float().mean().item()))
-    return out
+
+    def measured(m: nn.Module) -> tuple[float, float]:
+        conf, pred = predict(m, test.images, device=run.device).max(1)
+        return (100 * (pred == test.labels).float().mean().item(),
+                100 * (conf >= run.profile.sis_threshold).float().mean().item())
+    return {a: [measured(m) for m in ms] for a, ms in models.items()}
 
 
 def criterion_values(run, whole: dict[str, list[tuple[float, float]]]) -> dict:
@@ -205,8 +202,8 @@ def criterion_values(run, whole: dict[str, list[tuple[float, float]]]) -> dict:
     meets = [(p.min_accuracy is None or a >= p.min_accuracy) and (p.min_confident is None or c >= p.min_confident)
              for a, c in rows]
     stated = p.min_accuracy is not None or p.min_confident is not None
-    return {"n_whole_test": len(data.load(run.dataset, "test")), "whole_min": number(min(acc)),
-            "whole_max": number(max(acc)), "whole_conf_min": number(min(conf), 0), "whole_conf_max": number(max(conf), 0),
+    return {"n_whole_test": len(data.load(run.dataset, "test")), **extremes("whole", acc),
+            **extremes("whole_conf", conf, 0),
             "min_accuracy": MISSING if p.min_accuracy is None else number(p.min_accuracy, 0, suffix="%"),
             "min_confident": MISSING if p.min_confident is None else number(p.min_confident, 0, suffix="%"),
             "n_meet": sum(meets) if stated else MISSING, "n_whole_models": len(rows), "whole_tau": f"{p.sis_threshold:g}"}
@@ -236,9 +233,16 @@ def accuracy_values(acc: pd.DataFrame, singles: list[str], ensembles: list[str])
     single, ens = test[singles], test[ensembles]
     ood = [c for c in dict.fromkeys(c for c, _ in acc.columns) if c != "test"]
     lower = pd.DataFrame({c: acc[(c, "mean")] < test for c in ood}, index=test.index).all(axis=1)
-    return {"best_arch": single.idxmax(), "best_acc": f"{single.max():.1f}",
-            "ens_name": ens.idxmax(), "ens_acc": f"{ens.max():.1f}",
+    return {"best_arch": single.idxmax(), "best_acc": number(single.max()),
+            "ens_name": ens.idxmax(), "ens_acc": number(ens.max()),
             "ood_lower_n": int(lower.sum()), "ood_rows_n": len(test)}
+
+
+def extremes(name: str, values, digits: int = 1, sign: bool = False, spread: bool = False) -> dict[str, str]:
+    """Glue ``<name>_min`` and ``<name>_max`` of ``values`` (NaN left out), with ``<name>_range`` if ``spread``."""
+    values = pd.Series(values, dtype=float)
+    out = {f"{name}_min": number(values.min(), digits, sign), f"{name}_max": number(values.max(), digits, sign)}
+    return {**out, f"{name}_range": span(values, digits, sign)} if spread else out
 
 
 # ----------------------------------------------------------------------------- backward selection
@@ -326,17 +330,20 @@ def sis_fractions(sis: SIS) -> list[float]:
     return (sis.mask.sum((1, 2)).double() / pixels)[sis.found].tolist()
 
 
+def _sis_images(run, arch: str, seed: int, tau: float, progress: bool = False) -> torch.Tensor:
+    """Test-selection positions of replicate ``seed``'s confident images that its SIS sizes cover (4.1)."""
+    model = trained_model(run.dataset, arch, run.profile.name, seed=seed, device=run.device, progress=progress)
+    idx = confident(model, *selection(run, "test").load(), tau, device=run.device)
+    return idx if run.profile.sis_engine is None else idx[:run.profile.sis_images]
+
+
 def sis_result(run, arch: str, seed: int, tau: float, progress: bool = False) -> BackSelectResult:
     """Backward selection behind replicate ``seed``'s SIS sizes (4.1): its confident images, by
     ``Profile.sis_engine`` if set, else chapter 4's."""
-    p, sel = run.profile, selection(run, "test")
-    X, Y = sel.load()
-    model = trained_model(run.dataset, arch, p.name, seed=seed, device=run.device, progress=progress)
-    idx = confident(model, X, Y, tau, device=run.device)
+    p, sel, idx = run.profile, selection(run, "test"), _sis_images(run, arch, seed, tau, progress)
     if p.sis_engine is None:
         return backselect_set(run, arch, sel, seed=seed, progress=progress)[idx]
-    return backselect_set(run, arch, sel.narrow(idx[:p.sis_images].tolist()), seed=seed, config=p.sis_engine,
-                          progress=progress)
+    return backselect_set(run, arch, sel.narrow(idx.tolist()), seed=seed, config=p.sis_engine, progress=progress)
 
 
 def sis_sizes_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
@@ -348,25 +355,17 @@ def sis_sizes_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
 
 def sis_ids_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
     """Test-selection positions of :func:`sis_sizes_by_replicate`'s images, parallel to it."""
-    p, sel = run.profile, selection(run, "test")
-    X, Y = sel.load()
-    out = {}
-    for a in p.archs:
-        out[ARCH_NAMES.get(a, a)] = ids = []
-        for r in range(p.replicates):
-            model = trained_model(run.dataset, a, p.name, seed=run.seed + r, device=run.device, progress=False)
-            idx = confident(model, X, Y, tau, device=run.device).cpu()
-            idx = idx if p.sis_engine is None else idx[:p.sis_images]
-            ids.append(idx[find_sis(sis_result(run, a, run.seed + r, tau), tau).found.cpu()].numpy())
-    return out
+    def found(a: str, seed: int) -> np.ndarray:
+        return _sis_images(run, a, seed, tau)[find_sis(sis_result(run, a, seed, tau), tau).found.cpu()].numpy()
+    return {ARCH_NAMES.get(a, a): [found(a, run.seed + r) for r in range(run.profile.replicates)]
+            for a in run.profile.archs}
 
 
 def empty_values(by_replicate: dict[str, list]) -> dict:
     """Chapter 3's prose: range over architectures of the share (%) of empty SIS (blank reaches tau)."""
     shares = [100 * float(np.mean(v[~np.isnan(v)] == 0)) for v in pooled(by_replicate).values()
               if (~np.isnan(v)).any()]
-    lo, hi = (min(shares), max(shares)) if shares else (np.nan, np.nan)
-    return {"sis_empty_min": number(lo, 0), "sis_empty_max": number(hi, 0), "sis_empty_range": span(shares, 0)}
+    return extremes("sis_empty", shares, 0, spread=True)
 
 
 def pooled(by_replicate: dict[str, list]) -> dict[str, np.ndarray]:
@@ -377,7 +376,6 @@ def pooled(by_replicate: dict[str, list]) -> dict[str, np.ndarray]:
 def sis_values(verdict: Verdict) -> dict:
     """Chapter 3's prose on the SIS-size verdict: range of mean SIS size (%), the verdict."""
     n = verdict.numbers
-    mean = n["mean SIS size (%)"]
-    return {"sis_mean_min": number(mean.min()), "sis_mean_max": number(mean.max()), "sis_below_5": verdict.word,
+    return {**extremes("sis_mean", n["mean SIS size (%)"]), "sis_below_5": verdict.word,
             "sis_high_max": number(n['95% high'].max()), "sis_images_min": int(n["images"].min()),
             "sis_images_max": int(n["images"].max()), "sis_replicates": int(n["replicates"].max())}

@@ -29,6 +29,8 @@ __all__ = ["Point", "MASKS", "points", "point_run", "plan", "replicate_values", 
 
 #: the mask factor: masked pixels at the mean pixel (the paper's, 3.3) or black (Fashion-MNIST's background)
 MASKS = ("mean pixel", "black")
+
+
 @dataclass(frozen=True)
 class Point:
     """One setting of the study: a curve's training images (None: all), epochs and initial filters."""
@@ -62,24 +64,17 @@ def point_run(run, point: Point, mask: str = "mean pixel") -> Run:
 
 def plan(run) -> list[Unit]:
     """The study's ``prepare`` units, cheapest first: models, backward selections, retraining."""
-    c, units = run.profile.scale, []
+    c = run.profile.scale
     distinct = list({(p.train_size, p.epochs, p.width): p for p in points(run)}.values())  # the curves' shared point once
-    for pt in distinct:
-        pr = point_run(run, pt)
-        for r in range(c.replicates):
-            units.append(Unit("model", f"scale {pt.label()} seed {run.seed + r}",
-                              lambda pr=pr, s=run.seed + r: runs.trained_model(pr.dataset, c.arch, pr.profile.name, seed=s,
-                                                                            device=pr.device, progress=False)))
-    for pt in distinct:
-        for r in range(c.replicates):
-            units.append(Unit("backselect", f"scale {pt.label()} seed {run.seed + r}",
-                              lambda pt=pt, r=r: _selections(run, pt, r)))
-    if c.retrain_images:
-        for pt in distinct:
-            for r in range(c.replicates):
-                units.append(Unit("retrained", f"scale {pt.label()} seed {run.seed + r}",
-                                  lambda pt=pt, r=r: _retrained(run, pt, r)))
-    return units
+    steps = [("model", _model), ("backselect", _selections)] + ([("retrained", _retrained)] if c.retrain_images else [])
+    return [Unit(kind, f"scale {pt.label()} seed {run.seed + r}", lambda f=f, pt=pt, r=r: f(run, pt, r))
+            for kind, f in steps for pt in distinct for r in range(c.replicates)]
+
+
+def _model(run, pt: Point, r: int):
+    pr = point_run(run, pt)
+    return runs.trained_model(pr.dataset, run.profile.scale.arch, pr.profile.name, seed=run.seed + r,
+                              device=pr.device, progress=False)
 
 
 def _selections(run, pt: Point, r: int) -> None:

@@ -19,10 +19,10 @@ from tqdm import tqdm
 
 from overinterp.engine.sis import find_sis, pixel_subset
 from overinterp.experiments import runs
-from overinterp.experiments.runs import trained_model
+from overinterp.experiments.runs import extremes, trained_model
 from overinterp.methods.shared_interest import (CASES, EC, GTC, IOU, METRICS, SALIENCY_METHODS, binarize, cases,
                                                 coverage, saliency_map, silhouette)
-from overinterp.paper.formatting import number, span
+from overinterp.paper.formatting import number
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper.verdicts import Verdict
 from overinterp.zoo import data
@@ -85,10 +85,8 @@ def ranked(table: pd.DataFrame, case: str, k: int) -> pd.DataFrame:
 
 def _regions(run, arch, replicate, cfg, X, Y):
     """{method: (B, H, W) bool explanation regions} of one replicate, and its predictions."""
-    sel = runs.selection(run, "test")
-    res = runs.backselect_set(run, arch, sel, run.seed + replicate, progress=False)
-    idx = slice(0, len(X))
-    res = res[idx] if len(res) != len(X) else res
+    res = runs.backselect_set(run, arch, runs.selection(run, "test"), run.seed + replicate, progress=False)
+    res = res[:len(X)] if len(res) != len(X) else res
     tau = sis_tau(run, cfg)
     sis = find_sis(res, tau)
     out = {sis_name(tau): (sis.mask.cpu(), sis.size.cpu() >= 0),
@@ -174,14 +172,14 @@ def _short_names(run, cfg) -> dict:
 def setup_values(run, cfg) -> dict:
     """The chapter's settings for the prose."""
     return {"tau": f"{sis_tau(run, cfg):g}", "frac": f"{100 * cfg.frac:g}", "rule": cfg.rule(), "ig_steps": cfg.ig_steps,
-            "high": f"{cfg.high:g}", "high_iou": f"{cfg.high / (2 - cfg.high):.2f}",
-            "level": f"{cfg.silhouette_level:g}", "level255": f"{255 * cfg.silhouette_level:.0f}",
+            "high": f"{cfg.high:g}", "high_iou": number(cfg.high / (2 - cfg.high), 2),
+            "level": f"{cfg.silhouette_level:g}", "level255": number(255 * cfg.silhouette_level, 0),
             "method": run.profile.backselect.describe(), "replicates": run.profile.replicates}
 
 
 def region_values(G: torch.Tensor) -> dict:
     """How many test images, and the mean share (%) of the pixels their silhouettes cover."""
-    return {"n_images": len(G), "g_share": f"{100 * G.float().mean().item():.0f}"}
+    return {"n_images": len(G), "g_share": number(100 * G.float().mean().item(), 0)}
 
 
 def score_values(run, cfg, table: pd.DataFrame, per_rep: pd.DataFrame) -> dict:
@@ -191,9 +189,9 @@ def score_values(run, cfg, table: pd.DataFrame, per_rep: pd.DataFrame) -> dict:
     for key, m in _short_names(run, cfg).items():
         if m in means.index:
             for short, col in {"iou": IOU, "gtc": GTC, "ec": EC}.items():
-                out[f"{key}_{short}"] = f"{means.loc[m, col]:.2f}"
+                out[f"{key}_{short}"] = number(means.loc[m, col], 2)
     with_sis = table[(table["method"] == sis_name(sis_tau(run, cfg)))].groupby(["model", "replicate"])["has"].mean()
-    out["sis_share"] = f"{100 * with_sis.mean():.0f}"
+    out["sis_share"] = number(100 * with_sis.mean(), 0)
     return out
 
 
@@ -205,15 +203,14 @@ def case_values(run, cfg, table: pd.DataFrame) -> dict:
         if m in tot.index:
             row = tot.loc[m]
             out[f"{key}_top"] = row.idxmax()
-            out[f"{key}_top_share"] = f"{100 * row.max() / row.sum():.0f}"
+            out[f"{key}_top_share"] = number(100 * row.max() / row.sum(), 0)
     sis_rows = table[(table["method"] == sis_name(sis_tau(run, cfg))) & table["has"]]
-    out["sis_empty"] = f"{100 * (sis_rows['|E|'] == 0).mean():.0f}"
+    out["sis_empty"] = number(100 * (sis_rows["|E|"] == 0).mean(), 0)
     return out
 
 
 def verdict_values(verdict: Verdict) -> dict:
     """The verdict's word and its range of mean explanation coverage beside random pixels."""
     nums = verdict.numbers
-    return {"verdict": verdict.word, "v_ec_min": number(nums['mean EC of SIS'].min(), 2),
-            "v_ec_max": number(nums['mean EC of SIS'].max(), 2), "v_ec_range": span(nums['mean EC of SIS'], 2),
-            "v_rand": number(nums['random pixels (|G| / HW)'].mean(), 2)}
+    return {"verdict": verdict.word, **extremes("v_ec", nums["mean EC of SIS"], 2, spread=True),
+            "v_rand": number(nums["random pixels (|G| / HW)"].mean(), 2)}

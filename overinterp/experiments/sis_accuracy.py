@@ -1,13 +1,8 @@
-"""SIS size predicts accuracy (paper 4.4, Figure 5, S3). At a threshold tau only images with full-image
-confidence >= tau have an SIS (3.3, S3); they split into correct and incorrect groups. Figure 5 plots per
-architecture and tau
-
-    increase = 100 * (mean size correct - mean size incorrect) / mean size incorrect,
-
-with a 95% interval, on the test set and CIFAR-10-C; S3 the groups' mean confidence. The paper finds it
-positive at every tau, although misclassified images are less confident (which alone enlarges their SIS).
-No backward selection runs here: FindSIS at every tau on chapter 4's stored selections (test and OOD,
-every replicate); the increase is per replicate, its interval ``replicate_interval``'s over replicates.
+"""SIS size predicts accuracy (paper 4.4, Figure 5, S3): per architecture and tau, the images with an SIS
+split into correct and incorrect, and Figure 5 plots 100 (mean size correct / mean size incorrect - 1) with a
+95% interval (S3: the groups' mean confidence). The paper finds it positive at every tau, although
+misclassified images are less confident (which alone enlarges their SIS). FindSIS at every tau on chapter
+4's stored selections (test and OOD, every replicate); the interval is ``replicate_interval``'s.
 
     images = image_table(run, taus)        # one row per (model, replicate, set, image, tau with an SIS)
     groups = group_means(images)           # per replicate: images, mean SIS size, mean confidence
@@ -23,16 +18,17 @@ import pandas as pd
 import torch
 
 from overinterp.experiments import runs as runs_module
+from overinterp.experiments.runs import extremes
 from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import find_sis
-from overinterp.paper.formatting import MISSING, number, span
+from overinterp.paper.formatting import MISSING, count, number, span
 from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper import verdicts
 
 __all__ = ["TAUS", "KEYS", "SIZE", "CONF", "sis_rows", "image_table", "group_means", "percentage_increase",
-           "prose_number", "prose_range", "setup_values", "increase_table",
-           "verdict_input", "verdict_values", "replicate_values", "pooled_empty", "empty_table", "empty_values", "confidence_values"]
+           "prose_range", "setup_values", "increase_table", "verdict_input", "verdict_values", "replicate_values",
+           "pooled_empty", "empty_table", "empty_values", "confidence_values"]
 
 TAUS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)   # the chapter's thresholds
 KEYS = ["model", "replicate", "set"]            # what one backward-selection run is
@@ -84,16 +80,15 @@ def group_means(images: pd.DataFrame, taus: Sequence[float] | None = None) -> pd
     return out.reset_index()
 
 
-def _increase(c: np.ndarray, i: np.ndarray, axis: int = -1) -> np.ndarray:
-    """100 (mean(c) - mean(i)) / mean(i) along ``axis`` (inf / NaN where mean(i) = 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return 100 * (c.mean(axis) / i.mean(axis) - 1)
-
-
 def _relative_increase(m: dict) -> np.ndarray:
-    """100 (c / i - 1) of the means ``m["c"]``, ``m["i"]``, elementwise."""
+    """100 (c / i - 1) of the means ``m["c"]``, ``m["i"]``, elementwise (inf / NaN where i = 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return 100 * (m["c"] / m["i"] - 1)
+
+
+def _increase(c: np.ndarray, i: np.ndarray, axis: int = -1) -> np.ndarray:
+    """:func:`_relative_increase` of the means of ``c`` and ``i`` along ``axis``."""
+    return _relative_increase({"c": c.mean(axis), "i": i.mean(axis)})
 
 
 def percentage_increase(images: pd.DataFrame, by: Sequence[str] = ("model", "set", "tau"),
@@ -132,9 +127,6 @@ def percentage_increase(images: pd.DataFrame, by: Sequence[str] = ("model", "set
 
 
 # ----------------------------------------------------------------------------- the chapter's tables and prose
-
-prose_number = number   # the book's one rule: '—' where a number is undefined (overinterp.paper.formatting)
-
 
 def prose_range(values: pd.Series, digits: int = 0, none: str = "nowhere (no threshold tested)") -> str:
     """'from 12% to 40%' over ``values`` (NaN left out); ``none`` where there is none."""
@@ -208,15 +200,16 @@ def _tested_sentences(tested: pd.DataFrame, test: pd.Series, ood: pd.Series) -> 
     """The tested rows in words: counts against the margin and the increases' range per sample."""
     if tested.empty:
         return "Without a tested row there is no increase to compare with the margin."
-    count = lambda o: int((tested["outcome"] == o).sum())  # noqa: E731
+    n = tested["outcome"].value_counts()
     margin = f"the margin of {verdicts.SIS_ACCURACY_MIN_INCREASE:g}%"
     if len(tested) == 1:
         where = {verdicts.HOLDS: f"lies at or above {margin}", verdicts.INCONCLUSIVE: f"straddles {margin}",
                  verdicts.FAILS: f"lies wholly below {margin}"}.get(tested["outcome"].iloc[0], f"is not read against {margin}")
         first = f"Its 95% interval of the increase {where}."
     else:
-        first = (f"Of those, the 95% interval of the increase lies at or above {margin} at {count(verdicts.HOLDS)}, "
-                 f"straddles it at {count(verdicts.INCONCLUSIVE)} and lies wholly below it at {count(verdicts.FAILS)}.")
+        first = (f"Of those, the 95% interval of the increase lies at or above {margin} at {n.get(verdicts.HOLDS, 0)}, "
+                 f"straddles it at {n.get(verdicts.INCONCLUSIVE, 0)} and lies wholly below it at "
+                 f"{n.get(verdicts.FAILS, 0)}.")
     clauses = {"on the test sample": _increase_clause(test, "on the test sample"),
                "out of distribution": _increase_clause(ood, "out of distribution")}
     shown = [c for c in clauses.values() if c]
@@ -247,7 +240,7 @@ def empty_table(pooled: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
         columns=lambda t: f"τ = {t:g}").rename_axis(columns=None)
     shares.index = shares.index.set_levels(
         shares.index.levels[2].map({True: "correct", False: "misclassified"}.get), level=2).rename("group", level=2)
-    return shares.apply(lambda col: col.map(lambda v: MISSING if pd.isna(v) else f"{v:.0f}"))
+    return shares.map(lambda v: number(v, 0))
 
 
 def empty_values(images: pd.DataFrame, pooled: pd.DataFrame, taus: Sequence[float], min_images: int,
@@ -258,33 +251,21 @@ def empty_values(images: pd.DataFrame, pooled: pd.DataFrame, taus: Sequence[floa
     for where, rows in {"test": big["set"] == "test", "ood": big["set"] != "test"}.items():
         for group, flag in {"c": True, "i": False}.items():
             e = big.loc[rows & (big["correct"] == flag), "empty"]
-            out[f"empty_{where}_{group}_min"] = prose_number(e.min(), 0)
-            out[f"empty_{where}_{group}_max"] = prose_number(e.max(), 0)
-            out[f"empty_{where}_{group}_range"] = span(e, 0)
-            out[f"empty_{where}_{group}_share"] = span(e, 0, suffix="%") if len(e) else "not measured (no group that large)"
+            out.update(extremes(f"empty_{where}_{group}", e, 0, spread=True))
+            out[f"empty_{where}_{group}_share"] = (span(e, 0, suffix="%") if len(e) else
+                                                   "not measured (no group that large)")
     t = percentage_increase(images[images[SIZE] > 0], taus=taus, n_resamples=n_resamples, seed=seed)
     nonempty = t[(t["correct images"] >= min_images) & (t["incorrect images"] >= min_images)]
-    for where, rows in {"test": nonempty["set"] == "test", "ood": nonempty["set"] != "test"}.items():
-        out[f"ne_{where}_min"] = prose_number(nonempty.loc[rows, "increase (%)"].min(), 0)
-        out[f"ne_{where}_max"] = prose_number(nonempty.loc[rows, "increase (%)"].max(), 0)
-        out[f"ne_{where}_range"] = prose_range(nonempty.loc[rows, "increase (%)"], none="nowhere (no such threshold)")
-        out[f"ne_{where}_above"] = int((nonempty.loc[rows, "low"] > 0).sum())
-        out[f"ne_{where}_n"] = int(rows.sum())
-    out["ne_text"] = _without_empty_words(nonempty, min_images)
-    return out
-
-
-def _without_empty_words(nonempty: pd.DataFrame, min_images: int) -> str:
-    """:func:`empty_values`'s increase without empty SIS as a clause, per sample."""
-    parts = []
-    for where, rows in {"on the test sample": nonempty["set"] == "test",
-                        "out of distribution": nonempty["set"] != "test"}.items():
-        clause = _increase_clause(nonempty.loc[rows, "increase (%)"], where)
-        above, n = int((nonempty.loc[rows, "low"] > 0).sum()), int(rows.sum())
-        parts.append(f"the increase {clause}, its interval above zero at {above} of {n} "
-                     f"point{'' if n == 1 else 's'}" if clause else
-                     f"{where} no threshold keeps at least {min_images} images in both groups")
-    return "; ".join(parts)
+    words = []                              # the increase without empty SIS as a clause per sample: ne_text
+    for (where, rows), said in zip({"test": nonempty["set"] == "test", "ood": nonempty["set"] != "test"}.items(),
+                                   ("on the test sample", "out of distribution")):
+        inc, above, n = nonempty.loc[rows, "increase (%)"], int((nonempty.loc[rows, "low"] > 0).sum()), int(rows.sum())
+        out.update({**extremes(f"ne_{where}", inc, 0), f"ne_{where}_above": above, f"ne_{where}_n": n,
+                    f"ne_{where}_range": prose_range(inc, none="nowhere (no such threshold)")})
+        clause = _increase_clause(inc, said)
+        words.append(f"the increase {clause}, its interval above zero at {above} of {count(n, 'point')}" if clause
+                     else f"{said} no threshold keeps at least {min_images} images in both groups")
+    return {**out, "ne_text": "; ".join(words)}
 
 
 def confidence_values(images: pd.DataFrame) -> dict:

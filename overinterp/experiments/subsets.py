@@ -4,7 +4,7 @@ and confidence on them, transfer to other models (4.1), and models retrained on 
 subsets and full images (4.2). Selections and models are cached via :mod:`overinterp.experiments.runs`.
 
     subs = subsets(run, "resnet20", 0.05)          # set -> {"bs", "random", "full": (images, keep), "labels"}
-    acc = subset_accuracies(run, "resnet20", zoo(run)["resnet20"])
+    acc = subset_correct(run, "resnet20", zoo(run)["resnet20"])   # kind -> set -> 1/0 per image and replicate
     models = retrain_on_subsets(run, "resnet20", "bs", augment=False)
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 import torch.nn as nn
 
 from overinterp.zoo import data
-from overinterp.paper.formatting import MISSING, number, span
+from overinterp.paper.formatting import MISSING, number
 from overinterp.paper import numbers as paper
 from overinterp.paper import verdicts
 from overinterp.paper.claims import result_text
@@ -25,15 +25,14 @@ from overinterp.engine.runner import fingerprint
 from overinterp.engine.sis import pixel_subset, random_subset
 from overinterp.zoo.train import TrainConfig, cached_fit, make_model, plateaued, predict
 from overinterp.experiments import runs as runs_module
-from overinterp.experiments.runs import SUBSET_SEED, backselect_set, eval_selections, mean_std, model_config
+from overinterp.experiments.runs import SUBSET_SEED, backselect_set, eval_selections, extremes, mean_std, model_config
 
-__all__ = ["RETRAIN_KINDS", "SUBSET_SEED", "pct", "confidence_drop", "location_frequency", "subsets",
-           "subset_accuracies", "subset_correct", "as_accuracies", "retrain", "retrain_on_subsets", "retrained_correct",
-           "pixel_subsets_values",
-           "example_masks", "table1_rows", "by_model", "accurate_values", "confidence_drops", "confidence_table",
-           "kept_values", "subset_maps", "own_subsets", "transfer", "no_transfer", "transfer_values", "retraining_values",
-           "retraining_runs", "plateau_values", "retrain_label", "retraining_table", "retraining_verdicts",
-           "retraining_verdict_values"]
+__all__ = ["RETRAIN_KINDS", "SUBSET_SEED", "pct", "confidence_drop", "subsets", "subset_correct", "as_accuracies",
+           "retrain", "retrain_on_subsets", "retrained_correct", "pixel_subsets_values", "example_masks",
+           "table1_rows", "by_model", "accurate_values", "confidence_drops", "confidence_table", "kept_values",
+           "subset_maps", "own_subsets", "transfer", "no_transfer", "result_words", "transfer_values",
+           "retraining_values", "retraining_runs", "plateau_values", "retrain_label", "retraining_table",
+           "retraining_verdicts", "retraining_verdict_values"]
 
 RETRAIN_KINDS = ("bs", "random", "full")
 
@@ -49,11 +48,6 @@ def confidence_drop(model: nn.Module, images: torch.Tensor, subset_images: torch
     pred = full.argmax(1, keepdim=True)
     sub = predict(model, subset_images, device=device)
     return (full.gather(1, pred) - sub.gather(1, pred)).flatten()
-
-
-def location_frequency(keep: torch.Tensor) -> torch.Tensor:
-    """(H, W): fraction of the subsets (N, H, W) that contain each pixel (paper Fig. 2)."""
-    return keep.float().mean(0)
 
 
 def subsets(run, arch: str, frac: float = SUBSET_FRAC, train: bool = False, seed: int | None = None,
@@ -86,11 +80,6 @@ def subset_correct(run, arch: str, models: list[nn.Module], frac: float = SUBSET
 def as_accuracies(correct: dict[str, list]) -> pd.DataFrame:
     """{set: 1/0 arrays per replicate} -> accuracy (%) of each replicate (rows) on each set (columns)."""
     return pd.DataFrame({s: [100 * float(c.mean()) for c in reps] for s, reps in correct.items()})
-
-
-def subset_accuracies(run, arch: str, models: list[nn.Module], frac: float = SUBSET_FRAC) -> dict[str, pd.DataFrame]:
-    """:func:`subset_correct` as accuracies (%): per kind, replicates (rows) x evaluation sets (columns)."""
-    return {k: as_accuracies(c) for k, c in subset_correct(run, arch, models, frac).items()}
 
 
 def retrain(run, arch: str, images: torch.Tensor, labels: torch.Tensor, name: str, augment: bool,
@@ -143,9 +132,14 @@ def example_masks(subs: dict[str, dict], n: int) -> dict[str, torch.Tensor]:
     return rows
 
 
+def _labels(frac: float, full: str = "full images") -> dict[str, str]:
+    """Table 1's row label of each kind of input."""
+    return {"full": full, "bs": f"{pct(frac)}% BS subsets", "random": f"{pct(frac)}% random"}
+
+
 def table1_rows(acc: dict[str, dict[str, dict]], frac: float) -> tuple[pd.DataFrame, dict]:
     """Table 1's original-model rows: ours (set, 'mean' | 'std') and the paper's (if ``frac`` is its)."""
-    labels = {"full": "full images", "bs": f"{pct(frac)}% BS subsets", "random": f"{pct(frac)}% random"}
+    labels = _labels(frac)
     table = pd.DataFrame({(ARCH_NAMES[a], labels[k]): mean_std(as_accuracies(c)) for a in acc
                           for k, c in acc[a].items()}).T
     paper_rows = {(ARCH_NAMES[a], labels[k]): paper.table1(a, "full", k) if frac == SUBSET_FRAC else {}
@@ -165,9 +159,9 @@ def accurate_values(verdict: verdicts.Verdict, acc: dict[str, dict[str, dict]]) 
     rnd = pd.Series({a: as_accuracies(acc[a]["random"])["test"].mean() for a in acc})
     return {"accurate": verdict.word, "gap_min": f"{drop.min():.1f}", "gap_max": f"{drop.max():.1f}",
             "gap_low_min": f"{n['95% low'].min():.1f}", "gap_high_max": f"{n['95% high'].max():.1f}",
-            "gap_halfwidth_max": f"{((n['95% high'] - n['95% low']) / 2).max():.1f}",
+            "gap_halfwidth_max": number(((n['95% high'] - n['95% low']) / 2).max()),
             "gap_images": int(n["images"].max()), "gap_replicates": int(n["replicates"].max()),
-            "tolerance": f"{verdicts.TOLERANCE_POINTS:g}", "rnd_max": f"{rnd.max():.1f}"}
+            "tolerance": f"{verdicts.TOLERANCE_POINTS:g}", "rnd_max": number(rnd.max())}
 
 
 def confidence_drops(run, models: dict[str, list[nn.Module]], images: torch.Tensor,
@@ -197,10 +191,12 @@ def kept_values(verdict: verdicts.Verdict) -> dict:
 
 def subset_maps(run, models: dict[str, list[nn.Module]], subs: dict[str, dict]) -> tuple[dict, dict]:
     """Figure 2's heatmaps and titles (mean confidence) per architecture, replicate run.seed."""
-    freqs = {ARCH_NAMES[a]: location_frequency(subs[a]["test"]["bs"][1]) for a in models}
-    titles = {ARCH_NAMES[a]: f"{ARCH_NAMES[a]}\nmean confidence on subsets "
-              f"{predict(models[a][0], subs[a]['test']['bs'][0], device=run.device).max(1).values.mean():.2f}"
-              for a in models}
+    freqs, titles = {}, {}
+    for a, ms in models.items():
+        images, keep = subs[a]["test"]["bs"]
+        freqs[ARCH_NAMES[a]] = keep.float().mean(0)          # share of the subsets that hold each pixel
+        conf = predict(ms[0], images, device=run.device).max(1).values.mean()
+        titles[ARCH_NAMES[a]] = f"{ARCH_NAMES[a]}\nmean confidence on subsets {number(conf, 2)}"
     return freqs, titles
 
 
@@ -280,8 +276,7 @@ def retraining_runs(run, frac: float) -> tuple[dict, dict, list]:
 def retrain_label(key: tuple[str, str, bool], frac: float) -> tuple[str, str]:
     """The displayed row of a :func:`retraining_runs` key: ("ResNet20", "5% BS subsets (+)")."""
     a, kind, augment = key
-    labels = {"bs": f"{pct(frac)}% BS subsets", "random": f"{pct(frac)}% random", "full": "full images (control)"}
-    return ARCH_NAMES[a], labels[kind] + (" (+)" if augment else "")
+    return ARCH_NAMES[a], _labels(frac, "full images (control)")[kind] + (" (+)" if augment else "")
 
 
 def retraining_table(runs: dict, frac: float) -> tuple[pd.DataFrame, dict]:
@@ -311,14 +306,10 @@ def plateau_values(histories: list[list[dict]]) -> dict:
 def retraining_verdict_values(beats: verdicts.Verdict, near: verdicts.Verdict) -> dict:
     """Chapter 5's prose on :func:`retraining_verdicts`."""
     b, n = beats.numbers, near.numbers
-    return {"beats": beats.word, "near": near.word,
-            "bs_min": f"{b['BS subsets'].min():.1f}", "bs_max": f"{b['BS subsets'].max():.1f}",
-            "rnd_min": f"{b['random subsets'].min():.1f}", "rnd_max": f"{b['random subsets'].max():.1f}",
-            "full_min": f"{n['full images'].min():.1f}", "full_max": f"{n['full images'].max():.1f}",
-            "bs_range": span(b["BS subsets"]), "rnd_range": span(b["random subsets"]),
-            "full_range": span(n["full images"]),
+    return {"beats": beats.word, "near": near.word, **extremes("bs", b["BS subsets"], spread=True),
+            **extremes("rnd", b["random subsets"], spread=True), **extremes("full", n["full images"], spread=True),
             "diff_min": f"{b['difference (points)'].min():.1f}", "diff_low_min": f"{b['95% low'].min():.1f}",
-            "diff_halfwidth_max": f"{((b['95% high'] - b['95% low']) / 2).max():.1f}",
+            "diff_halfwidth_max": number(((b['95% high'] - b['95% low']) / 2).max()),
             "far_more": f"{verdicts.FAR_MORE_POINTS:g}", "near_drop_min": f"{n['drop (points)'].min():.1f}",
             "near_drop_max": f"{n['drop (points)'].max():.1f}", "near_high_max": f"{n['95% high'].max():.1f}",
             "n_beating_control": int((n["95% high"] < 0).sum()), "n_archs": len(n),
