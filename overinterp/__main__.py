@@ -153,6 +153,7 @@ def cmd_prepare(args) -> int:
 def cmd_verdicts(args) -> int:
     from overinterp.experiments import claims
     from overinterp.pages import report
+    from overinterp.store import write_json
     from overinterp.zoo.train import device_name
     run = _run(args)
     if args.merge:   # a missing or foreign file, or one of another run, fails before anything is computed
@@ -167,7 +168,7 @@ def cmd_verdicts(args) -> int:
         doc = report.document(run, rows, vs.seconds, device_name(run.device))
         if args.merge:
             doc = report.merge(earlier, doc)
-        report.write(args.json, doc)
+        write_json(args.json, doc)
         print(f"{'merged these rows into' if args.merge else 'wrote'} {args.json}")
     return 0
 
@@ -175,6 +176,7 @@ def cmd_verdicts(args) -> int:
 def cmd_scale(args) -> int:
     from overinterp.experiments import scale
     from overinterp.pages import scale as scale_pages
+    from overinterp.store import write_json
     from overinterp.zoo.train import device_name
     run = _run(args)
     t0 = time.perf_counter()
@@ -183,7 +185,7 @@ def cmd_scale(args) -> int:
     print(show[["curve", "training images", "width", "epochs", "measure", "setting", "estimate", "95% interval",
                 "replicate sd", "paper"]].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     if args.json:
-        scale_pages.write(args.json, scale_pages.document(run, rows, time.perf_counter() - t0, device_name(run.device)))
+        write_json(args.json, scale_pages.document(run, rows, time.perf_counter() - t0, device_name(run.device)))
         print(f"wrote {args.json}")
     return 0
 

@@ -28,7 +28,7 @@ import torch
 
 __all__ = ["Store", "ArtifactMismatch", "CorruptArtifact", "PackError", "VERSIONS", "config_key", "atomic_write",
            "atomic_save", "to_plain", "code_version", "sha256", "pack", "unpack", "library_versions", "log_access",
-           "LOG_ENV", "CHAPTER_ENV"]
+           "LOG_ENV", "CHAPTER_ENV", "write_json", "read_json"]
 
 #: environment variables of the access log: its file, and the running chapter
 LOG_ENV, CHAPTER_ENV = "OVERINTERP_STORE_LOG", "OVERINTERP_CHAPTER"
@@ -103,6 +103,18 @@ def sha256(path: str | os.PathLike) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def write_json(path: str | os.PathLike, doc: dict) -> None:
+    """``doc`` as indented UTF-8 JSON with a final newline: the format of the committed results files."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+
+
+def read_json(path: str | os.PathLike) -> dict | None:
+    """The JSON document at ``path``, None where there is no such file."""
+    path = Path(path)
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def atomic_write(path: str | os.PathLike, write: Callable) -> Path:

@@ -6,6 +6,7 @@ import pytest
 from overinterp.pages import report, report_forest, report_seeds, report_tables, report_values
 from overinterp.paper.claims import CLAIMS
 from overinterp.paper.formatting import number
+from overinterp.store import write_json
 
 
 def _row(claim, model, estimate, low, high, outcome, to_decide=None, verdict="holds"):
@@ -18,7 +19,7 @@ def test_the_text_keeps_every_row_with_its_interval_sample_and_decision(tmp_path
             _row("sis", "VGG16", 6.0, 4.2, 7.9, "inconclusive at this scale", 9, "inconclusive at this scale"),
             {**_row("accurate", "ResNet20", None, None, None, None, verdict="cannot be tested"), "images": 1}]
     path = tmp_path / "verdicts.json"
-    report.write(path, {"schema": 1, "profile": "standard", "dataset": "fashion-mnist", "rows": rows})
+    write_json(path, {"schema": 1, "profile": "standard", "dataset": "fashion-mnist", "rows": rows})
     lines = report.text(report.load(path)["rows"], "tiny").splitlines()
     d, c = CLAIMS["sis"].digits, CLAIMS["sis"]
     assert lines[0] == report.TINY_WARNING and len(lines) == 7                 # a claim named once

@@ -14,6 +14,7 @@ from overinterp.experiments import runs
 from overinterp.experiments import scale as experiments_scale
 from overinterp.experiments.prepare import prepare
 from overinterp.pages import scale as pages_scale
+from overinterp.store import write_json
 from overinterp.pages.build import ROOT
 from overinterp.paper import numbers as paper
 
@@ -80,7 +81,7 @@ def test_the_papers_numbers_come_from_its_tables():
 def test_the_json_round_trips_and_feeds_every_glue_of_the_chapter(rows, tmp_path):
     run, df = rows
     path = tmp_path / "scale.json"
-    pages_scale.write(path, pages_scale.document(run, df, 1.0, "cpu"))
+    write_json(path, pages_scale.document(run, df, 1.0, "cpu"))
     back = pages_scale.load(path)
     assert back.attrs["profile"] == "tiny" and back.attrs["config"]["arch"] == run.profile.scale.arch
     assert np.allclose(back["estimate"], df["estimate"])

@@ -19,6 +19,7 @@ from overinterp.pages.report_seeds import seed_values
 from overinterp.paper import claims
 from overinterp.paper.formatting import MISSING, bounds, number, span
 from overinterp.paper.numbers import ARCH_NAMES
+from overinterp.store import read_json
 
 __all__ = ["SCHEMA", "TEACHING", "BOOK", "VERDICTS", "SCALE", "STANDARD_MODELS", "STANDARD_EDITION", "RUNS",
            "EXERCISE_RUNS", "load", "times_table", "values", "book_values", "exercise_table", "weak_spot_values",
@@ -114,10 +115,6 @@ def load(results: str | Path, name: str) -> dict | None:
     return bench
 
 
-def _json(path: Path) -> dict | None:
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
 def _seconds(s: float | None, sign: str = "") -> str:
     """'42 s' or '2.5 min' (after ``sign``, as '≤ 2.5 min'); "not measured" for None."""
     if s is None:
@@ -168,7 +165,7 @@ def values(bench: dict | None) -> dict:
 
 def book_values(results: str | Path, name: str = BOOK) -> dict:
     """Glue values ``book_*`` of the whole book's run-time file; "not measured" without it."""
-    doc = _json(Path(results) / name)
+    doc = read_json(Path(results) / name)
     keys = ("book_device", "book_date", "book_profile", "book_run", "book_total",
             "book_against_target", "book_previous_total", "book_previous_device")
     if not doc:
@@ -257,10 +254,10 @@ def _standard_values(models: dict | None, edition: Path) -> dict:
         acc = [m["test_acc"] for m in models["models"] if m.get("stored")]
         out.update({"std_acc_range": span(acc, 1), "std_models": len(acc), "std_below": len(models.get("below_93", [])),
                     "std_epochs": models.get("recipe", {}).get("epochs", MISSING)})
-    manifest = _json(edition / "manifest.json")
+    manifest = read_json(edition / "manifest.json")
     if manifest:
         out["std_chapters"] = _numbers_span([n for n in map(chapter_number, manifest["chapters"]) if n])
-    verdicts = _json(edition / "verdicts-seed0.json")
+    verdicts = read_json(edition / "verdicts-seed0.json")
     if verdicts:
         sis = [r for r in verdicts["rows"] if r["claim"] == "sis"]
         outcomes = list(dict.fromkeys(r["outcome"] for r in sis))
@@ -275,5 +272,5 @@ def _standard_values(models: dict | None, edition: Path) -> dict:
 def weak_spot_values(results: str | Path, root: Path = ROOT) -> dict:
     """Glue values of the "known weak spots" (``v_*``, ``s_*``, ``std_*``) from committed files; "—" if absent."""
     results = Path(results)
-    return {**_verdict_values(_json(results / VERDICTS)), **_scale_values(results / SCALE),
-            **_standard_values(_json(results / STANDARD_MODELS), root / STANDARD_EDITION)}
+    return {**_verdict_values(read_json(results / VERDICTS)), **_scale_values(results / SCALE),
+            **_standard_values(read_json(results / STANDARD_MODELS), root / STANDARD_EDITION)}

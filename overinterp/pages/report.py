@@ -21,7 +21,7 @@ from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTABLE
 from overinterp.store import code_version
 
-__all__ = ["text", "document", "write", "same_run", "merge", "load", "TINY_WARNING", "TINY_MARK", "READING",
+__all__ = ["text", "document", "same_run", "merge", "load", "TINY_WARNING", "TINY_MARK", "READING",
            "group", "edition_verdicts", "this_execution", "second_seed", "by_claim", "stale", "claim_label",
            "blank_failures", "causes", "bottom_line", "agreement", "headline", "edition_values", "values",
            "counts", "scale_values", "seed_values"]
@@ -72,11 +72,6 @@ def document(run, rows: list[dict], seconds: dict, device: str) -> dict:
     """The JSON of one ``verdicts`` run: what produced it and every row."""
     return {"schema": 1, "dataset": run.dataset, "profile": run.profile.name, "seed": run.seed, "device": device,
             "commit": code_version(), "seconds": seconds, "rows": rows}
-
-
-def write(path, doc: dict) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
 
 
 def same_run(old: dict, new: dict) -> None:

@@ -2,14 +2,12 @@
 and tables of an edition's two-seed check."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pandas as pd
 
 from overinterp.paper.claims import CLAIMS
 from overinterp.paper.formatting import MISSING, span
 from overinterp.paper.verdicts import FAILS, HOLDS
+from overinterp.store import read_json
 
 __all__ = ["FLIP", "SEEDS", "seed_rows", "overlapping", "seed_values", "seed_doc", "seed_table", "seed_changes"]
 
@@ -75,8 +73,7 @@ def seed_values(doc: dict | None, prefix: str) -> dict:
 
 def seed_doc(path) -> dict | None:
     """The two-seed check at ``path``, or None."""
-    path = Path(path)
-    return json.loads(path.read_text()) if path.is_file() else None
+    return read_json(path)
 
 
 def seed_table(files: dict) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """The scale study (:func:`overinterp.experiments.scale.study`) as JSON (``python -m overinterp scale --json``),
 glue values, tables and curves for the chapter "How the claims move with scale".
 
-    doc = document(run, rows, seconds, device); write(path, doc)
+    doc = document(run, rows, seconds, device); store.write_json(path, doc)
     rows = load(path)                  # the study's rows, with the provenance in rows.attrs
     fig = curves(rows)                 # one panel per measure and curve: estimate, interval, replicates
 """
@@ -19,7 +19,7 @@ from overinterp.paper.formatting import MISSING, number
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.store import code_version
 
-__all__ = ["rows_for", "document", "write", "load", "trend", "toward", "values", "edition_values", "table", "curves",
+__all__ = ["rows_for", "document", "load", "trend", "toward", "values", "edition_values", "table", "curves",
            "ORDER", "SHORT"]
 
 #: the measures in the order the chapter discusses them, with the axis label of each
@@ -41,11 +41,6 @@ def document(run, rows: pd.DataFrame, seconds: float, device: str) -> dict:
             "commit": code_version(), "tau": run.profile.sis_threshold, "recipe": asdict(run.profile.train),
             "config": asdict(run.profile.scale), "seconds": round(seconds, 1),
             "rows": json.loads(rows.to_json(orient="records"))}
-
-
-def write(path, doc: dict) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
 
 
 def load(path) -> pd.DataFrame:
