@@ -14,7 +14,7 @@ from overinterp.paper import numbers as paper
 from overinterp.paper import verdicts
 from overinterp.experiments.factors import ACC, MEASURES, sample
 from overinterp.experiments.runs import model_key
-from overinterp.pages import speed
+from overinterp.pages import bench_results
 from overinterp.paper.formatting import MISSING
 
 __all__ = ["sweep_figure", "controls_figure", "exact_benchmark"]
@@ -78,13 +78,13 @@ def exact_benchmark(run, results: str) -> tuple[dict, pd.DataFrame | None]:
     """({glue name: value}, table per (method, setting) or None) of exact backward selection's C1 and C2 from
     the engine benchmark's files in ``results``; the table is None without results."""
     try:
-        res = speed.load_results(results)
+        res = bench_results.load_results(results)
     except FileNotFoundError:
         res = {}
     f, tau = run.profile.factors, run.profile.sis_threshold
     source_key = model_key(run.dataset, f.arch, run.profile.name, run.seed)
-    facts = speed.exact_facts(res, tau, 100 * paper.SIS_MEAN_SIZE_BELOW, source_key, sample(run).key())
-    bench = speed.claim_measures(res, tau)
+    facts = bench_results.exact_facts(res, tau, 100 * paper.SIS_MEAN_SIZE_BELOW, source_key, sample(run).key())
+    bench = bench_results.claim_measures(res, tau)
     table = bench.drop(columns="device").set_index(["method", "setting"]).round(1) if len(bench) else None
     return {**{f"bench_{key}": value for key, value in facts.items()}, "bench_sis_text": _sis_words(facts, tau)}, table
 
