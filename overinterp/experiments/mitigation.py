@@ -21,10 +21,11 @@ from overinterp.engine.sis import find_sis, random_subset, sis_size_pct
 from overinterp.experiments import runs as runs_module
 from overinterp.experiments.runs import extremes, model_config, trained_model
 from overinterp.experiments.sis_accuracy import SIZE, sis_rows
+from overinterp.paper.claims import CLAIMS
 from overinterp.paper.formatting import MISSING, count, counted, number
 from overinterp.paper.intervals import Interval, bootstrap, replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
-from overinterp.paper.verdicts import Verdict, at_least
+from overinterp.paper.verdicts import Verdict
 from overinterp.zoo import data
 from overinterp.zoo.models import Ensemble
 from overinterp.zoo.train import InputDropout, logits, plateaued
@@ -333,7 +334,7 @@ def increase_table(inc: pd.DataFrame, specs: Mapping) -> pd.DataFrame:
 
 def increase_values(verdict: Verdict) -> dict:
     """Glue name -> value of the ensembles' SIS verdict."""
-    nums, effect = verdict.numbers, at_least("ensemble_sis").low
+    nums, effect = verdict.numbers, CLAIMS["ensemble_sis"].margin.low
     return {"sis_verdict": verdict.word, **extremes("inc", nums["increase (points)"], sign=True),
             "inc_effect": f"{effect:g}", "inc_above": int((nums["low"] >= effect).sum()), "inc_n": len(nums),
             "inc_counted": counted(nums)}

@@ -188,11 +188,12 @@ def _edition_page(e: dict) -> str:
     from overinterp.config.chapters import chapter_label, toc_chapters
     from overinterp.config.profiles import get_profile
     from overinterp.pages import report
+    from overinterp.pages.report_values import scale_values
     folder, profile = Path(e["path"]), get_profile(e["profile"])
     seeds = sorted(folder.glob("verdicts-seed[0-9]*.json"))
     first = report.load(seeds[0]) if seeds else None
     second = report.load(seeds[1]) if len(seeds) > 1 else None
-    scale = report.scale_values(profile, e["dataset"], "x")
+    scale = scale_values(profile, e["dataset"], "x")
     order = {stem: k for k, stem in enumerate(toc_chapters())}
     rows = "\n".join(f"| {chapter_label(stem)} | {e['seconds'][stem] / 60:.1f} |"
                      for stem in sorted(e["seconds"], key=lambda x: order.get(x, len(order))))

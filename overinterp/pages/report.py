@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-# seed_values and scale_values: also read from here by pages.build and pages.instructors
-from overinterp.pages.report_seeds import seed_values
 from overinterp.pages.report_values import (RESULTS, STANDARD, accuracy_values, control_values, data_values,
                                             engine_values, gpu_values, paper_values, scale_values,
                                             standard_accuracies, zoo_accuracies)
@@ -24,7 +22,7 @@ from overinterp.store import code_version
 __all__ = ["text", "document", "same_run", "merge", "load", "TINY_WARNING", "TINY_MARK", "READING",
            "group", "edition_verdicts", "this_execution", "second_seed", "by_claim", "stale", "claim_label",
            "blank_failures", "causes", "bottom_line", "agreement", "headline", "edition_values", "values",
-           "counts", "scale_values", "seed_values"]
+           "counts"]
 
 #: how a claim of the paper reads in a reproduction report, per verdict
 READING = {HOLDS: "reproduced", FAILS: "not reproduced", INCONCLUSIVE: "inconclusive", UNTESTABLE: "not testable here"}

@@ -26,23 +26,14 @@ __all__ = ["Verdict", "Margin", "MARKS", "HOLDS", "FAILS", "INCONCLUSIVE", "UNTE
            "sis_size", "subsets_accurate", "confidence_kept", "no_transfer", "retrain_beats_random",
            "retrain_near_full", "summary", "paper_gap", "paper_transfer_share", "sis_predicts_accuracy",
            "SIS_ACCURACY_TAUS", "SIS_ACCURACY_MIN_INCREASE", "TOLERANCE_POINTS", "TOLERANCE_CONFIDENCE",
-           "FAR_MORE_POINTS", "interval_row", "from_rows", "paper_round", "minus", "MIN_INCREASE", "at_least"]
+           "FAR_MORE_POINTS", "interval_row", "from_rows", "paper_round", "minus"]
 
 #: 4.4's thresholds of the verdict: the SIS chapter's 0.99 and two at which most test images are confident
 SIS_ACCURACY_TAUS = (0.7, 0.9, 0.99)
-#: The minimal effect of "larger" claims that give no size (measure's unit, reason): their margins in the registry
-MIN_INCREASE = {c: (CLAIMS[c].margin.low, CLAIMS[c].margin.words) for c in
-                ("ensemble_accuracy", "ensemble_sis", "dropout", "reduction_size", "reduction_sis", "calibration")}
 
 _FRAC = f"{100 * paper.SUBSET_FRAC:g}"     # the subsets' share of the pixels, as the claims print it
 #: 4.1: the accuracies (%) of other models on one ResNet18's 5% BS subsets
 _OTHERS = [v for name, v in paper.TRANSFER_RESNET18.items() if name != "itself"]
-
-
-def at_least(claim: str) -> Margin:
-    """The margin of a "larger" claim: an increase of at least :data:`MIN_INCREASE` of ``claim``."""
-    effect, why = MIN_INCREASE[claim]
-    return Margin(low=effect, words=f"increase of at least {effect:g} ({why})")
 
 
 def sis_size(sizes: Mapping[str, Sequence], tau: float, bound: float = paper.SIS_MEAN_SIZE_BELOW,
