@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from overinterp.paper import further_verdicts, verdicts
+from overinterp.paper import claims as paper_claims
 from overinterp.paper.claims import CLAIMS
 from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.verdicts import FAILS, HOLDS, UNTESTABLE
@@ -60,13 +61,13 @@ def _sis(holds, rng):
 
 
 def _accurate(holds, rng):
-    drop = verdicts.TOLERANCE_POINTS / 5 if holds else 6 * verdicts.TOLERANCE_POINTS
+    drop = paper_claims.TOLERANCE_POINTS / 5 if holds else 6 * paper_claims.TOLERANCE_POINTS
     full, bs = _correct(rng, 0.9, 0.9 - drop / 100)
     return verdicts.subsets_accurate({MODEL: full}, {MODEL: bs}, resamples=RESAMPLES)
 
 
 def _kept(holds, rng):
-    mean = -0.02 if holds else 4 * verdicts.TOLERANCE_CONFIDENCE
+    mean = -0.02 if holds else 4 * paper_claims.TOLERANCE_CONFIDENCE
     return verdicts.confidence_kept({MODEL: [np.clip(rng.normal(mean, 0.05, N), -1, 1) for _ in range(R)]},
                              resamples=RESAMPLES)
 
@@ -125,7 +126,7 @@ def _dilated_near(holds, rng):
 
 
 def _boundary(holds, rng):
-    ratio = 2 * further_verdicts.BOUNDARY_RATIO if holds else 1.0
+    ratio = 2 * paper_claims.BOUNDARY_RATIO if holds else 1.0
     area = [rng.uniform(0.1, 0.2, N) for _ in range(R)]
     attribution = [np.clip(a * ratio * rng.uniform(0.8, 1.2, N), 0, 1) for a in area]
     return further_verdicts.saliency_on_boundary({MODEL: attribution}, {MODEL: area}, resamples=RESAMPLES)
@@ -133,7 +134,7 @@ def _boundary(holds, rng):
 
 def _blank(holds, rng):
     classes = 10
-    top = (1.2 if holds else 4.5 * further_verdicts.BLANK_PRIOR_MULTIPLE) / classes
+    top = (1.2 if holds else 4.5 * paper_claims.BLANK_PRIOR_MULTIPLE) / classes
     confidence = {f"{MODEL}, mean pixel": list(top + rng.uniform(-0.01, 0.01, R))}
     return further_verdicts.blank_uninformative(confidence, classes)
 
@@ -286,11 +287,11 @@ def test_both_outcomes_are_reachable(claim):
 def test_dilated_beats_needs_headroom_above_random():
     rng = np.random.default_rng(0)
     holding = _dilated_beats(True, rng).numbers
-    assert (holding["headroom (points)"] >= verdicts.FAR_MORE_POINTS).all()
+    assert (holding["headroom (points)"] >= paper_claims.FAR_MORE_POINTS).all()
     # a full-image control only 5 points above the random subsets leaves the BS models nothing to beat them by
     full, random, bs = _correct(rng, 0.35, 0.30, 0.33)
     beats, _ = further_verdicts.dilated_retraining_verdicts({MODEL: bs}, {MODEL: random}, {MODEL: full}, CHANCE, 3)
-    assert beats.numbers.loc[MODEL, "headroom (points)"] < verdicts.FAR_MORE_POINTS
+    assert beats.numbers.loc[MODEL, "headroom (points)"] < paper_claims.FAR_MORE_POINTS
     assert beats.outcome == UNTESTABLE
 
 

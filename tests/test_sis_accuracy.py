@@ -9,6 +9,7 @@ import torch
 from overinterp.experiments import sis_accuracy
 from overinterp.pages import sis_size_plots
 from overinterp.paper import verdicts
+from overinterp.paper import claims as paper_claims
 from overinterp.engine.backselect import BackSelectResult
 from overinterp.engine.sis import find_sis
 from overinterp.paper.formatting import number
@@ -159,7 +160,7 @@ def _increase(rows):
 
 
 def test_verdict_has_one_row_per_threshold_stated_in_advance_and_holds_when_each_lies_above_the_margin():
-    edge = verdicts.SIS_ACCURACY_MIN_INCREASE
+    edge = paper_claims.SIS_ACCURACY_MIN_INCREASE
     rows = [("A", s, t, 500, 50, edge + 1, edge + 40) for s in ("test", "ood") for t in verdicts.SIS_ACCURACY_TAUS]
     holds = verdicts.sis_predicts_accuracy(_increase(rows + [("A", "test", 0.5, 500, 50, -80.0, -10.0)]))
     assert holds.word == verdicts.HOLDS                      # tau 0.5 is not a threshold of the verdict: not read
@@ -171,7 +172,7 @@ def test_verdict_has_one_row_per_threshold_stated_in_advance_and_holds_when_each
 
 
 def test_verdict_fails_on_a_null_increase_is_inconclusive_across_the_edge_and_untestable_without_images():
-    edge = verdicts.SIS_ACCURACY_MIN_INCREASE
+    edge = paper_claims.SIS_ACCURACY_MIN_INCREASE
     good = [("A", "test", t, 500, 50, edge + 5, edge + 40) for t in (0.7, 0.9)]
     straddles = verdicts.sis_predicts_accuracy(_increase(good + [("A", "ood", 0.7, 400, 100, edge - 3, edge + 20)]))
     assert straddles.word == verdicts.INCONCLUSIVE and straddles.numbers.loc[("A", "ood", 0.7), "outcome"] == verdicts.INCONCLUSIVE
@@ -243,7 +244,7 @@ def test_increase_table_shows_each_point_with_its_interval_and_the_group_sizes_i
 
 
 def test_verdict_values_count_the_rows_above_within_and_below_the_margin_and_the_tested_increases():
-    edge = verdicts.SIS_ACCURACY_MIN_INCREASE
+    edge = paper_claims.SIS_ACCURACY_MIN_INCREASE
     rows = [("A", "test", 0.7, 500, 50, edge + 5, edge + 40), ("A", "test", 0.9, 500, 50, edge - 5, edge + 60),
             ("A", "ood", 0.7, 500, 50, -30.0, -10.0), ("A", "ood", 0.9, 500, 3, 1.0, 2.0)]
     v = sis_accuracy.verdict_values(verdicts.sis_predicts_accuracy(_increase(rows), min_images=10))

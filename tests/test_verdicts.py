@@ -13,6 +13,8 @@ from overinterp.experiments import runs
 from overinterp.paper import numbers as paper
 from overinterp.pages import plots
 from overinterp.paper import verdicts
+from overinterp.paper import claims as paper_claims
+from overinterp.paper import numbers as paper_numbers
 from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, UNTESTABLE
 from overinterp.paper.intervals import Interval
 from overinterp.config.profiles import PROFILES, get_profile
@@ -21,8 +23,8 @@ from overinterp.zoo.train import plateaued, tail_start_loss
 
 def test_paper_gaps_come_from_table1():
     # full -> own BS subsets: ResNet18 95.28 -> 94.76; full -> retrained on BS: VGG16 93.62 -> 92.56
-    assert verdicts.paper_gap("full", "bs") == pytest.approx(0.52)
-    assert verdicts.paper_gap("bs", "bs") == pytest.approx(1.06)
+    assert paper_numbers.paper_gap("full", "bs") == pytest.approx(0.52)
+    assert paper_numbers.paper_gap("bs", "bs") == pytest.approx(1.06)
     assert paper.fmt((82.8, None)) == "82.80" and paper.fmt((92.23, 0.35)) == "92.23 ± 0.35"
 
 
@@ -90,7 +92,7 @@ def test_subsets_accurate_three_outcomes_on_per_image_results():
     straddles = verdicts.subsets_accurate(full={"m": _reps(N)}, bs={"m": _reps(285)})
     assert straddles.word == INCONCLUSIVE and straddles.holds is None
     lo, hi = straddles.numbers.loc["m", ["95% low", "95% high"]]
-    assert lo < verdicts.TOLERANCE_POINTS < hi
+    assert lo < paper_claims.TOLERANCE_POINTS < hi
     # one architecture failing fails the claim
     one_fails = verdicts.subsets_accurate(full={"a": _reps(N), "b": _reps(N)}, bs={"a": _reps(N), "b": _reps(150)})
     assert one_fails.holds is False
@@ -107,7 +109,7 @@ def test_confidence_kept_holds_on_no_change_and_fails_on_a_large_drop():
     assert gain.holds is True
     big = verdicts.confidence_kept({"m": [rng.normal(0.45, 0.05, N) for _ in range(R)]})
     assert big.holds is False and big.numbers.loc["m", "mean drop"] == pytest.approx(0.45, abs=0.01)
-    edge = verdicts.confidence_kept({"m": [rng.normal(verdicts.TOLERANCE_CONFIDENCE, 0.2, N) for _ in range(R)]})
+    edge = verdicts.confidence_kept({"m": [rng.normal(paper_claims.TOLERANCE_CONFIDENCE, 0.2, N) for _ in range(R)]})
     assert edge.word == INCONCLUSIVE
     table = verdicts.summary({"C1": big})
     assert list(table.columns) == ["claim", "verdict", "criterion"] and table.loc[0, "verdict"] == "does not hold"
@@ -297,12 +299,12 @@ def test_claims_quote_the_papers_numbers_from_paper_numbers():
     nt = verdicts.no_transfer({"m": [_hits(90, 100)]}, {"m": [[_hits(20, 100)]]}, {"m": [_hits(10, 100)]})
     assert "ResNet18's, 94.8% by itself, get 27.5–29.2% from a ResNet18 replicate" in nt.claim
     assert "the paper: 0.21, one source)" in nt.criterion
-    assert verdicts.paper_transfer_share() == pytest.approx(((27.6 + 29.2 + 27.5) / 3 - 10.01) / (94.8 - 10.01))
+    assert paper_numbers.paper_transfer_share() == pytest.approx(((27.6 + 29.2 + 27.5) / 3 - 10.01) / (94.8 - 10.01))
     beats = verdicts.retrain_beats_random({"m": one}, {"m": one}).claim
     assert "Table 1: 92.5–95.0% against 50.1–53.8% on CIFAR-10)" in beats   # 50.05 -> 50.1, half up as printed
     assert "at τ = 0.99 is below 5% of the image" in verdicts.sis_size({"m": [np.array([0.01])]}, 0.3).claim
-    assert verdicts.paper_round(50.05) == "50.1" and verdicts.paper_round(94.97) == "95.0"
-    assert verdicts.paper_round(-0.25, 2) == "-0.25"
+    assert paper_numbers.paper_round(50.05) == "50.1" and paper_numbers.paper_round(94.97) == "95.0"
+    assert paper_numbers.paper_round(-0.25, 2) == "-0.25"
 
 
 def test_the_verdict_box_names_its_scope_and_marks_each_models_outcome():

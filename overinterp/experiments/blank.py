@@ -26,7 +26,7 @@ from overinterp.experiments import runs
 from overinterp.paper import verdicts
 from overinterp.paper.claims import CLAIMS
 from overinterp.paper.formatting import number
-from overinterp.paper.further_verdicts import BLANK_PRIOR_MULTIPLE
+from overinterp.paper.claims import BLANK_PRIOR_MULTIPLE
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo import data
 from overinterp.zoo.train import logits

@@ -25,6 +25,7 @@ from overinterp.paper.formatting import MISSING, count, number, span
 from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper import verdicts
+from overinterp.paper import claims as paper_claims
 
 __all__ = ["TAUS", "KEYS", "SIZE", "CONF", "sis_rows", "image_table", "group_means", "percentage_increase",
            "prose_range", "setup_values", "increase_table", "verdict_input", "verdict_values", "replicate_values",
@@ -173,7 +174,7 @@ def verdict_values(verdict) -> dict:
     test, ood = (tested[tested.index.get_level_values("set") == "test"],
                  tested[tested.index.get_level_values("set") != "test"])
     return {"verdict": verdict.word, "verdict_taus": ", ".join(f"{t:g}" for t in verdicts.SIS_ACCURACY_TAUS),
-            "min_increase": f"{verdicts.SIS_ACCURACY_MIN_INCREASE:g}", "cells": len(nums), "tested": len(tested),
+            "min_increase": f"{paper_claims.SIS_ACCURACY_MIN_INCREASE:g}", "cells": len(nums), "tested": len(tested),
             "above": int((tested["outcome"] == verdicts.HOLDS).sum()), "below": int((tested["outcome"] == verdicts.FAILS).sum()),
             "within": int((tested["outcome"] == verdicts.INCONCLUSIVE).sum()),
             "test_range": prose_range(test["increase (%)"]), "ood_range": prose_range(ood["increase (%)"]),
@@ -201,7 +202,7 @@ def _tested_sentences(tested: pd.DataFrame, test: pd.Series, ood: pd.Series) -> 
     if tested.empty:
         return "Without a tested row there is no increase to compare with the margin."
     n = tested["outcome"].value_counts()
-    margin = f"the margin of {verdicts.SIS_ACCURACY_MIN_INCREASE:g}%"
+    margin = f"the margin of {paper_claims.SIS_ACCURACY_MIN_INCREASE:g}%"
     if len(tested) == 1:
         where = {verdicts.HOLDS: f"lies at or above {margin}", verdicts.INCONCLUSIVE: f"straddles {margin}",
                  verdicts.FAILS: f"lies wholly below {margin}"}.get(tested["outcome"].iloc[0], f"is not read against {margin}")

@@ -19,6 +19,7 @@ from overinterp.zoo import data
 from overinterp.paper.formatting import MISSING, number
 from overinterp.paper import numbers as paper
 from overinterp.paper import verdicts
+from overinterp.paper import claims as paper_claims
 from overinterp.paper.claims import result_text
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.engine.runner import fingerprint
@@ -161,7 +162,7 @@ def accurate_values(verdict: verdicts.Verdict, acc: dict[str, dict[str, dict]]) 
             "gap_low_min": f"{n['95% low'].min():.1f}", "gap_high_max": f"{n['95% high'].max():.1f}",
             "gap_halfwidth_max": number(((n['95% high'] - n['95% low']) / 2).max()),
             "gap_images": int(n["images"].max()), "gap_replicates": int(n["replicates"].max()),
-            "tolerance": f"{verdicts.TOLERANCE_POINTS:g}", "rnd_max": number(rnd.max())}
+            "tolerance": f"{paper_claims.TOLERANCE_POINTS:g}", "rnd_max": number(rnd.max())}
 
 
 def confidence_drops(run, models: dict[str, list[nn.Module]], images: torch.Tensor,
@@ -186,7 +187,7 @@ def kept_values(verdict: verdicts.Verdict) -> dict:
     n = verdict.numbers
     drop = n["mean drop"]
     return {"kept": verdict.word, "drop_min": f"{drop.min():.3f}", "drop_max": f"{drop.max():.3f}",
-            "drop_high_max": f"{n['95% high'].max():.3f}", "drop_tolerance": f"{verdicts.TOLERANCE_CONFIDENCE:g}"}
+            "drop_high_max": f"{n['95% high'].max():.3f}", "drop_tolerance": f"{paper_claims.TOLERANCE_CONFIDENCE:g}"}
 
 
 def subset_maps(run, models: dict[str, list[nn.Module]], subs: dict[str, dict]) -> tuple[dict, dict]:
@@ -310,7 +311,7 @@ def retraining_verdict_values(beats: verdicts.Verdict, near: verdicts.Verdict) -
             **extremes("rnd", b["random subsets"], spread=True), **extremes("full", n["full images"], spread=True),
             "diff_min": f"{b['difference (points)'].min():.1f}", "diff_low_min": f"{b['95% low'].min():.1f}",
             "diff_halfwidth_max": number(((b['95% high'] - b['95% low']) / 2).max()),
-            "far_more": f"{verdicts.FAR_MORE_POINTS:g}", "near_drop_min": f"{n['drop (points)'].min():.1f}",
+            "far_more": f"{paper_claims.FAR_MORE_POINTS:g}", "near_drop_min": f"{n['drop (points)'].min():.1f}",
             "near_drop_max": f"{n['drop (points)'].max():.1f}", "near_high_max": f"{n['95% high'].max():.1f}",
             "n_beating_control": int((n["95% high"] < 0).sum()), "n_archs": len(n),
             "retrain_images": int(b["images"].max()), "retrain_replicates": int(b["replicates"].max())}

@@ -11,7 +11,7 @@ import pandas as pd
 import seaborn as sns
 
 from overinterp.paper import numbers as paper
-from overinterp.paper import verdicts
+from overinterp.paper import claims as paper_claims
 from overinterp.experiments.factors import ACC, MEASURES, sample
 from overinterp.experiments.runs import model_key
 from overinterp.pages import bench_results
@@ -43,7 +43,7 @@ def sweep_figure(sweep: pd.DataFrame, xlabel: str, tau: float, hue: str | None =
     panels = [(MEASURES["C1"][0], f"C1: mean SIS size at τ = {tau:g} (%)\ndotted: the paper's bound, "
                f"{100 * paper.SIS_MEAN_SIZE_BELOW:g}%", 100 * paper.SIS_MEAN_SIZE_BELOW),
               (MEASURES["C2"][0], "C2: accuracy drop on own BS subsets (points)\ndotted: the criterion's "
-               f"{verdicts.TOLERANCE_POINTS:g}", verdicts.TOLERANCE_POINTS),
+               f"{paper_claims.TOLERANCE_POINTS:g}", paper_claims.TOLERANCE_POINTS),
               (MEASURES["C3"][0], "C3: share of the lift other models recover\ndotted: the criterion's ½", 0.5)]
     if "confident test images (%)" in sweep:
         panels.append(("confident test images (%)", f"test images at confidence ≥ {tau:g} (%)\n(the models' "

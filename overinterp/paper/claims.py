@@ -20,7 +20,7 @@ from overinterp.paper.numbers import paper_gap, paper_span, paper_tests, paper_t
 
 __all__ = ["Claim", "CLAIMS", "PARTS", "blank_of", "records", "result_text", "paper_number", "quoted", "of_the_paper",
            "TOLERANCE_POINTS", "TOLERANCE_CONFIDENCE", "FAR_MORE_POINTS", "SIS_ACCURACY_MIN_INCREASE",
-           "BOUNDARY_RATIO"]
+           "BOUNDARY_RATIO", "BLANK_PRIOR_MULTIPLE"]
 
 #: "About as accurate" (Table 1), in points: the paper's drops (<= ~1 point) are finer than a few hundred
 #: test images resolve
@@ -35,6 +35,8 @@ SIS_ACCURACY_MIN_INCREASE = 10.0
 #: SmoothGrad "concentrates" on the mask's edge from this multiple of the ring's area share, so that attribution
 #: ignoring the edge decides "does not hold" rather than staying inconclusive
 BOUNDARY_RATIO = 1.25
+#: The blank is uninformative up to this multiple of the class prior: a model may lean toward a class, not decide it
+BLANK_PRIOR_MULTIPLE = 2.0
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from overinterp.paper.claims import BOUNDARY_RATIO, CLAIMS, FAR_MORE_POINTS, TOLERANCE_POINTS
+from overinterp.paper.claims import BLANK_PRIOR_MULTIPLE, BOUNDARY_RATIO, CLAIMS, FAR_MORE_POINTS, TOLERANCE_POINTS
 from overinterp.paper.decide import (UNTESTABLE, Margin, Verdict, combine, difference_rows, from_rows, interval_row,
                                      replicates)
 from overinterp.paper.intervals import Interval, replicate_interval
@@ -22,12 +22,9 @@ from overinterp.paper.verdicts import retrain_beats_random, retrain_near_full, s
 
 __all__ = ["ensembles_increase_sis", "ensembles_increase_accuracy", "dropout_increases_sis", "increases",
            "size_verdict", "sis_verdict", "borders_verdict", "imputed_verdict", "robust_sis_sparse",
-           "sis_on_background", "sparse_pixels", "BLANK_PRIOR_MULTIPLE", "BOUNDARY_RATIO",
-           "dilation_keeps_prediction", "dilated_retraining_verdicts", "saliency_on_boundary", "blank_uninformative",
-           "mask_shape_leaks", "masked_miscalibrated", "search_beats_saliency"]
-
-#: The blank is uninformative up to this multiple of the class prior: a model may lean toward a class, not decide it
-BLANK_PRIOR_MULTIPLE = 2.0
+           "sis_on_background", "sparse_pixels", "dilation_keeps_prediction", "dilated_retraining_verdicts",
+           "saliency_on_boundary", "blank_uninformative", "mask_shape_leaks", "masked_miscalibrated",
+           "search_beats_saliency"]
 
 
 def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images: int, key: str) -> Verdict:

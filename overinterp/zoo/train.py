@@ -6,7 +6,6 @@ pixel subsets with the same :func:`fit`.
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
