@@ -343,8 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="print the units and exit")
     p.add_argument("--log", default=None, metavar="FILE",
                    help="append one JSON line per finished unit (its seconds) to FILE, as it finishes")
-    p.add_argument("--study", choices=("chapters", "scale"), default="chapters",
-                   help="what to compute: the chapters' artifacts (default) or the scale study's (the profile's "
+    p.add_argument("--study", choices=("chapters", "book", "scale"), default="chapters",
+                   help="what to compute: the chapters' artifacts (default); 'book': those plus the input-dropout "
+                        "and counterfactually fine-tuned models, the retraining controls and the dilated retraining "
+                        "that the book and verdicts --controls compute; or the scale study's (the profile's "
                         "ScaleConfig: models of more training images and widths, their selections, retraining)")
 
     v = _command(sub, "verdicts", cmd_verdicts,

@@ -179,6 +179,10 @@ def test_prepare_lists_the_plan_and_runs_a_range_of_it(tmp_path, monkeypatch):
     # every replicate backselects the test images (4.1); only the first the training images (4.2)
     last = tiny.replicates - 1
     assert any(f"seed {last} test shard" in l for l in lines) and not any(f"seed {last} train" in l for l in lines)
+    book = cli("prepare", "--study", "book", "--list", store=tmp_path).stdout.splitlines()
+    # the book's plan adds the counterfactually fine-tuned models (verdicts --controls) and the chapters' units
+    assert sum("masked training" in l for l in book) == len(tiny.masked.archs) * (tiny.masked.replicates or tiny.replicates)
+    assert sum(" chapter " in l for l in book) == 2 and len(book) > len(lines)
     done = cli("prepare", "--shards", "0:1", "--log", str(tmp_path / "units.jsonl"), store=tmp_path)
     assert done.returncode == 0, done.stderr
     assert list(json.loads(done.stdout)["seconds"]) == [f"model: {tiny.archs[0]} seed 0"]
