@@ -166,8 +166,14 @@ def test_an_edition_executed_a_few_chapters_at_a_time_keeps_the_earlier_ones(tmp
             (s / "book" / f"{stem}.ipynb").write_text(json.dumps({"cells": [], "stem": stem}))
         return s
     save_edition(stage("02_model_zoo", "03_sis"), params, {"02_model_zoo": 5.0, "03_sis": 7.0}, folder)
-    path = save_edition(stage("05_retraining"), params, {"05_retraining": 11.0}, folder)
+    first = json.loads((folder / "fashion-mnist-tiny" / "manifest.json").read_text())["chapters"]["02_model_zoo"]
+    # a stage shared with the earlier run still holds 02: only the chapter this run executed is copied and dated
+    shared = stage("05_retraining", "02_model_zoo")
+    (shared / "book" / "02_model_zoo.ipynb").write_text(json.dumps({"cells": [], "stem": "stale"}))
+    path = save_edition(shared, params, {"05_retraining": 11.0}, folder)
+    assert json.loads((path / "book" / "02_model_zoo.ipynb").read_text())["stem"] == "02_model_zoo"
     (found,) = editions(folder)
+    assert found["chapters"]["02_model_zoo"] == first
     assert sorted(p.name for p in (path / "book").glob("*.ipynb")) == ["02_model_zoo.ipynb", "03_sis.ipynb",
                                                                        "05_retraining.ipynb"]
     assert found["seconds"] == {"02_model_zoo": 5.0, "03_sis": 7.0, "05_retraining": 11.0}

@@ -152,8 +152,9 @@ def execute(parameters: dict, stage: Path, root: Path = ROOT, only: list[str] | 
 
 def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = EDITIONS,
                  name: str | None = None) -> Path:
-    """Copy ``stage``'s executed chapters into ``folder/<name>/book`` with a manifest; returns that folder. An
-    edition there of the same profile, dataset and seed keeps its other chapters; any other is replaced."""
+    """Copy the chapters of ``timings`` ({stem: seconds}, this run's) from ``stage`` into ``folder/<name>/book``
+    with a manifest dating them; returns that folder. An edition there of the same profile, dataset and seed keeps
+    its other chapters and their dates; any other is replaced."""
     from datetime import datetime, timezone
     from overinterp.store import code_version
     from overinterp.zoo.train import device_name
@@ -165,8 +166,9 @@ def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = ED
     if target.exists() and not same:          # another edition's chapters go; a models pack beside them stays
         shutil.rmtree(target / "book", ignore_errors=True)
     (target / "book").mkdir(parents=True, exist_ok=True)
-    for nb in sorted((stage / "book").glob("*.ipynb")):
-        shutil.copy(nb, target / "book" / nb.name)
+    for stem in timings:              # a stage shared with earlier runs holds chapters this run did not execute
+        if (stage / "book" / f"{stem}.ipynb").is_file():
+            shutil.copy(stage / "book" / f"{stem}.ipynb", target / "book" / f"{stem}.ipynb")
     now, commit = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), code_version()
     chapters_done = {**(old.get("chapters", {}) if same else {}),
                      **{stem: {"seconds": sec, "commit": commit, "date": now} for stem, sec in timings.items()}}
@@ -376,7 +378,8 @@ def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: li
         print(line, flush=True)
     timings = dict(earlier.get("seconds", {})) if only else prepare_first(parameters, jobs)
     t0 = time.perf_counter()
-    timings.update(execute(parameters, stage, root, only, jobs))
+    done = execute(parameters, stage, root, only, jobs)
+    timings.update(done)
     wall = {"chapters": round(time.perf_counter() - t0, 1)}       # below the sum of theirs where jobs > 1
     record.parent.mkdir(parents=True, exist_ok=True)
     from overinterp.store import code_version
@@ -384,7 +387,7 @@ def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: li
                                                   "commit": code_version()}, indent=2))
     write()                                   # before rendering: a failed render keeps the executed chapters
     if edition:
-        print(f"[book] saved edition {save_edition(stage, parameters, timings, edition_folder or root / 'editions')}")
+        print(f"[book] saved edition {save_edition(stage, parameters, done, edition_folder or root / 'editions')}")
     elif render_html:
         t0 = time.perf_counter()
         render(stage, out, root, edition_folder)
