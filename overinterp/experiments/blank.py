@@ -24,9 +24,8 @@ import torch.nn.functional as F
 from overinterp.engine.sis import pixel_subset, random_subset
 from overinterp.experiments import runs
 from overinterp.paper import verdicts
-from overinterp.paper.claims import CLAIMS
+from overinterp.paper.claims import BLANK_PRIOR_MULTIPLE, CLAIMS
 from overinterp.paper.formatting import number
-from overinterp.paper.claims import BLANK_PRIOR_MULTIPLE
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo import data
 from overinterp.zoo.train import logits
