@@ -94,7 +94,7 @@ def test_every_verdict_on_masked_inputs_carries_the_blank_check_and_its_engine(r
     plain = [r for r in rows if r["claim"] == "accurate" and "condition" not in r]
     assert [r["blank passes"] for r in plain] == [acc.blank_passes[r["model"]] for r in plain]
     controlled = [r for r in rows if r.get("condition")]
-    assert {r["condition"] for r in controlled} == {claims.BLANK_ASIDE, claims.MASKED_TRAINED}
+    assert {r["condition"] for r in controlled} == {claims.BLANK_ASIDE, claims.MASKED_TRAINED, claims.MASKED_ALL}
     assert all(r["model"].endswith(" · " + r["condition"]) for r in controlled)
 
 
@@ -143,3 +143,10 @@ def test_masked_claims_fine_tune_the_configured_replicates_and_decide_section_4_
         assert m.accurate.word == "cannot be tested" and m.kept.word == "cannot be tested"
     else:
         assert m.accurate.numbers.loc["small CNN", "replicates"] == int(m.models["accepted"].sum())
+    # the sensitivity analysis waives acceptance: every replicate that did not diverge decides, paired on the
+    # same images as the accepted ones
+    tested = int(np.isfinite(m.models["own BS subsets (%)"]).sum())
+    assert m.accurate_all.numbers.loc["small CNN", "replicates"] == tested == len(m.models)
+    assert m.kept_all.numbers.loc["small CNN", "replicates"] == tested
+    if m.models["accepted"].any():
+        assert m.accurate_all.numbers.loc["small CNN", "images"] == m.accurate.numbers.loc["small CNN", "images"]

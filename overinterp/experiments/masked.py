@@ -3,6 +3,8 @@ paper's 5% subsets are 95% mean pixel, unseen in training (see :mod:`.blank`). E
 fine-tuned on batches doubled with a randomly masked copy (removed share per batch from {0.5, 0.8, 0.9,
 0.95}); a model is **accepted** if its clean accuracy drops at most ``max_drop`` points and its blank is
 uninformative; 4.1's two claims are then decided on its own 5% BS subsets: overinterpretation, or missingness?
+Beside them, as a labelled sensitivity analysis, the same claims on every replicate that did not diverge
+(acceptance waived), so a reader sees what the models that failed acceptance say.
 
     models = masked_zoo(run)                     # {arch: [fine-tuned replicate, ...]}
     result = masked_claims(run)                  # accuracies, blank check, the claims' verdicts
@@ -91,11 +93,14 @@ def masked_zoo(run, progress: bool = True) -> dict[str, list[nn.Module]]:
 @dataclass
 class MaskedClaims:
     """``models``: a row per fine-tuned replicate (accuracies, drop, blank, accepted); ``blank``: their
-    blank check; ``accurate``, ``kept``: 4.1's claims on the accepted replicates."""
+    blank check; ``accurate``, ``kept``: 4.1's claims on the accepted replicates; ``accurate_all``,
+    ``kept_all``: the same on every replicate that did not diverge (acceptance waived: a sensitivity analysis)."""
     models: pd.DataFrame
     blank: blank_module.BlankCheck
     accurate: verdicts_module.Verdict
     kept: verdicts_module.Verdict
+    accurate_all: verdicts_module.Verdict
+    kept_all: verdicts_module.Verdict
 
 
 def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> MaskedClaims:
@@ -136,13 +141,21 @@ def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> Mask
                 out[name].append(None if own is None else own[k].numpy())
             rows.append(row)
             accepted[name].append(row["accepted"])
-    pick = {n: [i for i, ok in enumerate(a) if ok] for n, a in accepted.items()}
+    accepted_ = {n: [i for i, ok in enumerate(a) if ok] for n, a in accepted.items()}
+    finite = {n: [i for i, x in enumerate(full[n]) if x is not None] for n in full}
+    return MaskedClaims(pd.DataFrame(rows), check, *_decide(full, bs, drops, accepted_, run.seed),
+                        *_decide(full, bs, drops, finite, run.seed))
 
-    def only(d):                     # the accepted replicates of the architectures that have one
+
+def _decide(full, bs, drops, pick, seed):
+    """4.1's two claims on the replicates ``pick`` = {architecture: [index, ...]}; an architecture without one
+    cannot test them."""
+    def only(d):
         return {n: [d[n][i] for i in pick[n]] for n in d if pick[n]}
-    verdicts = (verdicts_module.subsets_accurate(only(full), only(bs), seed=run.seed), verdicts_module.confidence_kept(only(drops), seed=run.seed))
-    for v in verdicts:               # an architecture without an accepted replicate cannot test the claim
+    verdicts = (verdicts_module.subsets_accurate(only(full), only(bs), seed=seed),
+                verdicts_module.confidence_kept(only(drops), seed=seed))
+    for v in verdicts:
         for n in (n for n in pick if not pick[n]):
             v.numbers.loc[n, ["replicates", "outcome"]] = [0, verdicts_module.UNTESTABLE]
         v.outcome = verdicts_module.combine(list(v.numbers["outcome"])) if len(v.numbers) else verdicts_module.UNTESTABLE
-    return MaskedClaims(pd.DataFrame(rows), check, *verdicts)
+    return verdicts

@@ -118,4 +118,8 @@ def masked_values(m, config) -> dict:
             "mk_entropy_range": span(m.blank.rows["subset entropy (bits)"], 2),
             "mk_accurate": m.accurate.word, "mk_accurate_ours": result_text(m.accurate, "accurate"),
             "mk_kept": m.kept.word, "mk_kept_ours": result_text(m.kept, "kept"),
-            "mk_accurate_words": result_words(m.accurate, "accurate"), "mk_kept_words": result_words(m.kept, "kept")}
+            "mk_accurate_words": result_words(m.accurate, "accurate"), "mk_kept_words": result_words(m.kept, "kept"),
+            "mk_tested": str(int(np.isfinite(t["own BS subsets (%)"]).sum())),
+            "mk_all_accurate": m.accurate_all.word, "mk_all_kept": m.kept_all.word,
+            "mk_all_accurate_words": result_words(m.accurate_all, "accurate"),
+            "mk_all_kept_words": result_words(m.kept_all, "kept")}
