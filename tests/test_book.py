@@ -182,3 +182,21 @@ def test_an_edition_executed_a_few_chapters_at_a_time_keeps_the_earlier_ones(tmp
     (found,) = editions(folder)
     assert found["seconds"] == {"04_pixel_subsets": 3.0}
     assert [p.name for p in (path / "book").glob("*.ipynb")] == ["04_pixel_subsets.ipynb"]
+
+
+def test_glue_gaps_name_what_an_edition_chapter_quotes_from_an_older_execution_of_another(tmp_path):
+    """An edition chapter re-executed alone may quote a value that the edition's older execution of another
+    chapter never glued; the -W build would fail on it, so the gap is named at save time."""
+    from overinterp.pages.build import glue_gaps
+
+    def nb(path, text, names):
+        outs = [{"output_type": "display_data", "data": {"text/plain": "1"}, "metadata": {"scrapbook": {"name": n}}}
+                for n in names]
+        path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "source": text},
+                                              {"cell_type": "code", "source": "", "outputs": outs}]}))
+    nb(tmp_path / "03_sis.ipynb", "see {glue:text}`06_why.ipynb::new_key` and {glue:text}`06_why.ipynb::old_key:s`, "
+       "{glue:text}`own` and {glue:text}`99_absent.ipynb::x`", ["own"])
+    nb(tmp_path / "06_why.ipynb", "no quotes", ["old_key"])
+    assert glue_gaps(tmp_path) == {"03_sis": ["06_why.ipynb::new_key"]}
+    nb(tmp_path / "06_why.ipynb", "no quotes", ["old_key", "new_key"])
+    assert glue_gaps(tmp_path) == {}

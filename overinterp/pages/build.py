@@ -29,7 +29,7 @@ from overinterp.store import CHAPTER_ENV
 # copied into the stage as they are; MathJax 3 (`make mathjax`) is served as _static/mathjax/es5/
 STATIC = ["_config.yml", "_toc.yml", "book/references.bib", "book/_static", ".mathjax/node_modules/mathjax/es5"]
 
-__all__ = ["chapters", "write_parameters", "execute", "save_edition", "editions",
+__all__ = ["chapters", "write_parameters", "execute", "save_edition", "glue_gaps", "editions",
            "repository", "repository_config", "render", "build"]
 
 #: the theme's buttons that link to the repository (Jupyter Book's ``html:`` keys)
@@ -178,6 +178,30 @@ def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = ED
                 "chapters": chapters_done, "parameters": parameters}
     (target / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return target
+
+
+GLUE_REF = re.compile(r"\{glue(?::\w+)?\}`([\w.-]+)\.ipynb::([\w-]+)")
+
+
+def glued(notebook: dict) -> set[str]:
+    """The names an executed notebook (as JSON) glued: its outputs' scrapbook names."""
+    return {o.get("metadata", {}).get("scrapbook", {}).get("name") for c in notebook.get("cells", [])
+            for o in c.get("outputs", [])} - {None}
+
+
+def glue_gaps(book: Path) -> dict[str, list[str]]:
+    """{chapter: ["06_why.ipynb::key", ...]}: what each executed chapter in ``book`` quotes from another chapter
+    there whose execution glued no such name (an older execution of it): that one must be executed again, or
+    the build fails with warnings as errors. Chapters absent from ``book`` are the quick build's, not checked."""
+    books = {f.stem: json.loads(f.read_text()) for f in sorted(Path(book).glob("*.ipynb"))}
+    names = {stem: glued(nb) for stem, nb in books.items()}
+    gaps = {}
+    for stem, nb in books.items():
+        text = "\n".join("".join(c.get("source", "")) for c in nb.get("cells", []) if c.get("cell_type") == "markdown")
+        missing = sorted({f"{s}.ipynb::{k}" for s, k in GLUE_REF.findall(text) if s in names and k not in names[s]})
+        if missing:
+            gaps[stem] = missing
+    return gaps
 
 
 def editions(folder: Path = EDITIONS) -> list[dict]:
@@ -387,7 +411,13 @@ def build(parameters: dict, root: Path = ROOT, out: Path | None = None, only: li
                                                   "commit": code_version()}, indent=2))
     write()                                   # before rendering: a failed render keeps the executed chapters
     if edition:
-        print(f"[book] saved edition {save_edition(stage, parameters, done, edition_folder or root / 'editions')}")
+        saved = save_edition(stage, parameters, done, edition_folder or root / 'editions')
+        print(f"[book] saved edition {saved}")
+        for stem, refs in glue_gaps(saved / "book").items():
+            quoted = sorted({r.split(".ipynb::")[0] for r in refs})
+            print(f"[book] edition {saved.name}: {stem} quotes {len(refs)} value(s) that {', '.join(quoted)} of this "
+                  f"edition does not glue ({refs[0]}, ...); execute {', '.join(quoted)} again: book --edition --only "
+                  f"{' '.join(quoted)}", flush=True)
     elif render_html:
         t0 = time.perf_counter()
         render(stage, out, root, edition_folder)
