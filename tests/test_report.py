@@ -100,6 +100,39 @@ def test_the_bottom_line_lists_the_papers_claims_per_outcome_and_counts_what_an_
     assert empty["x_tested"] == 0 and empty["x_reproduced"] == "none"
 
 
+def test_the_bottom_line_names_an_informative_blank_and_each_controlled_condition_that_reads_otherwise():
+    doc = _doc("standard", {"accurate": ("does not hold", ["does not hold"]), "beats": ("holds", ["holds"]),
+                            "blank": ("does not hold", ["does not hold"])})
+    doc["rows"][-1].update(model="ResNet20, mean pixel", **{"blank passes": False})
+    doc["rows"].insert(1, {**doc["rows"][0], "model": "M0 · sensitivity", "condition": "sensitivity",
+                           "verdict": "holds"})
+    doc["rows"].insert(1, {**doc["rows"][0], "model": "M0 · set aside", "condition": "set aside"})
+    why = report.causes(doc)
+    assert why["accurate"] == "models' blank informative; sensitivity: reproduced"   # the same verdict: not named
+    assert "beats" not in why                                 # trained on the subsets, not on masked inputs
+    assert "(models' blank informative; sensitivity: reproduced)" in report.bottom_line(doc, "x")["x_not"]
+    assert report.causes(_doc("standard", {"accurate": ("does not hold", ["does not hold"])})) == {}
+
+
+def test_the_counterfactually_trained_models_read_as_one_sentence_at_every_count_and_outcome():
+    from overinterp.paper.claims import MASKED_ALL, MASKED_TRAINED
+
+    def doc(accepted, verdicts):
+        d = _doc("standard", {"accurate": ("does not hold", ["does not hold"]), "kept": ("does not hold", ["does not hold"])})
+        for c, (v_acc, v_all) in verdicts.items():
+            base = next(r for r in d["rows"] if r["claim"] == c)
+            d["rows"] += [{**base, "condition": MASKED_TRAINED, "verdict": v_acc, "replicates": accepted},
+                          {**base, "condition": MASKED_ALL, "verdict": v_all, "replicates": 5.0}]
+        return d
+    none = report.masked_sentence(doc(0, {"accurate": ("cannot be tested", "holds"), "kept": ("cannot be tested", "holds")}))
+    assert none.startswith("Of 5 models fine-tuned") and "none passed the acceptance check" in none
+    assert none.endswith(f"“{CLAIMS['accurate'].short}” and “{CLAIMS['kept'].short}” are reproduced.")
+    some = report.masked_sentence(doc(2, {"accurate": ("holds", "holds"), "kept": ("does not hold", "holds")}))
+    assert "2 passed the acceptance check, and on them" in some
+    assert f"“{CLAIMS['accurate'].short}” is reproduced and “{CLAIMS['kept'].short}” is not reproduced;" in some
+    assert "has not computed" in report.masked_sentence(doc(0, {})) and "No edition" in report.masked_sentence(None)
+
+
 def test_the_smaller_scale_is_read_against_the_larger_one():
     big = _doc("standard", {"sis": ("does not hold", ["does not hold"]), "beats": ("holds", ["holds"])})
     small = _doc("quick", {"sis": ("does not hold", ["does not hold"]), "beats": ("does not hold", ["does not hold"]),

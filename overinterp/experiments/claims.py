@@ -30,10 +30,10 @@ from overinterp.experiments import sis_accuracy
 from overinterp.experiments import subsets
 from overinterp.paper import further_verdicts
 from overinterp.paper import verdicts as verdicts_module
-from overinterp.paper.claims import CLAIMS, records
+from overinterp.paper.claims import BLANK_ASIDE, CLAIMS, MASKED_ALL, MASKED_TRAINED, records
 from overinterp.zoo import data
 
-__all__ = ["MEASURES", "BLANK_ASIDE", "MASKED_TRAINED", "CONTROLLED", "params", "verdicts", "table"]
+__all__ = ["MEASURES", "BLANK_ASIDE", "MASKED_TRAINED", "MASKED_ALL", "CONTROLLED", "params", "verdicts", "table"]
 
 
 def params(run, chapter: str):
@@ -162,9 +162,6 @@ MEASURES: dict[tuple, Callable] = {
 
 #: 4.1's masked-input claims under controlled conditions: blank's classes set aside (:func:`blank.restricted`),
 #: counterfactually trained models (:func:`masked.masked_claims`), and those models with acceptance waived
-#: (a labelled sensitivity analysis: every fine-tuned replicate that did not diverge)
-BLANK_ASIDE, MASKED_TRAINED = "blank's class set aside", "masked-trained models"
-MASKED_ALL = "masked-trained models, acceptance waived (sensitivity)"
 CONTROLLED = ("accurate", "kept")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from overinterp.pages.report_values import (RESULTS, STANDARD, accuracy_values, control_values, data_values,
                                             engine_values, gpu_values, paper_values, scale_values,
                                             standard_accuracies, zoo_accuracies)
-from overinterp.paper.claims import CLAIMS, PARTS, of_the_paper
+from overinterp.paper.claims import CLAIMS, MASKED_ALL, MASKED_TRAINED, PARTS, of_the_paper
 from overinterp.paper.formatting import and_list, finite, number, span
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTABLE
@@ -21,7 +21,7 @@ from overinterp.store import code_version
 
 __all__ = ["text", "document", "same_run", "merge", "load", "TINY_WARNING", "TINY_MARK", "READING",
            "group", "edition_verdicts", "this_execution", "second_seed", "by_claim", "stale", "claim_label",
-           "blank_failures", "causes", "bottom_line", "agreement", "headline", "edition_values", "values",
+           "blank_failures", "causes", "masked_sentence", "bottom_line", "agreement", "headline", "edition_values", "values",
            "counts"]
 
 #: how a claim of the paper reads in a reproduction report, per verdict
@@ -168,16 +168,41 @@ def blank_failures(doc: dict | None) -> list[str]:
 
 
 def causes(doc: dict | None) -> dict[str, str]:
-    """{claim: caveat}: a control condition that reads otherwise, else an informative blank for masked inputs."""
+    """{claim: caveat}: an informative blank for a claim on masked inputs, then each controlled condition whose
+    verdict reads otherwise than the paper's protocol's."""
     failing, out = blank_failures(doc), {}
     for c, rs in by_claim(doc).items():
         main = rs[0]["verdict"]
-        other = {r["condition"]: r["verdict"] for r in rs if r.get("condition") and r["verdict"] != main}
-        if other:
-            out[c] = "; ".join(f"{k}: {READING[v]}" for k, v in other.items())
-        elif CLAIMS[c].blank and failing:
-            out[c] = "models' blank informative"
+        parts = ["models' blank informative"] if CLAIMS[c].blank and failing else []
+        parts += [f"{k}: {READING[v]}" for k, v in
+                  {r["condition"]: r["verdict"] for r in rs if r.get("condition") and r["verdict"] != main}.items()]
+        if parts:
+            out[c] = "; ".join(parts)
     return out
+
+
+def masked_sentence(doc: dict | None) -> str:
+    """One sentence: section 4.1's claims on subsets for the counterfactually trained models of ``doc``, on the
+    accepted ones and, acceptance waived, on all of them (chapter 3)."""
+    rows = by_claim(doc)
+    got = {cond: {c: [r for r in rows.get(c, []) if r.get("condition") == cond] for c in ("accurate", "kept")}
+           for cond in (MASKED_TRAINED, MASKED_ALL)}
+    if not any(got[MASKED_ALL].values()):
+        return "This edition has not computed the counterfactually trained models." if doc else \
+            "No edition is committed, so no counterfactually trained models are shown."
+
+    def read(cond):
+        verdicts = {f"“{CLAIMS[c].short}”": rs[0]["verdict"] for c, rs in got[cond].items() if rs}
+        by = {}
+        for claim, v in verdicts.items():
+            by.setdefault(READING[v], []).append(claim)
+        return and_list([f"{and_list(cs)} {'is' if len(cs) == 1 else 'are'} {reading}" for reading, cs in by.items()])
+    models = [int(sum(r.get("replicates") or 0 for r in got[cond]["accurate"])) for cond in (MASKED_TRAINED, MASKED_ALL)]
+    accepted = ("none passed the acceptance check, so the claims cannot be tested on accepted models" if not models[0]
+                else f"{models[0]} passed the acceptance check, and on them {read(MASKED_TRAINED)}")
+    return (f"Of {models[1]} models fine-tuned so that masked inputs are in distribution (counterfactual training, "
+            f"chapter 3; seed {doc.get('seed')}), {accepted}; with acceptance waived (a sensitivity analysis), "
+            f"{read(MASKED_ALL)}.")
 
 
 # ----------------------------------------------------------------------------- the bottom line
@@ -262,7 +287,8 @@ def edition_values(run, standard: dict | None, second: dict | None, results=RESU
     from overinterp.config.profiles import get_profile
     std = get_profile(standard["profile"] if standard else "standard")
     engines = {"std": std.sis_engine or std.backselect, "exec": run.profile.sis_engine or run.profile.backselect}
-    return {**bottom_line(standard, "std", second), **scale_values(std, run.dataset, "std"),
+    return {**bottom_line(standard, "std", second), "std_masked": masked_sentence(standard),
+            **scale_values(std, run.dataset, "std"),
             **scale_values(run.profile, run.dataset, "exec"),
             **accuracy_values(standard_accuracies(Path(results) / "models-standard-cpu.json"), "std"),
             **engine_values(engines, path=Path(results) / "backselect-cpu.json"), **gpu_values(),

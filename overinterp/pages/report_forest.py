@@ -7,7 +7,7 @@ import re
 import textwrap
 
 from overinterp.pages.report import by_claim, group
-from overinterp.paper.claims import CLAIMS, PARTS
+from overinterp.paper.claims import CLAIMS, CONDITION_TAGS, PARTS
 from overinterp.paper.decide import UNTESTABLE
 from overinterp.paper.formatting import finite
 
@@ -92,7 +92,8 @@ def forest_figures(docs: dict, columns: int = 2, width: float = 9.0) -> dict:
 
 
 def _model(name: str) -> str:
-    return textwrap.fill(name, 26)
+    model, _, condition = name.partition(" · ")
+    return textwrap.fill(f"{model} · {CONDITION_TAGS.get(condition, condition)}" if condition else model, 26)
 
 
 def _forest_title(claim: str) -> str:
