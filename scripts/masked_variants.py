@@ -6,7 +6,7 @@ accuracy against the zoo model's, and the blank (fully masked input, the paper's
 
 Variants: the profile's (Hase et al.: removed share from {0.5, 0.8, 0.9, 0.95}); a lower learning rate; the
 fully masked input added to the shares (its label is every class in turn, so its loss is least at the class
-prior); both. Each model is stored under its own config, so a second run reads them back.
+prior); both; the blank with twice the epochs or a tenth of the rate. Each model is stored under its own config, so a second run reads them back.
 """
 from __future__ import annotations
 
@@ -28,7 +28,9 @@ from overinterp.zoo.train import device_name, logits
 def variants(c) -> dict:
     return {"profile's": c, "lr / 3": replace(c, lr=c.lr / 3),
             "with the blank": replace(c, removed=(*c.removed, 1.0)),
-            "with the blank, lr / 3": replace(c, removed=(*c.removed, 1.0), lr=c.lr / 3)}
+            "with the blank, lr / 3": replace(c, removed=(*c.removed, 1.0), lr=c.lr / 3),
+            "with the blank, twice the epochs": replace(c, removed=(*c.removed, 1.0), epochs=2 * c.epochs),
+            "with the blank, lr / 10": replace(c, removed=(*c.removed, 1.0), lr=c.lr / 10)}
 
 
 def main(argv=None) -> int:

@@ -100,6 +100,7 @@ def test_paired_increase_resamples_the_models_as_replicates():
     assert counted(pd.DataFrame([r])) == "30 images × (1 + 2 models)"
     assert counted(pd.DataFrame([r, r])) == "30 images × (1 + 2 models)"     # two comparisons of one size: once
     assert counted(pd.DataFrame([r, {**r, "images": 12}])) == "30 images × (1 + 2 models); 12 images × (1 + 2 models)"
+    assert counted(pd.DataFrame([{**r, "images": 1}])) == "1 image × (1 + 2 models)"      # English at one image
 
 
 def test_members_are_each_architectures_replicates_and_all_models_together():

@@ -266,7 +266,7 @@ def test_gallery_shows_the_images_where_the_first_robust_replicate_has_an_sis():
 def test_sis_accuracy_and_verdict_values_for_the_prose():
     t = robust_module.sis_table({("robust", 0): THREE, ("standard", 0): _result([0.99] * 3, [[0.95, 0.95, 0.2, 0.1]] * 3)}, 0.9)
     assert robust_module.sis_values(t, torch.tensor([1, 4, 1]), "robust", [f"c{i}" for i in range(10)]) == {
-        "n_sis_images": 3, "robust_has_sis": "67", "robust_conf": "0.907", "n_sel_classes": 2, "sel_classes": "c1, c4"}
+        "n_sis_images": 3, "robust_has_sis": "67", "robust_conf": "0.907", "sis_sample": "3 images of 2 classes", "sel_classes": "c1, c4"}
     acc = pd.DataFrame({"model": ["robust ResNet20", "robust ResNet20", "ResNet20"], "replicate": [0, 1, 0],
                         "clean accuracy (%)": [80.0, 90.0, 95.0], "PGD accuracy (%)": [40.0, 50.04, 1.0]})
     assert robust_module.accuracy_values(robust_module.accuracy_table(acc), 16, "resnet20") == {

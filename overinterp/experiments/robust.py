@@ -323,7 +323,8 @@ def sis_values(sizes: pd.DataFrame, labels: torch.Tensor, robust_name: str, clas
     present = [classes[c] for c in sorted(set(labels.tolist()))]
     return {"n_sis_images": len(labels), "robust_has_sis": number(100 * has[robust_name], 0),
             "robust_conf": number(sizes[sizes.model == robust_name].confidence.mean(), 3),
-            "n_sel_classes": len(present), "sel_classes": ", ".join(present)}
+            "sis_sample": f"{count(len(labels), 'image')} of {count(len(present), 'class', 'classes')}",
+            "sel_classes": ", ".join(present)}
 
 
 def sis_gallery(results: Mapping[tuple, BackSelectResult], tau: float, n_show: int, arch: str) -> tuple:

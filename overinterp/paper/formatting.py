@@ -57,11 +57,12 @@ def counted(nums) -> str:
     """The distinct counts of a verdict's rows, joined by '; ': '40 images × 2 members',
     '40 images × (2 + 2 models)' (treated and control) or '40 images'."""
     def one(r):
+        images = count(int(r["images"]), "image")
         if "treated models" in r.index:
-            return f"{int(r['images'])} images × ({int(r['treated models'])} + {int(r['control models'])} models)"
+            return f"{images} × ({int(r['treated models'])} + {int(r['control models'])} models)"
         if "members" in r.index:
-            return f"{int(r['images'])} images × {int(r['members'])} members"
-        return f"{int(r['images'])} images"
+            return f"{images} × {count(int(r['members']), 'member')}"
+        return images
     return "; ".join(dict.fromkeys(one(r) for _, r in nums.iterrows()))
 
 
