@@ -6,7 +6,8 @@ accuracy against the zoo model's, and the blank (fully masked input, the paper's
 
 Variants: the profile's (Hase et al.: removed share from {0.5, 0.8, 0.9, 0.95}); a lower learning rate; the
 fully masked input added to the shares (its label is every class in turn, so its loss is least at the class
-prior); both; the blank with twice the epochs or a tenth of the rate. Each model is stored under its own config, so a second run reads them back.
+prior); both; the blank with twice the epochs or a tenth of the rate. Each model is stored under its own
+config, so a second run reads them back.
 """
 from __future__ import annotations
 
@@ -19,10 +20,9 @@ from pathlib import Path
 import torch
 
 from overinterp.config.context import make_run
-from overinterp.experiments import blank, masked, runs
+from overinterp.experiments import blank, masked
 from overinterp.paper.numbers import ARCH_NAMES
-from overinterp.zoo import data
-from overinterp.zoo.train import device_name, logits
+from overinterp.zoo.train import device_name
 
 
 def variants(c) -> dict:
@@ -41,7 +41,6 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     base = make_run(profile=a.profile, device="cpu", seed=a.seed)
-    test = data.load(base.dataset, "test")
     paper = {blank.PAPER_FILL: blank.fills(base.dataset)[blank.PAPER_FILL]}
     rows = []
     for name, cfg in variants(base.profile.masked).items():
@@ -50,14 +49,13 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             model = masked.masked_model(run, arch, a.seed)
             seconds = time.perf_counter() - t0
-            zoo = runs.trained_model(run.dataset, arch, run.profile.name, seed=a.seed, device=run.device, progress=False)
-            acc = [100 * float((logits(m, test.images, device=run.device).argmax(1) == test.labels).double().mean())
-                   for m in (model, zoo)]
-            check = blank.blank_check(run, which=paper, models={arch: [model]}).rows.iloc[0]
+            acc = masked.clean_accuracies(run, arch, a.seed, model)
+            blank_check = blank.blank_check(run, which=paper, models={arch: [model]})
+            check = blank_check.rows.iloc[0]
             rows.append({"variant": name, "model": ARCH_NAMES[arch], "seed": a.seed, "config": asdict(cfg),
                          "clean accuracy": acc[0], "zoo accuracy": acc[1], "drop (points)": acc[1] - acc[0],
                          "blank class": check["class"], "blank probability": float(check["probability"]),
-                         "blank bound": blank.UNINFORMATIVE_MULTIPLE / len(test.classes),
+                         "blank bound": blank_check.bound,
                          "blank passes": bool(check["passes"]),
                          "accepted": bool(check["passes"]) and acc[1] - acc[0] <= cfg.max_drop,
                          "seconds (0: stored)": round(seconds, 1)})

@@ -28,7 +28,8 @@ from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo import data
 from overinterp.zoo.train import TrainConfig, cached_fit, logits
 
-__all__ = ["masked_copy", "FrozenNorm", "masked_config", "masked_model", "masked_zoo", "MaskedClaims", "masked_claims"]
+__all__ = ["masked_copy", "FrozenNorm", "masked_config", "masked_model", "masked_zoo", "clean_accuracies",
+           "MaskedClaims", "masked_claims"]
 
 
 def masked_copy(removed: tuple, seed: int):
@@ -90,6 +91,14 @@ def masked_zoo(run, progress: bool = True) -> dict[str, list[nn.Module]]:
             for a in (c.archs or p.archs)}
 
 
+def clean_accuracies(run, arch: str, seed: int, model: nn.Module) -> tuple[float, float]:
+    """Test accuracy (%) on the whole test set of fine-tuned ``model`` and of its zoo replicate ``seed``."""
+    whole = data.load(run.dataset, "test")
+    zoo = runs.trained_model(run.dataset, arch, run.profile.name, seed=seed, device=run.device, progress=False)
+    return tuple(100 * float((logits(m, whole.images, device=run.device).argmax(1) == whole.labels).double().mean())
+                 for m in (model, zoo))
+
+
 @dataclass
 class MaskedClaims:
     """``models``: a row per fine-tuned replicate (accuracies, drop, blank, accepted); ``blank``: their
@@ -108,7 +117,6 @@ def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> Mask
     replicates' own BS subsets; the table lists every replicate."""
     c = run.profile.masked
     tuned = masked_zoo(run, progress)
-    whole = data.load(run.dataset, "test")
     sel = runs.selection(run, "test")
     X, Y = sel.load()
     paper_fill = {blank_module.PAPER_FILL: blank_module.fills(run.dataset)[blank_module.PAPER_FILL]}
@@ -120,9 +128,7 @@ def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> Mask
         full[name], bs[name], drops[name], accepted[name] = [], [], [], []
         for r, m in enumerate(models):
             seed = run.seed + r
-            zoo = runs.trained_model(run.dataset, arch, run.profile.name, seed=seed, device=run.device, progress=False)
-            acc = [100 * float((logits(x, whole.images, device=run.device).argmax(1) == whole.labels).double().mean())
-                   for x in (m, zoo)]
+            acc = clean_accuracies(run, arch, seed, m)
             diverged = not all(bool(torch.isfinite(w).all()) for w in m.state_dict().values())
             row = {"model": name, "replicate": r, "clean accuracy (%)": math.nan if diverged else acc[0],
                    "zoo accuracy (%)": acc[1], "drop (points)": math.nan if diverged else acc[1] - acc[0],
@@ -141,9 +147,9 @@ def masked_claims(run, frac: float = SUBSET_FRAC, progress: bool = True) -> Mask
                 out[name].append(None if own is None else own[k].numpy())
             rows.append(row)
             accepted[name].append(row["accepted"])
-    accepted_ = {n: [i for i, ok in enumerate(a) if ok] for n, a in accepted.items()}
+    passed = {n: [i for i, ok in enumerate(a) if ok] for n, a in accepted.items()}
     finite = {n: [i for i, x in enumerate(full[n]) if x is not None] for n in full}
-    return MaskedClaims(pd.DataFrame(rows), check, *_decide(full, bs, drops, accepted_, run.seed),
+    return MaskedClaims(pd.DataFrame(rows), check, *_decide(full, bs, drops, passed, run.seed),
                         *_decide(full, bs, drops, finite, run.seed))
 
 

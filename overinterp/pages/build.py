@@ -180,9 +180,6 @@ def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = ED
     return target
 
 
-GLUE_REF = re.compile(r"\{glue(?::\w+)?\}`([\w.-]+)\.ipynb::([\w-]+)")
-
-
 def glued(notebook: dict) -> set[str]:
     """The names an executed notebook (as JSON) glued: its outputs' scrapbook names."""
     return {o.get("metadata", {}).get("scrapbook", {}).get("name") for c in notebook.get("cells", [])
@@ -198,7 +195,7 @@ def glue_gaps(book: Path) -> dict[str, list[str]]:
     gaps = {}
     for stem, nb in books.items():
         text = "\n".join("".join(c.get("source", "")) for c in nb.get("cells", []) if c.get("cell_type") == "markdown")
-        missing = sorted({f"{s}.ipynb::{k}" for s, k in GLUE_REF.findall(text) if s in names and k not in names[s]})
+        missing = sorted({f"{s}.ipynb::{k}" for _, s, k in GLUE_REF.findall(text) if s in names and k not in names[s]})
         if missing:
             gaps[stem] = missing
     return gaps
@@ -266,6 +263,7 @@ def repository_config(config: dict, url: str | None = None) -> dict:
 LABEL = re.compile(r"^\((?P<a>[\w-]+)\)=|^:(?:name|label): (?P<b>[\w-]+)", re.M)
 DOC = re.compile(r"(\{doc\}`(?:[^`<]*<)?)([\w/.-]+)(>?`)")
 GLUE_DOC = re.compile(r"(\{glue(?::\w+)?\}`)([\w.-]+)\.ipynb::")
+GLUE_REF = re.compile(GLUE_DOC.pattern + r"([\w-]+)")   # GLUE_DOC's reference with its key
 
 
 def localise(folder: Path, prefix: str, title: str = "") -> int:
