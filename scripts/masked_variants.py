@@ -4,9 +4,10 @@ accuracy against the zoo model's, and the blank (fully masked input, the paper's
 
     python scripts/masked_variants.py --profile standard --archs resnet20 --out FILE.json
 
-Variants: the profile's (Hase et al.: removed share from {0.5, 0.8, 0.9, 0.95}); a lower learning rate; the
-fully masked input added to the shares (its label is every class in turn, so its loss is least at the class
-prior); both; the blank with twice the epochs or a tenth of the rate. Each model is stored under its own
+Variants: Hase et al.'s shares (removed share from {0.5, 0.8, 0.9, 0.95}) at the default rate; a lower
+learning rate; the fully masked input added to the shares (its label is every class in turn, so its loss is
+least at the class prior); both; the blank with twice the epochs or a tenth of the rate (the standard
+profile's). Each model is stored under its own
 config, so a second run reads them back.
 """
 from __future__ import annotations
@@ -20,13 +21,17 @@ from pathlib import Path
 import torch
 
 from overinterp.config.context import make_run
+from overinterp.config.profiles import MaskedTrainingConfig
 from overinterp.experiments import blank, masked
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.zoo.train import device_name
 
 
-def variants(c) -> dict:
-    return {"profile's": c, "lr / 3": replace(c, lr=c.lr / 3),
+def variants(profile_config) -> dict:
+    """The variants, built on the profile's config with Hase et al.'s shares and the book's default rate."""
+    hase = MaskedTrainingConfig()
+    c = replace(profile_config, removed=hase.removed, lr=hase.lr)
+    return {"Hase et al.'s shares": c, "lr / 3": replace(c, lr=c.lr / 3),
             "with the blank": replace(c, removed=(*c.removed, 1.0)),
             "with the blank, lr / 3": replace(c, removed=(*c.removed, 1.0), lr=c.lr / 3),
             "with the blank, twice the epochs": replace(c, removed=(*c.removed, 1.0), epochs=2 * c.epochs),

@@ -2,6 +2,7 @@
 uninformative blank, the search for a fill every model passes, and section 4.1's claims with the blank's
 classes set aside; counterfactual training (overinterp.experiments.masked). Models whose answer is known
 by hand (conftest's ``Always``, a uniform one) and the tiny profile's zoo."""
+import json
 import math
 
 import numpy as np
@@ -150,3 +151,20 @@ def test_masked_claims_fine_tune_the_configured_replicates_and_decide_section_4_
     assert m.kept_all.numbers.loc["small CNN", "replicates"] == tested
     if m.models["accepted"].any():
         assert m.accurate_all.numbers.loc["small CNN", "images"] == m.accurate.numbers.loc["small CNN", "images"]
+
+
+def test_the_chapter_says_how_a_fine_tuning_departs_from_hase_et_al_and_reads_the_measured_variants(tmp_path):
+    from dataclasses import replace
+    from overinterp.config.profiles import MaskedTrainingConfig
+    hase = MaskedTrainingConfig()
+    assert pages_blank.departures(hase) == "These are Hase et al.'s shares."
+    both = pages_blank.departures(replace(hase, removed=(*hase.removed, 1.0), lr=hase.lr / 10))
+    assert "100%" in both and f"{hase.lr / 10:g}" in both and both.count(";") == 1
+    assert "100%" not in pages_blank.departures(replace(hase, lr=hase.lr / 10))
+    rows = [{"variant": v, "model": "ResNet20", "config": {"removed": removed, "lr": lr}, "drop (points)": drop,
+             "blank probability": p, "blank passes": p <= 0.2, "accepted": p <= 0.2 and drop <= 1}
+            for v, removed, lr, drop, p in [("a", [0.5, 0.95], 1e-3, 2.6, 0.45), ("b", [0.5, 1.0], 1e-4, 0.3, 0.1)]]
+    (tmp_path / "v.json").write_text(json.dumps({"rows": rows}))
+    t = pages_blank.variants_table(tmp_path / "v.json")
+    assert list(t["accepted"]) == [False, True] and t.loc[("b", "ResNet20"), "shares removed (%)"] == "50 and 100"
+    assert pages_blank.variants_table(tmp_path / "absent.json") is None

@@ -84,6 +84,9 @@ class SIS(RunConfig):
 class PixelSubsets(RunConfig):
     frac: float = param(0.05, "fraction of pixels kept (the paper: 5%)", check="fraction")
     n_show: int = param(6, "example images shown")
+    variants: str = param("editions/fashion-mnist-standard/masked-variants-seed0.json",
+                          "counterfactual fine-tuning variants measured by scripts/masked_variants.py, from the "
+                          "repository root")
 
 
 @dataclass(frozen=True)

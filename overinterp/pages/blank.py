@@ -1,10 +1,15 @@
 """The blank check presented (:mod:`overinterp.experiments.blank`): its table, its figure and its glued values."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from overinterp.config.chapters import ROOT
+from overinterp.config.profiles import MaskedTrainingConfig
 from overinterp.experiments.blank import LEVELS, PAPER_FILL, BlankCheck, Restricted, annotate
 from overinterp.experiments.subsets import result_words
 from overinterp.paper.claims import result_text
@@ -12,6 +17,7 @@ from overinterp.paper.formatting import and_list, count, number, span
 from overinterp.pages.plots import outside_legend
 
 __all__ = ["blank_table", "fill_search_plot", "blank_values", "restricted_table", "restricted_values", "controlled",
+           "departures", "variants_table",
            "masked_values"]
 
 
@@ -104,10 +110,40 @@ def controlled(run, claim: str, verdict, condition: str):
     return verdict
 
 
+def departures(config) -> str:
+    """How ``config`` (a MaskedTrainingConfig) departs from Hase et al.'s shares and the book's default rate, as
+    a sentence."""
+    hase = MaskedTrainingConfig()
+    parts = []
+    if 1.0 in config.removed:
+        parts.append("its shares include 100%, so a copy may be the fully masked input itself, labelled as its "
+                     "image: over a batch its loss is least at the class prior, which is what an uninformative "
+                     "blank means (Hase et al.'s shares stop at 95%)")
+    if config.lr != hase.lr:
+        parts.append(f"its learning rate is {config.lr:g}, against {hase.lr:g} at the other profiles")
+    if not parts:
+        return "These are Hase et al.'s shares."
+    return "This profile departs from them: " + "; and ".join(parts) + "."
+
+
+def variants_table(path):
+    """The counterfactual fine-tuning variants measured by ``scripts/masked_variants.py`` (its JSON ``path``):
+    one row per variant and model, a relative ``path`` read from the repository root; None where it is absent."""
+    path = ROOT / path
+    if not path.exists():
+        return None
+    rows = json.loads(path.read_text())["rows"]
+    return pd.DataFrame([{"variant": r["variant"], "model": r["model"], "shares removed (%)": and_list(
+        [f"{100 * x:g}" for x in r["config"]["removed"]]), "learning rate": f"{r['config']['lr']:.2g}",
+        "drop (points)": r["drop (points)"], "blank probability": r["blank probability"],
+        "blank uninformative": r["blank passes"], "accepted": r["accepted"]} for r in rows]).set_index(
+        ["variant", "model"])
+
+
 def masked_values(m, config) -> dict:
     """Glue values ``mk_*`` of the counterfactually trained models (``m``: MaskedClaims, ``config`` their config)."""
     t = m.models
-    return {"mk_removed": and_list([f"{100 * x:g}%" for x in config.removed]),
+    return {"mk_removed": and_list([f"{100 * x:g}%" for x in config.removed]), "mk_departures": departures(config),
             "mk_epochs": count(config.epochs, "epoch"),
             "mk_max_drop": f"{config.max_drop:g} point{'' if config.max_drop == 1 else 's'}", "mk_lr": f"{config.lr:g}",
             "mk_own_range": span(t["own BS subsets (%)"], 1), "mk_random_range": span(t["random subsets (%)"], 1),
