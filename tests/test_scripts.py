@@ -154,6 +154,14 @@ def test_pack_zoo_packs_the_profiles_zoo_models_only_and_lists_the_missing_ones(
     assert fresh.load("model", model_config("fashion-mnist", "resnet20", "tiny", 0))["state_dict"]["w"].sum() == 2
     empty = Store(tmp_path / "empty")
     assert pack_zoo.main(["--profile", "tiny", "--artifacts", str(empty.root), "--out", str(tmp_path / "x.tar.gz")]) == 2
+    # a hand-off pack adds every stored artifact of the kinds asked for
+    handoff = tmp_path / "handoff.tar.gz"
+    assert pack_zoo.main(["--profile", "tiny", "--seeds", "0", "--artifacts", str(store.root), "--out", str(handoff),
+                          "--also", "retrained"]) == 0
+    assert json.loads(capsys.readouterr().out)["retrained"] == 1
+    unpack(handoff, later := Store(tmp_path / "later"))
+    assert later.load("retrained", {"arch": "cnn"})["state_dict"] == {}
+    assert len(list((later.root / "model").iterdir())) == 3                    # the seed-7 model stays out
 
 
 def test_same_code_ignores_docstrings_and_comments_but_not_a_changed_string_or_name():
