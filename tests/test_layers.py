@@ -59,3 +59,10 @@ for call in (lambda: bayes_trex._pyro(),
     assert len(lines) == 2
     assert lines[0] == "Bayes-TrEx (chapter 16) needs the package pyro-ppl (pip install pyro-ppl); pyro cannot be imported"
     assert lines[1].startswith("saliency maps (chapter 14) needs the package captum (pip install captum); captum")
+
+
+def test_no_module_outgrows_one_concept():
+    """One concept per module: none over 450 lines but the store and the backward-selection engine."""
+    allowed = {Path("overinterp/store.py"), Path("overinterp/engine/backselect.py")}
+    sizes = {p.relative_to(ROOT): len(p.read_text().splitlines()) for p in (ROOT / "overinterp").rglob("*.py")}
+    assert sizes and not {p: n for p, n in sizes.items() if n > 450 and p not in allowed}
