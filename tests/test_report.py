@@ -112,6 +112,13 @@ def test_the_bottom_line_names_an_informative_blank_and_each_controlled_conditio
     assert "beats" not in why                                 # trained on the subsets, not on masked inputs
     assert "(models' blank informative; sensitivity: reproduced)" in report.bottom_line(doc, "x")["x_not"]
     assert report.causes(_doc("standard", {"accurate": ("does not hold", ["does not hold"])})) == {}
+    # failing on the accepted masked-trained models too, the blank is not the whole cause, and the line says so
+    from overinterp.paper.claims import MASKED_TRAINED
+    both = _doc("standard", {"kept": ("does not hold", ["does not hold"])})
+    both["rows"].append({**both["rows"][0], "model": "M0 · masked", "condition": MASKED_TRAINED})
+    assert report.causes(both)["kept"] == "not reproduced on masked-trained models either, whose blank is uninformative"
+    both["rows"][-1]["verdict"] = "holds"
+    assert report.causes(both)["kept"] == f"{MASKED_TRAINED}: reproduced"
 
 
 def test_the_counterfactually_trained_models_read_as_one_sentence_at_every_count_and_outcome():
