@@ -7,8 +7,7 @@ accuracy against the zoo model's, and the blank (fully masked input, the paper's
 Variants: Hase et al.'s shares (removed share from {0.5, 0.8, 0.9, 0.95}) at the default rate; a lower
 learning rate; the fully masked input added to the shares (its label is every class in turn, so its loss is
 least at the class prior); both; the blank with twice the epochs or a tenth of the rate (the standard
-profile's). Each model is stored under its own
-config, so a second run reads them back.
+profile's). Each model is stored under its own config, so a second run reads them back.
 """
 from __future__ import annotations
 
