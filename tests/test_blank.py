@@ -168,3 +168,43 @@ def test_the_chapter_says_how_a_fine_tuning_departs_from_hase_et_al_and_reads_th
     t = pages_blank.variants_table(tmp_path / "v.json")
     assert list(t["accepted"]) == [False, True] and t.loc[("b", "ResNet20"), "shares removed (%)"] == "50 and 100"
     assert pages_blank.variants_table(tmp_path / "absent.json") is None
+
+
+def test_the_fine_tuning_strength_script_decides_both_claims_under_both_fine_tunings_and_the_chapter_reads_it(
+        run, tmp_path):
+    import importlib.util
+    from dataclasses import replace
+    from overinterp.config.chapters import ROOT
+    from overinterp.config.profiles import MaskedTrainingConfig
+    spec = importlib.util.spec_from_file_location("finetuning_strength", ROOT / "scripts" / "finetuning_strength.py")
+    strength = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(strength)
+    hase = MaskedTrainingConfig()
+    gentle = replace(hase, removed=(*hase.removed, 1.0), lr=hase.lr / 10, epochs=3)
+    f = strength.finetunings(gentle)
+    assert f["the profile's"] == gentle
+    assert (f["Hase et al.'s shares"].removed, f["Hase et al.'s shares"].lr, f["Hase et al.'s shares"].epochs) == (
+        hase.removed, hase.lr, 3)                                  # only the shares and the rate move
+    out = tmp_path / "strength.json"
+    assert strength.main(["--profile", "tiny", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    m = masked.masked_claims(run, progress=False)                  # the tiny profile fine-tunes as Hase et al.
+    assert len(rows) == 2 * 2 * 2 * len(run.profile.masked.archs)
+    waived = {r["claim"]: r for r in rows if r["fine-tuning"] == "the profile's" and r["condition"] == "acceptance waived"}
+    assert waived["kept"]["estimate"] == pytest.approx(float(m.kept_all.numbers.loc["small CNN", "mean drop"]))
+    assert {r["accepted models"] for r in rows} == {int(m.models["accepted"].sum())}
+    t = pages_blank.strength_table(out)
+    assert list(t.index) == [("Hase et al.'s shares", "small CNN"), ("the profile's", "small CNN")]
+    assert [c[1] for c in t.columns] == ["models accepted", "accepted", "acceptance waived", "accepted", "acceptance waived"]
+    assert t.iloc[1, 4].split(" ")[1] == f"{waived['kept']['estimate']:.3f}"
+    assert pages_blank.strength_table(tmp_path / "absent.json") is None
+    # the tiny profile's own fine-tuning is Hase et al.'s: both decide alike, until one row reads otherwise
+    assert pages_blank.strength_words(out) == "The two fine-tunings decide every claim alike."
+    doc = json.loads(out.read_text())
+    flip = next(r for r in doc["rows"] if r["fine-tuning"] == "the profile's" and r["condition"] == "acceptance waived"
+                and r["claim"] == "kept")
+    flip["outcome"] = "holds" if flip["outcome"] != "holds" else "does not hold"
+    out.write_text(json.dumps(doc))
+    words = pages_blank.strength_words(out)
+    assert words.startswith("The two fine-tunings decide 1 verdict differently: “as confident") and f"“{flip['outcome']}” with the profile's" in words
+    assert pages_blank.strength_words(tmp_path / "absent.json") == ""

@@ -369,6 +369,13 @@ def test_the_headline_reads_as_english_at_every_count_and_answers_from_both_seed
                           _edition(5, {paper[0]: "holds", paper[1]: "holds"}))
     assert "? In part:" in one and "1 is reproduced at both seeds" in one
     assert "1 is decided differently at the two seeds" in one and f"{len(paper) - 2} were not computed" in one
+    # a claim the second seed has not computed is neither agreement nor disagreement
+    alone = report.headline(_edition(0, {paper[0]: "holds", paper[1]: "holds"}), _edition(5, {paper[0]: "holds"}))
+    assert "1 is reproduced at both seeds" in alone and "differently" not in alone
+    assert "1 is decided at seed 0 alone (seed 5's rows await recomputation)" in alone
+    v = report.bottom_line(_edition(0, {paper[0]: "holds", paper[1]: "holds"}), "x", _edition(5, {paper[0]: "holds"}))
+    assert v["x_one_seed_n"] == 1 and v["x_differ_n"] == 0 and v["x_reproduced_n"] == 1
+    assert v["x_one_seed"].endswith(": reproduced")
     none = report.headline(_edition(0, {paper[0]: "does not hold", paper[1]: "does not hold"}))
     assert "? No:" in none and "2 are not reproduced and" in none and "at either" not in none
     assert " 0 " not in none.replace(" 10 ", " ") and "no claim" not in none

@@ -87,6 +87,9 @@ class PixelSubsets(RunConfig):
     variants: str = param("editions/fashion-mnist-standard/masked-variants-seed0.json",
                           "counterfactual fine-tuning variants measured by scripts/masked_variants.py, from the "
                           "repository root")
+    strength: str = param("editions/fashion-mnist-standard/finetuning-strength-seed0.json",
+                          "section 4.1's claims under two fine-tunings, measured by scripts/finetuning_strength.py, "
+                          "from the repository root")
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from overinterp.config.chapters import ROOT
 from overinterp.config.profiles import MaskedTrainingConfig
 from overinterp.experiments.blank import LEVELS, PAPER_FILL, BlankCheck, Restricted, annotate
 from overinterp.experiments.subsets import result_words
-from overinterp.paper.claims import result_text
+from overinterp.paper.claims import CLAIMS, result_text
+from overinterp.paper.decide import MARKS, UNTESTABLE, combine
 from overinterp.paper.formatting import and_list, count, number, span
 from overinterp.pages.plots import outside_legend
 
@@ -126,18 +127,45 @@ def departures(config) -> str:
     return "This profile departs from them: " + "; and ".join(parts) + "."
 
 
+def _committed_rows(path) -> list[dict] | None:
+    """The rows of a committed measurement's JSON, ``path`` relative to the repository root; None if absent."""
+    path = ROOT / path
+    return json.loads(path.read_text())["rows"] if path.exists() else None
+
+
 def variants_table(path):
     """The counterfactual fine-tuning variants measured by ``scripts/masked_variants.py`` (its JSON ``path``):
     one row per variant and model, a relative ``path`` read from the repository root; None where it is absent."""
-    path = ROOT / path
-    if not path.exists():
+    rows = _committed_rows(path)
+    if rows is None:
         return None
-    rows = json.loads(path.read_text())["rows"]
     return pd.DataFrame([{"variant": r["variant"], "model": r["model"], "shares removed (%)": and_list(
         [f"{100 * x:g}" for x in r["config"]["removed"]]), "learning rate": f"{r['config']['lr']:.2g}",
         "drop (points)": r["drop (points)"], "blank probability": r["blank probability"],
         "blank uninformative": r["blank passes"], "accepted": r["accepted"]} for r in rows]).set_index(
         ["variant", "model"])
+
+
+def strength_table(path):
+    """Section 4.1's two claims under two counterfactual fine-tunings (``scripts/finetuning_strength.py``, its
+    JSON ``path`` from the repository root): per fine-tuning and model, the models accepted and each claim's
+    estimate [95% interval] and outcome mark, on the accepted models and with acceptance waived; None if absent."""
+    rows = _committed_rows(path)
+    if rows is None:
+        return None
+    cells = {}
+    for r in rows:
+        d = CLAIMS[r["claim"]].digits
+        value = number(r["estimate"], d) + ("" if r["low"] is None else f" [{number(r['low'], d)}, {number(r['high'], d)}]")
+        key = (r["fine-tuning"], r["model"])
+        cells.setdefault(key, {("", "models accepted"): f"{r['accepted models']} of {r['fine-tuned models']}"})
+        cells[key][(CLAIMS[r["claim"]].short, r["condition"])] = (
+            MARKS[r["outcome"]] + value if r["estimate"] is not None else r["outcome"])
+    table = pd.DataFrame.from_dict(cells, orient="index").rename_axis(["fine-tuning", "model"])
+    claims = list(dict.fromkeys(c[0] for c in table.columns))
+    table = table[sorted(table.columns, key=lambda c: claims.index(c[0]))]   # stable: a claim's conditions together
+    table.columns = pd.MultiIndex.from_tuples(table.columns)
+    return table
 
 
 def masked_values(m, config) -> dict:
@@ -159,3 +187,21 @@ def masked_values(m, config) -> dict:
             "mk_all_accurate": m.accurate_all.word, "mk_all_kept": m.kept_all.word,
             "mk_all_accurate_words": result_words(m.accurate_all, "accurate"),
             "mk_all_kept_words": result_words(m.kept_all, "kept")}
+
+
+def strength_words(path) -> str:
+    """Which claim verdicts (all models combined) the two fine-tunings of ``path`` decide differently where both
+    test them, as a sentence; empty where the file is absent."""
+    rows = _committed_rows(path)
+    if rows is None:
+        return ""
+    outcomes = {}
+    for r in rows:
+        outcomes.setdefault((r["claim"], r["condition"]), {}).setdefault(r["fine-tuning"], []).append(r["outcome"])
+    differ = [f"“{CLAIMS[claim].short}” ({condition}) reads {and_list([f'“{combine(o)}” with {f}' for f, o in by.items()])}"
+              for (claim, condition), by in outcomes.items()
+              if len(read := {combine(o) for o in by.values()}) > 1 and UNTESTABLE not in read]
+    if not differ:
+        return "The two fine-tunings decide every claim alike."
+    return f"The two fine-tunings decide {count(len(differ), 'verdict')} differently: " + "; ".join(differ) + "."
+

@@ -220,9 +220,11 @@ def bottom_line(doc: dict | None, prefix: str, other: dict | None = None) -> dic
     def label(c):
         return claim_label(c) + (f" ({why[c]})" if c in why else "")
 
-    def outcome(c):
+    def outcome(c):             # None: the seeds disagree; "one seed": the other seed has no current row
         first = rows[c][0]["verdict"]
-        return first if other is None or (c in more and more[c][0]["verdict"] == first) else None
+        if other is None:
+            return first
+        return "one seed" if c not in more else first if more[c][0]["verdict"] == first else None
     out = {f"{prefix}_paper": len(paper), f"{prefix}_tested": sum(c in rows for c in paper),
            f"{prefix}_decided": sum(c in rows and rows[c][0]["verdict"] != UNTESTABLE for c in paper),
            f"{prefix}_missing": sum(c not in rows for c in paper), f"{prefix}_added": len(added)}
@@ -232,10 +234,12 @@ def bottom_line(doc: dict | None, prefix: str, other: dict | None = None) -> dic
         out[f"{prefix}_{key}_n"] = len(names)
     seeds = [(doc or {}).get("seed"), (other or {}).get("seed")]
     split = [c for c in paper if c in rows and outcome(c) is None]
-    later = {c: READING[more[c][0]["verdict"]] if c in more else "not computed" for c in split}
     out[f"{prefix}_differ"] = "; ".join(f"{label(c)}: {READING[rows[c][0]['verdict']]} at seed {seeds[0]}, "
-                                        f"{later[c]} at seed {seeds[1]}" for c in split) or "none"
+                                        f"{READING[more[c][0]['verdict']]} at seed {seeds[1]}" for c in split) or "none"
     out[f"{prefix}_differ_n"] = len(split)
+    single = [c for c in paper if c in rows and outcome(c) == "one seed"]
+    out[f"{prefix}_one_seed"] = "; ".join(f"{label(c)}: {READING[rows[c][0]['verdict']]}" for c in single) or "none"
+    out[f"{prefix}_one_seed_n"] = len(single)
     shown = [str(x) for x in seeds if x is not None]
     out[f"{prefix}_seeds"] = " and ".join(shown) if len(shown) > 1 else f"{shown[0]} alone" if shown else "none"
     out[f"{prefix}_stale"] = "; ".join(claim_label(c) for c in stale(doc) if of_the_paper(c)) or "none"
@@ -275,6 +279,8 @@ def headline(first: dict | None, second: dict | None = None, scale: str = "stand
              (b["x_inconclusive_n"], "{n} {is} inconclusive" + (" at both" if second else "")),
              (b["x_untestable_n"], "{n} cannot be tested at this scale"),
              (b["x_differ_n"], "{n} {is} decided differently at the two seeds"),
+             (b["x_one_seed_n"], f"{{n}} {{is}} decided at seed {first.get('seed')} alone (seed "
+                                 f"{(second or {}).get('seed')}'s rows await recomputation)"),
              (stale_n, "{n} {was} computed under an earlier criterion and {awaits} recomputation"),
              (b["x_missing"] - stale_n, "{n} {was} not computed at this scale")]
     one, many = {"is": "is", "was": "was", "awaits": "awaits"}, {"is": "are", "was": "were", "awaits": "await"}
@@ -291,6 +297,7 @@ def edition_values(run, standard: dict | None, second: dict | None, results=RESU
     std = get_profile(standard["profile"] if standard else "standard")
     engines = {"std": std.sis_engine or std.backselect, "exec": run.profile.sis_engine or run.profile.backselect}
     return {**bottom_line(standard, "std", second), "std_masked": masked_sentence(standard),
+            "std_masked_second": masked_sentence(second) if second else "",
             **scale_values(std, run.dataset, "std"),
             **scale_values(run.profile, run.dataset, "exec"),
             **accuracy_values(standard_accuracies(Path(results) / "models-standard-cpu.json"), "std"),
