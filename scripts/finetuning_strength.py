@@ -43,12 +43,13 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         mk = masked.masked_claims(replace(base, profile=replace(base.profile, masked=cfg)))
         seconds[name] = round(time.perf_counter() - t0, 1)
-        accepted = mk.models.groupby("model", sort=False)["accepted"].sum()
+        models = mk.models.groupby("model", sort=False)["accepted"].agg(["sum", "size"])
         for condition, suffix in (("accepted", ""), ("acceptance waived", "_all")):
             for claim in ("accurate", "kept"):
                 rows += [{"fine-tuning": name, "config": asdict(cfg), "condition": condition,
-                          "accepted models": int(accepted[r["model"]]), "fine-tuned models": int((mk.models["model"] == r["model"]).sum()),
-                          **r} for r in records(getattr(mk, claim + suffix), claim)]
+                          "accepted models": int(models.loc[r["model"], "sum"]),
+                          "fine-tuned models": int(models.loc[r["model"], "size"]), **r}
+                         for r in records(getattr(mk, claim + suffix), claim)]
     a.out.write_text(json.dumps({"profile": a.profile, "seed": a.seed, "device": device_name("cpu"),
                                  "torch": torch.__version__, "commit": code_version(), "seconds": seconds,
                                  "rows": rows}, indent=1) + "\n")

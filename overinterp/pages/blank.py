@@ -12,7 +12,7 @@ from overinterp.config.chapters import ROOT
 from overinterp.config.profiles import MaskedTrainingConfig
 from overinterp.experiments.blank import LEVELS, PAPER_FILL, BlankCheck, Restricted, annotate
 from overinterp.experiments.subsets import result_words
-from overinterp.paper.claims import CLAIMS, result_text
+from overinterp.paper.claims import CLAIMS, record_text, result_text
 from overinterp.paper.decide import MARKS, UNTESTABLE, combine
 from overinterp.paper.formatting import and_list, count, number, span
 from overinterp.pages.plots import outside_legend
@@ -155,12 +155,10 @@ def strength_table(path):
         return None
     cells = {}
     for r in rows:
-        d = CLAIMS[r["claim"]].digits
-        value = number(r["estimate"], d) + ("" if r["low"] is None else f" [{number(r['low'], d)}, {number(r['high'], d)}]")
         key = (r["fine-tuning"], r["model"])
         cells.setdefault(key, {("", "models accepted"): f"{r['accepted models']} of {r['fine-tuned models']}"})
         cells[key][(CLAIMS[r["claim"]].short, r["condition"])] = (
-            MARKS[r["outcome"]] + value if r["estimate"] is not None else r["outcome"])
+            MARKS[r["outcome"]] + record_text(r, r["claim"]) if r["estimate"] is not None else r["outcome"])
     table = pd.DataFrame.from_dict(cells, orient="index").rename_axis(["fine-tuning", "model"])
     claims = list(dict.fromkeys(c[0] for c in table.columns))
     table = table[sorted(table.columns, key=lambda c: claims.index(c[0]))]   # stable: a claim's conditions together
@@ -198,10 +196,10 @@ def strength_words(path) -> str:
     outcomes = {}
     for r in rows:
         outcomes.setdefault((r["claim"], r["condition"]), {}).setdefault(r["fine-tuning"], []).append(r["outcome"])
-    differ = [f"“{CLAIMS[claim].short}” ({condition}) reads {and_list([f'“{combine(o)}” with {f}' for f, o in by.items()])}"
+    differ = [f"“{CLAIMS[claim].short}” ({condition}) reads "
+              + and_list([f"“{combine(o)}” with {f}" for f, o in by.items()])
               for (claim, condition), by in outcomes.items()
               if len(read := {combine(o) for o in by.values()}) > 1 and UNTESTABLE not in read]
     if not differ:
         return "The two fine-tunings decide every claim alike."
     return f"The two fine-tunings decide {count(len(differ), 'verdict')} differently: " + "; ".join(differ) + "."
-

@@ -18,7 +18,7 @@ from overinterp.paper.decide import Margin, Verdict, row_name
 from overinterp.paper.formatting import finite, minus
 from overinterp.paper.numbers import paper_gap, paper_span, paper_tests, paper_transfer_share
 
-__all__ = ["Claim", "CLAIMS", "PARTS", "blank_of", "records", "result_text", "paper_number", "quoted", "of_the_paper",
+__all__ = ["Claim", "CLAIMS", "PARTS", "blank_of", "records", "record_text", "result_text", "paper_number", "quoted", "of_the_paper",
            "TOLERANCE_POINTS", "TOLERANCE_CONFIDENCE", "FAR_MORE_POINTS", "SIS_ACCURACY_MIN_INCREASE",
            "BOUNDARY_RATIO", "BLANK_PRIOR_MULTIPLE"]
 
@@ -214,14 +214,16 @@ def records(verdict: Verdict, claim: str) -> list[dict]:
     return out
 
 
+def record_text(r: dict, claim: str) -> str:
+    """'37.6 [20.7, 59.0]': one :func:`records` row's estimate and interval, as tables print them."""
+    f = f"{{:.{CLAIMS[claim].digits}f}}"
+    if r["estimate"] is None:
+        return "no estimate"
+    ends = "" if r["low"] is None or r["high"] is None else f" [{f.format(r['low'])}, {f.format(r['high'])}]"
+    return f.format(r["estimate"]) + ends
+
+
 def result_text(verdict: Verdict, claim: str) -> str:
     """'ResNet20 37.6 [20.7, 59.0]; ResNet18 ...': each row's estimate and interval, as tables print them."""
-    f = f"{{:.{CLAIMS[claim].digits}f}}"
-
-    def one(r):
-        if r["estimate"] is None:
-            return "no estimate"
-        ends = "" if r["low"] is None or r["high"] is None else f" [{f.format(r['low'])}, {f.format(r['high'])}]"
-        return f.format(r["estimate"]) + ends
-    return "; ".join(f"{r['model']} {one(r)}" for r in records(verdict, claim))
+    return "; ".join(f"{r['model']} {record_text(r, claim)}" for r in records(verdict, claim))
 
