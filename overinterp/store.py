@@ -26,10 +26,6 @@ from typing import Any, Callable
 
 import torch
 
-__all__ = ["Store", "ArtifactMismatch", "CorruptArtifact", "PackError", "VERSIONS", "config_key", "atomic_write",
-           "atomic_save", "to_plain", "code_version", "sha256", "pack", "unpack", "library_versions", "log_access",
-           "LOG_ENV", "CHAPTER_ENV", "write_json", "read_json"]
-
 #: environment variables of the access log: its file, and the running chapter
 LOG_ENV, CHAPTER_ENV = "OVERINTERP_STORE_LOG", "OVERINTERP_CHAPTER"
 

@@ -23,10 +23,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]   # the repository root (relative paths are read from it)
 
-__all__ = ["param", "RunConfig", "CHAPTERS", "GPU_CHAPTERS", "ParameterError", "chapter_config",
-           "resolve", "literal", "chapter_parameters", "parameters_cell", "add_arguments", "from_arguments", "TOC", "toc_chapters",
-           "chapter_number", "chapter_label", "chapter_stem"]
-
 #: the book's table of contents: its reading order and the sidebar's chapter numbers
 TOC = ROOT / "_toc.yml"
 

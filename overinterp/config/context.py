@@ -13,8 +13,6 @@ from overinterp.zoo.data import DATASETS
 from overinterp.zoo.models import ARCHS
 from overinterp.zoo.train import device_name, resolve_device
 
-__all__ = ["Run", "make_run"]
-
 
 @dataclass
 class Run:

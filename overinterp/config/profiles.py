@@ -18,10 +18,6 @@ from dataclasses import dataclass, field, replace
 from overinterp.engine.backselect import BackSelectConfig
 from overinterp.zoo.train import TrainConfig
 
-__all__ = ["TrainConfig", "FactorConfig", "MaskedTrainingConfig", "ScaleConfig", "variant", "RobustConfig", "MitigationConfig", "ImageNetConfig", "SharedInterestConfig",
-           "InputReductionConfig", "BayesTrExConfig", "Profile", "PROFILES", "profiles_table", "get_profile",
-           "default_profile"]
-
 
 @dataclass(frozen=True)
 class FactorConfig:

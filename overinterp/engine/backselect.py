@@ -40,9 +40,6 @@ from tqdm import tqdm
 
 from overinterp.zoo.models import fuse_conv_bn
 
-__all__ = ["METHODS", "DEFAULT_M", "DEFAULT_CHUNK", "BackSelectConfig", "BackSelectResult", "backselect", "feature_grid",
-           "features_to_pixels", "apply_keep", "log_odds", "logit", "check_batch_independent"]
-
 METHODS = ("exact", "gradient", "pruned")
 # pruned: the smallest m whose mean SIS size stays within 1.1x of exact's, at 1/49 of its time
 # (benchmarks/results/backselect-cpu.json)

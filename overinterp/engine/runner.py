@@ -23,8 +23,6 @@ from overinterp.store import VERSIONS, ArtifactMismatch, Store
 from overinterp.engine.backselect import BackSelectConfig, BackSelectResult
 from overinterp.zoo.train import device_name
 
-__all__ = ["KIND", "run_config", "run_backselect", "assemble", "fingerprint", "n_shards", "ArtifactMismatch"]
-
 KIND = "backselect"
 
 

@@ -29,9 +29,6 @@ import torch.nn as nn
 from overinterp.engine.backselect import (BackSelectResult, apply_keep, backselect, feature_grid, features_to_pixels, log_odds,
                          logit)
 
-__all__ = ["SIS", "find_sis", "sis_size", "sis_size_pct", "sis_collection", "pixel_subset", "random_subset", "subset_size",
-           "class_probability", "class_log_odds", "is_sufficient"]
-
 
 @dataclass
 class SIS:

@@ -32,11 +32,6 @@ from overinterp.store import Store, config_key
 from overinterp.zoo import data
 from overinterp.zoo.train import logits as batched_logits
 
-__all__ = ["HIGH_COL", "MIS_COL", "AMB_COL", "APART", "DARK_LEVEL", "near_black_counts", "near_black_values",
-           "confidence_table", "test_set_counts", "classifier", "vaes", "run_target", "sample_logits",
-           "sample_backselect", "vae_quality", "table2", "chapter_targets", "target_map", "run_targets",
-           "test_comparison", "sis_comparison", "diagnostics", "setup_values", "quality_values", "diagnostics_values"]
-
 
 HIGH_COL = f"f_c ≥ {HIGH_LEVEL:g}"                   # criteria named where a share is shown (tables' headers)
 MIS_COL = f"f_c ≥ {MISCLASSIFIED_LEVEL:g}"

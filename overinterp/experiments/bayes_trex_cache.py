@@ -18,9 +18,6 @@ from overinterp.store import Store
 from overinterp.zoo import data
 from overinterp.zoo.train import cached_training
 
-__all__ = ["KIND", "pixels", "vae_settings", "chains_settings", "vae_config", "trained_vae", "chains_config",
-           "cached_chains"]
-
 KIND = "bayes_trex"
 
 

@@ -30,9 +30,6 @@ from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo import data
 from overinterp.zoo.train import logits
 
-__all__ = ["PAPER_FILL", "LEVELS", "UNINFORMATIVE_MULTIPLE", "BlankCheck", "fills", "blank_check", "Restricted",
-           "own_subsets", "restricted", "paper_passes", "engine_of", "annotate"]
-
 PAPER_FILL = "mean pixel"                          # section 3.3: masked pixels take the mean pixel (0 normalised)
 LEVELS = tuple(round(0.1 * i, 1) for i in range(11))   # constant greys searched, in [0, 1] pixel units
 #: a blank is uninformative while its top-class probability is at most this multiple of a class's prior

@@ -33,8 +33,6 @@ from overinterp.paper import verdicts as verdicts_module
 from overinterp.paper.claims import BLANK_ASIDE, CLAIMS, MASKED_ALL, MASKED_TRAINED, records
 from overinterp.zoo import data
 
-__all__ = ["MEASURES", "BLANK_ASIDE", "MASKED_TRAINED", "MASKED_ALL", "CONTROLLED", "params", "verdicts", "table"]
-
 
 def params(run, chapter: str):
     """The resolved default parameters of ``chapter`` for ``run`` (what a plain papermill run uses)."""

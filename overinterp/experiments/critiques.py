@@ -33,12 +33,6 @@ from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo import data
 from overinterp.zoo.train import predict
 
-__all__ = ["BS", "SIS", "MASKS", "FILLS", "INPUTS", "ORDERS", "NOISE_SEED", "check_kernels", "dilation",
-           "example_masks", "dilated_retraining", "saliency_shares", "blank_inputs", "mask_shape", "calibration_images",
-           "calibration_errors", "reliability_bins", "insertion", "per_replicate", "dilation_verdicts",
-           "retraining_verdicts", "boundary_verdict", "blank_verdict", "mask_shape_verdict", "calibration_verdict",
-           "insertion_verdict"]
-
 BS, SIS = "BS subsets", "SIS"                       # the subsets :func:`dilation` grows
 MASKS = ("BS", "random, same count")                # a subset's own mask, and random pixels as many
 FILLS = ("mean pixel", "black", "uniform noise")    # what a mask-shape input's kept pixels are set to

@@ -36,14 +36,6 @@ from overinterp.zoo import data
 from overinterp.zoo.data import Selection
 from overinterp.zoo.models import ARCHS
 
-__all__ = ["MEASURES", "READ_AS", "EFFECT_COLUMNS", "sample", "other_models", "claim_measures", "prose_values",
-           "method_settings", "method_sweep", "black_value", "mask_sweep", "epochs_sweep", "width_sweep", "table",
-           "method_tables", "effects", "closing_values",
-           # C4, from .factors_controls
-           "ACC", "CONTROL_SEED", "IMPUTED", "source_model", "keep_mask_images", "other_class_partner",
-           "fill_from_other_class", "random_other_class", "random_target_subsets", "retrain_controls",
-           "controls_table", "retrain_verdicts", "position_values", "imputation_values", "imputed_correct"]
-
 #: claim -> (the column that measures it, its name); lower favours every claim
 MEASURES = {"C1": ("SIS size (% of pixels)", "mean SIS size"),
             "C2": ("drop (points)", "accuracy drop on the own BS subsets"),

@@ -25,11 +25,6 @@ from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo import data
 
-__all__ = ["CONTROL_SEED", "ACC", "IMPUTED", "source_model", "source_config", "keep_mask_images",
-           "other_class_partner", "fill_from_other_class", "random_other_class", "random_target_subsets",
-           "retrain_controls", "controls_table", "retrain_verdicts", "position_values", "imputation_values",
-           "imputed_correct", "c4_values"]
-
 CONTROL_SEED = 0     # the other-class pairing and the random target classes of the retraining controls
 ACC = "test accuracy (%)"
 #: the retraining controls whose removed pixels are filled by ROAD's noisy linear imputation (Rong et al. 2022)

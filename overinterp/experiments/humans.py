@@ -25,8 +25,6 @@ from overinterp.paper.numbers import (ARCH_NAMES, HUMANS_PER_CLASS, HUMANS_SPLIT
 from overinterp.zoo import data
 from overinterp.zoo.train import predict
 
-__all__ = ["TABLE2", "Benchmark", "select_images", "build_benchmark", "paper_humans", "accuracy_table", "summary"]
-
 
 @dataclass
 class Benchmark:

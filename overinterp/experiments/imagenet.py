@@ -25,10 +25,6 @@ import torch.nn as nn
 
 from overinterp.engine.backselect import backselect
 
-__all__ = ["MEAN", "STD", "MODELS", "PHOTOS", "load_classifier", "map_weights", "class_names", "wnids", "photographs",
-           "to_input", "photo_batch", "photo_sample", "sis_table", "folder_files", "load_folder", "confident",
-           "border_band", "border_share", "frequency", "time_gradient_steps", "s5_projection"]
-
 MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)   # ImageNet's, as torchvision's transforms
 MODELS = {  # input size and the standard evaluation resize (shorter side) before the centre crop
     "inception_v3": {"name": "Inception-v3", "size": 299, "resize": 342},

@@ -17,9 +17,6 @@ from overinterp.experiments import runs
 from overinterp.paper.formatting import MISSING, count, number
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
 
-__all__ = ["setup_values", "source", "Sample", "sample", "photo_table", "Selected", "select",
-           "example_panels", "heatmap_freqs", "table_values", "border_shares", "cost"]
-
 
 def setup_values(run, p, taus) -> dict:
     """The setting for the prose (model, size, thresholds, engine, limits, ``who``, exact forwards)."""

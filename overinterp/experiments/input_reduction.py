@@ -28,10 +28,6 @@ from overinterp.zoo import data
 from overinterp.zoo.data import Selection
 from overinterp.zoo.train import accuracy, cached_training, make_model
 
-__all__ = ["MODELS", "reduction_selection", "reduction", "negatives", "finetune_config", "finetuned_model",
-           "experiment", "table2", "table2_summary", "sis_table",
-           "beside_feng", "feng_lengths", "setup_values", "size_values", "confidence_values", "table2_values"]
-
 MODELS = ("original", "fine-tuned")
 
 

@@ -28,9 +28,6 @@ from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo import data
 from overinterp.zoo.train import TrainConfig, cached_fit, logits
 
-__all__ = ["masked_copy", "FrozenNorm", "masked_config", "masked_model", "masked_zoo", "clean_accuracies",
-           "MaskedClaims", "masked_claims"]
-
 
 def masked_copy(removed: tuple, seed: int):
     """``perturb`` for ``fit``: each batch plus a seeded copy with a share of ``removed`` pixels set to 0."""

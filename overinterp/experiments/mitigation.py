@@ -30,14 +30,6 @@ from overinterp.zoo import data
 from overinterp.zoo.models import Ensemble
 from overinterp.zoo.train import InputDropout, logits, plateaued
 
-__all__ = ["PAPER_ENSEMBLE", "model_name", "members", "ensemble_config", "ensemble", "dropout_config",
-           "dropout_count", "dropout_model", "dropout_models",
-           "sis_table", "mean_sizes", "paired_increase", "ensemble_increase",
-           "dropout_increase", "table1_rows", "accuracy_gain", "accuracy_pct", "zoo_logits", "ensemble_gains",
-           "ensembles_values", "accuracy_values", "means_table", "s2_gallery", "increase_table", "increase_values",
-           "dropout_values", "dropout_logits", "dropout_accuracy", "dropout_accuracy_values", "dropout_legend",
-           "dropout_verdict_values", "DROPOUT_COMPARISONS"]
-
 #: Table 1's ensemble rows (5 ResNet18s, CIFAR-10): (train on, evaluate on) -> (test, CIFAR-10.1, CIFAR-10-C).
 PAPER_ENSEMBLE = {k[1:]: v for k, v in TABLE1.items() if k[0] == "ensemble 5x resnet18"}
 

@@ -34,8 +34,6 @@ from overinterp.paper.numbers import SUBSET_FRAC
 from overinterp.experiments.runs import trained_model
 from overinterp.store import Store
 
-__all__ = ["Unit", "book_plan", "plan", "model_keys", "plans", "prepare", "prepare_parallel", "worker"]
-
 
 @dataclass(frozen=True)
 class Unit:

@@ -32,12 +32,6 @@ from overinterp.paper.intervals import replicate_interval
 from overinterp.zoo import data as datasets
 from overinterp.zoo.train import cached_fit, make_model, plateaued
 
-__all__ = ["EPSILON", "LOSSES", "PixelModel", "pgd", "PGDTraining", "epsilon", "training_attack", "robust_config",
-           "robust_models", "robust_selection", "attack_correct", "attack_accuracies", "robust_backselect",
-           "sis_table", "paired_sizes", "per_replicate", "size_difference", "model_name", "accuracy_table",
-           "setup_values", "training_values", "histories", "paper_accuracy_table", "accuracy_values",
-           "comparison_selection", "sis_results", "sis_values", "sis_gallery", "verdict_values"]
-
 #: l-inf radius in [0, 1] pixel units: CIFAR-10 Madry et al.'s 8/255 (the paper's); Fashion-MNIST 0.1 (Wong &
 #: Kolter, ICML 2018, and later work)
 EPSILON = {"cifar10": MADRY_TRAINING["epsilon"], "fashion-mnist": 0.1}

@@ -29,14 +29,6 @@ from overinterp.config.profiles import get_profile
 from overinterp.store import Store, config_key
 from overinterp.zoo.train import TrainConfig, accuracy, cached_fit, make_model, plateaued, predict
 
-__all__ = ["model_config", "model_key", "trained_model", "zoo", "named", "selection", "eval_selections", "eval_sets",
-           "ensembles", "accuracies", "accuracy_table", "mean_std", "model_stats", "zoo_table", "beside_paper",
-           "CONFIDENT", "zoo_histories", "training_values", "zoo_values", "whole_test", "criterion_values",
-           "zoo_accuracy", "zoo_paper_rows", "PAPER_ENSEMBLE", "accuracy_values", "extremes", "backselect_model",
-           "backselect_set", "confident", "by_class_turns", "confident_selection", "confident_sis", "sis_fractions",
-           "sis_values", "SUBSET_SEED", "subset_seed", "RETRAIN_SEED_OFFSET", "correct", "sis_result",
-           "sis_sizes_by_replicate", "sis_ids_by_replicate", "pooled", "empty_values"]
-
 SUBSET_SEED = 0  # the random 5% subsets: the same for every model (paper 4.2), one seed per set (subset_seed)
 #: retrained replicate r has seed run.seed + RETRAIN_SEED_OFFSET + r, never that of the zoo model that chose its subsets
 RETRAIN_SEED_OFFSET = 100

@@ -25,8 +25,6 @@ from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import SUBSET_FRAC
 from overinterp.zoo import data
 
-__all__ = ["Point", "MASKS", "points", "point_run", "plan", "replicate_values", "study", "paper_values"]
-
 #: the mask factor: masked pixels at the mean pixel (the paper's, 3.3) or black (Fashion-MNIST's background)
 MASKS = ("mean pixel", "black")
 

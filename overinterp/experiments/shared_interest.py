@@ -27,10 +27,6 @@ from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper.verdicts import Verdict
 from overinterp.zoo import data
 
-__all__ = ["check_dataset", "chapter_config", "sis_tau", "sis_name", "bs_name", "case_counts", "ranked",
-           "image_table", "test_images", "score_stats", "cases_table", "background_coverage", "setup_values",
-           "region_values", "score_values", "case_values", "verdict_values"]
-
 #: short glue prefix -> method name, for the prose (SIS and BS names depend on tau and frac)
 _SALIENCY_SHORT = {"sal": "Saliency", "ig": "Integrated Gradients"}
 

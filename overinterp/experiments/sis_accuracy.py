@@ -27,10 +27,6 @@ from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper import verdicts
 from overinterp.paper import claims as paper_claims
 
-__all__ = ["TAUS", "KEYS", "SIZE", "CONF", "sis_rows", "image_table", "group_means", "percentage_increase",
-           "prose_range", "setup_values", "increase_table", "verdict_input", "verdict_values", "replicate_values",
-           "pooled_empty", "empty_table", "empty_values", "confidence_values"]
-
 TAUS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)   # the chapter's thresholds
 KEYS = ["model", "replicate", "set"]            # what one backward-selection run is
 SIZE, CONF = "SIS size (%)", "confidence"        # per image: % of the pixels; f on the full image

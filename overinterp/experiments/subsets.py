@@ -28,13 +28,6 @@ from overinterp.zoo.train import TrainConfig, cached_fit, make_model, plateaued,
 from overinterp.experiments import runs as runs_module
 from overinterp.experiments.runs import SUBSET_SEED, backselect_set, eval_selections, extremes, mean_std, model_config
 
-__all__ = ["RETRAIN_KINDS", "SUBSET_SEED", "pct", "confidence_drop", "subsets", "subset_correct", "as_accuracies",
-           "retrain", "retrain_on_subsets", "retrained_correct", "pixel_subsets_values", "example_masks",
-           "table1_rows", "by_model", "accurate_values", "confidence_drops", "confidence_table", "kept_values",
-           "subset_maps", "own_subsets", "transfer", "no_transfer", "result_words", "transfer_values",
-           "retraining_values", "retraining_runs", "plateau_values", "retrain_label", "retraining_table",
-           "retraining_verdicts", "retraining_verdict_values"]
-
 RETRAIN_KINDS = ("bs", "random", "full")
 
 

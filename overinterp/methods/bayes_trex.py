@@ -35,13 +35,6 @@ from overinterp.methods import optional
 from overinterp.paper.numbers import BOOTH_BAND, BOOTH_MISCLASSIFIED_LEVEL
 from overinterp.zoo import data
 
-__all__ = ["VAE", "VAEConfig", "ChainsConfig", "negative_elbo", "fit_vae", "normalise", "decoder", "Target", "high",
-           "ambiguous", "target_log_odds", "one_minus_p", "level_set_log_lik", "in_level_set", "level_set_model",
-           "Chains", "sample_chains", "torch_threads", "initial_points", "spread_samples", "ambiguous_any", "HIGH",
-           "MixingCriteria", "MIXING", "chain_separation", "nearest_start", "near_black",
-           "AMBIGUOUS",
-           "HIGH_LEVEL", "BAND", "MISCLASSIFIED_LEVEL"]
-
 HIGH, AMBIGUOUS = "high", "ambiguous"
 HIGH_LEVEL = 0.99            # a sample / test image "reaches" p_c = 1 at f_c >= 0.99 (the SIS chapter's tau)
 BAND = BOOTH_BAND            # ambiguous: both f_i and f_j in [40%, 60%] (Booth et al. 4.10)

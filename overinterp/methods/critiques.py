@@ -26,9 +26,6 @@ from overinterp.engine.sis import subset_size
 from overinterp.methods import optional
 
 
-__all__ = ["REGIONS", "dilate", "boundary", "regions", "smoothgrad", "attribution_shares", "matched_random_keep",
-           "top_keep", "expected_calibration_error", "reliability"]
-
 #: the three parts of an image that :func:`attribution_shares` splits a map into
 REGIONS = ("kept pixels", "boundary ring", "elsewhere")
 

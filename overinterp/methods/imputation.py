@@ -16,8 +16,6 @@ import torch
 from scipy.sparse import coo_matrix
 from scipy.sparse.linalg import spsolve
 
-__all__ = ["NEIGHBOURS", "noisy_linear_impute"]
-
 #: (row offset, column offset) -> weight of that neighbour in a removed pixel's mean (ROAD)
 NEIGHBOURS = {(-1, -1): 1 / 12, (-1, 0): 1 / 6, (-1, 1): 1 / 12, (0, -1): 1 / 6, (0, 1): 1 / 6,
               (1, -1): 1 / 12, (1, 0): 1 / 6, (1, 1): 1 / 12}

@@ -35,8 +35,6 @@ from overinterp.paper.numbers import FENG_BEAM
 
 CL = torch.channels_last  # the fast layout for conv nets on CPU too (overinterp.engine.backselect)
 
-__all__ = ["importance", "Reduction", "reduce_inputs", "entropy", "eq2_loss", "finetune"]
-
 
 def importance(model: nn.Module, images: torch.Tensor, keep: torch.Tensor, target: torch.Tensor,
                mask_value=0.0) -> tuple[torch.Tensor, torch.Tensor]:

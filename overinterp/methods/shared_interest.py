@@ -27,9 +27,6 @@ import torch.nn as nn
 from overinterp.methods import optional
 
 
-__all__ = ["IOU", "GTC", "EC", "METRICS", "iou", "ground_truth_coverage", "explanation_coverage", "coverage",
-           "binarize", "silhouette", "box_region", "saliency_map", "SALIENCY_METHODS", "Case", "CASES", "cases"]
-
 IOU, GTC, EC = "IoU", "ground-truth coverage", "explanation coverage"
 METRICS = (IOU, GTC, EC)
 SALIENCY_METHODS = {"saliency": "Saliency", "integrated_gradients": "Integrated Gradients"}

@@ -17,10 +17,6 @@ from overinterp.paper.decide import MARKS, UNTESTABLE, combine
 from overinterp.paper.formatting import and_list, count, number, span
 from overinterp.pages.plots import outside_legend
 
-__all__ = ["blank_table", "fill_search_plot", "blank_values", "restricted_table", "restricted_values", "controlled",
-           "departures", "variants_table",
-           "masked_values"]
-
 
 def blank_table(check: BlankCheck, fills=(PAPER_FILL, "grey 0.0")) -> pd.DataFrame:
     """Per architecture and fill: the blank's class and probability range, subset entropy, share called the

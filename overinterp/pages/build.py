@@ -29,9 +29,6 @@ from overinterp.store import CHAPTER_ENV
 # copied into the stage as they are; MathJax 3 (`make mathjax`) is served as _static/mathjax/es5/
 STATIC = ["_config.yml", "_toc.yml", "book/references.bib", "book/_static", ".mathjax/node_modules/mathjax/es5"]
 
-__all__ = ["chapters", "write_parameters", "execute", "save_edition", "glue_gaps", "editions",
-           "repository", "repository_config", "render", "build"]
-
 #: the theme's buttons that link to the repository (Jupyter Book's ``html:`` keys)
 REPOSITORY_BUTTONS = ("use_repository_button", "use_issues_button", "use_edit_page_button")
 

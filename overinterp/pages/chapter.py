@@ -22,10 +22,6 @@ from overinterp.paper import claims
 from overinterp.paper.deviations import profile_deviations
 from overinterp.paper.formatting import MISSING, number
 
-__all__ = ["setup", "chapter_number", "run_box", "deviations_box", "show_deviations", "deviations_table", "captioned",
-           "verdict_table", "table_caption", "table_html", "show_tables_without_nan", "glue_all",
-           "figure", "record", "TOPICS"]
-
 #: columns (or rows of a turned table) that count things, shown as whole numbers
 COUNTS = {"replicates", "images", "sources", "other models", "members", "treated models", "control models", "tested",
           "thresholds", "interval above 0", "interval below 0", "correct images", "incorrect images", "images larger",

@@ -13,10 +13,6 @@ from overinterp.methods.critiques import REGIONS
 from overinterp.pages.plots import gallery, text_pt
 from overinterp.paper.formatting import MISSING, number
 
-__all__ = ["kernel_label", "examples_figure", "dilation_figure", "dilation_table", "retraining_table", "shares_figure",
-           "shares_table", "blank_table", "shape_table", "reliability_figure", "calibration_table", "insertion_figure",
-           "insertion_table", "headroom_range", "verdict_values", "setup_values", "blank_values"]
-
 
 def kernel_label(k: int) -> str:
     """'as selected' for kernel 1, else 'k×k'."""

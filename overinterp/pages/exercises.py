@@ -19,8 +19,6 @@ from overinterp.experiments.factors import MEASURES
 from overinterp.experiments.runs import CONFIDENT
 from overinterp.paper.formatting import MISSING
 
-__all__ = ["Exercise", "exercises", "sweep_values", "threshold_values"]
-
 HEADING = "## Exercises"     # first line of a chapter's last Markdown cell, when it has exercises
 _EXERCISE = re.compile(r"^(`{3,})\{exercise\} ?([^\n]*)\n:label: (\S+)\n(.*?)^\1$", re.S | re.M)
 _BLOCK = re.compile(r"^```[a-z]*\n(.*?)^```$", re.S | re.M)

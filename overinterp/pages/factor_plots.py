@@ -17,8 +17,6 @@ from overinterp.experiments.runs import model_key
 from overinterp.pages import bench_results
 from overinterp.paper.formatting import MISSING
 
-__all__ = ["sweep_figure", "controls_figure", "exact_benchmark"]
-
 
 def _panel(ax, df: pd.DataFrame, x: str, y: str, hue: str | None, joined: bool, reference: float | None,
            title: str) -> None:

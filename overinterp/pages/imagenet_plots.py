@@ -14,8 +14,6 @@ from overinterp.experiments import imagenet
 from overinterp.experiments import imagenet_chapter
 from overinterp.pages.plots import note_figure, to_pixels
 
-__all__ = ["examples_figure", "heatmap_figure", "examples", "heatmap", "source_words"]
-
 
 def source_words(values: dict) -> dict:
     """Glue values ``source_which``, ``source_what``, ``source_how``: where the images come from, given a

@@ -21,10 +21,6 @@ from overinterp.paper.formatting import MISSING, bounds, number, span
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.store import read_json
 
-__all__ = ["SCHEMA", "TEACHING", "BOOK", "VERDICTS", "SCALE", "STANDARD_MODELS", "STANDARD_EDITION", "RUNS",
-           "EXERCISE_RUNS", "load", "times_table", "values", "book_values", "exercise_table", "weak_spot_values",
-           "worth_changing", "parameter_list"]
-
 SCHEMA = 1   # version of the file benchmarks/bench_chapters.py writes
 
 BOOK = "book-quick-cpu.json"                # the whole quick book from an empty store, as `make book` runs it

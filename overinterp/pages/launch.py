@@ -9,8 +9,6 @@ from pathlib import Path
 
 from overinterp.config.chapters import GPU_CHAPTERS
 
-__all__ = ["INSTALL_TAG", "install_cell", "installs_from", "keeps_colab", "setup"]
-
 #: the tag of each chapter's install cell, right after its parameters cell
 INSTALL_TAG = "install-overinterp"
 

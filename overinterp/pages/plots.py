@@ -15,10 +15,6 @@ import torch
 from overinterp.paper import numbers as paper
 from overinterp.experiments.runs import CONFIDENT
 
-__all__ = ["PAGE_PX", "text_pt", "to_pixels", "show_masked", "image_rows", "gallery", "note_figure", "backselect_curves",
-           "backselect_panels", "heatmaps", "training_curves", "outside_legend", "sis_sizes_box", "retrain_bars", "mean_std",
-           "zoo_stats", "MASK_RGB", "FONT_KEY", "text_sizes", "figure_png"]
-
 MASK_RGB = (0.78, 0.84, 0.92)  # what a masked pixel is drawn as
 FONT_KEY = "overinterp-fonts"  # the PNG text chunk holding a figure's font record (tools/page_audit.py reads it)
 PAGE_PX = 768                  # width (px) at which the book's page shows a wide figure (sphinx-book-theme)

@@ -15,8 +15,6 @@ import torch
 from overinterp.experiments.humans import Benchmark, _name, paper_humans
 from overinterp.pages.plots import show_masked, to_pixels
 
-__all__ = ["example_rows", "quiz_html"]
-
 
 def example_rows(bench: Benchmark, classes, mean, std, n: int = 10) -> tuple:
     """(rows, column titles) for :func:`~overinterp.pages.plots.image_rows`: the first image of up to ``n``

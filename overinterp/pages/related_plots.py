@@ -17,9 +17,6 @@ from overinterp.methods.bayes_trex import VAE, Chains, Target, spread_samples
 from overinterp.methods.shared_interest import CASES, EC, GTC, IOU
 from overinterp.pages.plots import gallery as subset_gallery, show_masked, text_pt, to_pixels
 
-__all__ = ["size_figure", "confidence_figure", "examples_figure", "regions_figure", "gallery", "case_galleries",
-           "vae_figure", "samples_figure", "trace_figure", "sis_figure"]
-
 
 # ----------------------------------------------------------------------------- input reduction (chapter 15)
 def size_figure(images: pd.DataFrame, pixels: int):

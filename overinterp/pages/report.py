@@ -19,11 +19,6 @@ from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper.verdicts import FAILS, HOLDS, INCONCLUSIVE, MARKS, UNTESTABLE
 from overinterp.store import code_version
 
-__all__ = ["text", "document", "same_run", "merge", "load", "TINY_WARNING", "TINY_MARK", "READING",
-           "group", "edition_verdicts", "this_execution", "second_seed", "by_claim", "stale", "claim_label",
-           "blank_failures", "causes", "masked_sentence", "bottom_line", "agreement", "headline", "edition_values", "values",
-           "counts"]
-
 #: how a claim of the paper reads in a reproduction report, per verdict
 READING = {HOLDS: "reproduced", FAILS: "not reproduced", INCONCLUSIVE: "inconclusive", UNTESTABLE: "not testable here"}
 #: the glue name of each verdict of the paper's claims (:func:`bottom_line`, :func:`agreement`)

@@ -11,8 +11,6 @@ from overinterp.paper.claims import CLAIMS, CONDITION_TAGS, PARTS
 from overinterp.paper.decide import UNTESTABLE
 from overinterp.paper.formatting import finite
 
-__all__ = ["forest_part", "FOREST_PARTS", "forest_figures", "COLORS", "MARKERS", "MARGIN_COLOR"]
-
 COLORS = ("#1b4f8a", "#d95f02", "#7570b3")     # one per edition, in the order of ``docs``
 MARKERS = ("o", "s", "D")
 #: the colour of the margin's shade and edges

@@ -9,8 +9,6 @@ from overinterp.paper.formatting import MISSING, span
 from overinterp.paper.verdicts import FAILS, HOLDS
 from overinterp.store import read_json
 
-__all__ = ["FLIP", "SEEDS", "seed_rows", "overlapping", "seed_values", "seed_doc", "seed_table", "seed_changes"]
-
 #: two outcomes that contradict each other; "inconclusive at this scale" beside either is not a flip
 FLIP = frozenset({HOLDS, FAILS})
 #: an edition's two-seed check (``benchmarks/bench_verdicts.py --out``), in the edition's folder

@@ -14,9 +14,6 @@ from overinterp.paper.deviations import profile_deviations
 from overinterp.paper.formatting import MISSING, finite, number
 from overinterp.paper.verdicts import MARKS
 
-__all__ = ["NOTES", "MARK", "verdict_frame", "verdict_table", "glance_frame", "glance_table",
-           "results_table", "scope_table", "deviations_frame"]
-
 #: claims whose verdict also depends on: the backward-selection engine, the control's strength, class
 #: information leaking through the mask's shape, the blank image (the page's notes explain each)
 NOTES = {"engine": tuple(c for c, claim in CLAIMS.items() if claim.engine),

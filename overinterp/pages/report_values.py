@@ -12,10 +12,6 @@ import pandas as pd
 from overinterp.paper.formatting import MISSING, and_list, number, span
 from overinterp.paper.numbers import ARCH_NAMES, table1_test
 
-__all__ = ["ROOT", "STANDARD", "RESULTS", "scale_values", "data_values", "paper_values", "gpu_values",
-           "accuracy_values", "standard_accuracies", "zoo_accuracies", "control_values", "engine_values",
-           "compute_frame", "compute_values", "citation", "citation_values"]
-
 ROOT = Path(__file__).resolve().parents[2]
 #: the committed standard edition: executed chapters, manifest.json, compute.json, verdicts-seed<seed>.json
 STANDARD = ROOT / "editions" / "fashion-mnist-standard"

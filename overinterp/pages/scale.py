@@ -19,9 +19,6 @@ from overinterp.paper.formatting import MISSING, number
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.store import code_version
 
-__all__ = ["rows_for", "document", "load", "trend", "toward", "values", "edition_values", "table", "curves",
-           "ORDER", "SHORT"]
-
 #: the measures in the order the chapter discusses them, with the axis label of each
 ORDER = {"test accuracy (%)": "test accuracy (%)", "SIS size (%)": "mean SIS size at τ (% of pixels)",
          "accuracy drop (points)": "accuracy drop on own 5% subsets (points)",

@@ -20,8 +20,6 @@ from overinterp.experiments.sis_accuracy import CONF
 from overinterp.pages.plots import note_figure
 from overinterp.paper.numbers import SIS_MEAN_SIZE_BELOW
 
-__all__ = ["increase_figure", "confidence_figure", "no_sis_figure", "sizes_figure", "sis_figure"]
-
 
 def _tau_axis(ax, taus: Sequence[float]) -> None:
     """Thresholds at equal spacing (0.95 and 0.99 would crowd on a linear axis)."""

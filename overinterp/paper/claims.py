@@ -18,10 +18,6 @@ from overinterp.paper.decide import Margin, Verdict, row_name
 from overinterp.paper.formatting import finite, minus
 from overinterp.paper.numbers import paper_gap, paper_span, paper_tests, paper_transfer_share
 
-__all__ = ["Claim", "CLAIMS", "PARTS", "blank_of", "records", "record_text", "result_text", "paper_number", "quoted", "of_the_paper",
-           "TOLERANCE_POINTS", "TOLERANCE_CONFIDENCE", "FAR_MORE_POINTS", "SIS_ACCURACY_MIN_INCREASE",
-           "BOUNDARY_RATIO", "BLANK_PRIOR_MULTIPLE"]
-
 #: "About as accurate" (Table 1), in points: the paper's drops (<= ~1 point) are finer than a few hundred
 #: test images resolve
 TOLERANCE_POINTS = 5.0

@@ -16,9 +16,6 @@ import pandas as pd
 from overinterp.paper.formatting import MISSING, and_list, finite, number
 from overinterp.paper.intervals import Interval, replicate_interval, replicates_needed
 
-__all__ = ["HOLDS", "FAILS", "INCONCLUSIVE", "UNTESTABLE", "OUTCOMES", "MARKS", "Margin", "combine", "Verdict",
-           "interval_row", "from_rows", "difference_rows", "summary", "row_name"]
-
 HOLDS, FAILS, INCONCLUSIVE, UNTESTABLE = "holds", "does not hold", "inconclusive at this scale", "cannot be tested"
 OUTCOMES = (HOLDS, FAILS, INCONCLUSIVE, UNTESTABLE)
 #: how a verdict box marks each row's outcome, and the admonition class of each outcome

@@ -11,8 +11,6 @@ from overinterp.config.profiles import PROFILES
 from overinterp.paper.formatting import count
 from overinterp.paper.numbers import ARCH_NAMES, IMAGENET_FIG4, MADRY_TRAINING, PAPER_S5
 
-__all__ = ["CODE_DEVIATIONS", "profile_deviations", "imagenet_deviations", "robust_deviations"]
-
 #: where the zoo's architectures differ from the paper's code (gifford-lab/overinterpretation): every profile's
 CODE_DEVIATIONS = (
     ("resnet20", "ResNet20's downsampling shortcuts are 1x1 convolutions with batch norm (He et al.'s option B) and "

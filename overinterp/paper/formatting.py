@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["MISSING", "finite", "number", "span", "bounds", "counted", "and_list", "count", "minus"]
-
 MISSING = "—"
 
 

@@ -20,12 +20,6 @@ from overinterp.paper.intervals import Interval, replicate_interval
 from overinterp.paper.numbers import FENG_TABLE2, SIS_MEAN_SIZE_BELOW, SIS_THRESHOLD, TABLE1, fmt
 from overinterp.paper.verdicts import retrain_beats_random, retrain_near_full, sis_size
 
-__all__ = ["ensembles_increase_sis", "ensembles_increase_accuracy", "dropout_increases_sis", "increases",
-           "size_verdict", "sis_verdict", "borders_verdict", "imputed_verdict", "robust_sis_sparse",
-           "sis_on_background", "sparse_pixels", "dilation_keeps_prediction", "dilated_retraining_verdicts",
-           "saliency_on_boundary", "blank_uninformative", "mask_shape_leaks", "masked_miscalibrated",
-           "search_beats_saliency"]
-
 
 def _larger(rows: pd.DataFrame, claim: str, what: str, counted: str, min_images: int, key: str) -> Verdict:
     """Rows of an increase table ("increase (points)", its interval "low", "high") against the minimal increase

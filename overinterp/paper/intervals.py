@@ -23,8 +23,6 @@ from scipy import stats
 
 from overinterp.paper.formatting import number
 
-__all__ = ["Interval", "bootstrap", "replicate_interval", "replicates_needed"]
-
 #: the degrees of freedom where the shared image error dominates (Welch-Satterthwaite's infinity)
 MAX_DF = 1e6
 

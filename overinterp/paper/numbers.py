@@ -6,12 +6,6 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
-__all__ = ["TABLE1", "TABLE_S1", "TABLE2", "CONFIDENCE_DROP", "TRANSFER_RESNET18", "ARCH_NAMES", "table1",
-           "table1_test", "fmt", "paper_tests", "paper_gap", "paper_transfer_share", "paper_round", "paper_span",
-           "SIS_MEAN_SIZE_BELOW", "SIS_THRESHOLD", "SUBSET_FRAC", "PAPER_S5", "IMAGENET_FIG4",
-           "FENG_BEAM", "FENG_TABLE2", "FENG_MEAN_LENGTH", "BOOTH_BAND", "BOOTH_MISCLASSIFIED_LEVEL", "BOOTH_TABLE2",
-           "HUMANS_PER_CLASS", "HUMANS_SPLIT", "MADRY_TRAINING", "MADRY_ACCURACY"]
-
 ARCH_NAMES = {"resnet20": "ResNet20", "resnet18": "ResNet18", "vgg16": "VGG16", "cnn": "small CNN",
               "wideresnet": "WideResNet"}
 SETS = ("CIFAR-10 test", "CIFAR-10.1", "CIFAR-10-C")

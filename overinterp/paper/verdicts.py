@@ -22,11 +22,6 @@ from overinterp.paper.formatting import minus
 from overinterp.paper.intervals import Interval, replicate_interval
 from overinterp.paper.numbers import paper_gap, paper_span, paper_tests, paper_transfer_share
 
-__all__ = ["Verdict", "Margin", "MARKS", "HOLDS", "FAILS", "INCONCLUSIVE", "UNTESTABLE", "OUTCOMES", "combine",
-           "sis_size", "subsets_accurate", "confidence_kept", "no_transfer", "retrain_beats_random",
-           "retrain_near_full", "summary", "sis_predicts_accuracy", "SIS_ACCURACY_TAUS", "interval_row",
-           "from_rows"]
-
 #: 4.4's thresholds of the verdict: the SIS chapter's 0.99 and two at which most test images are confident
 SIS_ACCURACY_TAUS = (0.7, 0.9, 0.99)
 

@@ -28,9 +28,6 @@ from torchvision.datasets import CIFAR10, FashionMNIST
 from overinterp.store import atomic_write
 from torchvision.datasets.utils import download_and_extract_archive, download_url, extract_archive
 
-__all__ = ["Split", "Selection", "take", "DataUnavailable", "DATASETS", "STATS", "OOD_SAMPLE_SIZE", "OOD_SEED",
-           "ood_sets", "load", "shape", "data_root", "corrupt_images", "FMNIST_C_CORRUPTIONS"]
-
 DATASETS: tuple = ("fashion-mnist", "cifar10", "fashion-mnist-c", "cifar10.1", "cifar10-c")
 _PARENT = {"fashion-mnist": "fashion-mnist", "cifar10": "cifar10", "fashion-mnist-c": "fashion-mnist",
            "cifar10.1": "cifar10", "cifar10-c": "cifar10"}

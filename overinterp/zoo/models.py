@@ -18,9 +18,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx.experimental.optimization import fuse
 
-__all__ = ["ARCHS", "build_model", "Ensemble", "count_params", "count_macs", "fuse_conv_bn",
-           "ResNet20", "PreActResNet18", "VGG16", "WideResNet", "SmallCNN"]
-
 
 def count_params(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())

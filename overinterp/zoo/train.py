@@ -17,10 +17,6 @@ from tqdm import tqdm
 from overinterp.store import Store
 from overinterp.zoo.models import build_model
 
-__all__ = ["TrainConfig", "InputDropout", "augment_draws", "augment_batch", "fit", "logits", "predict", "accuracy", "resolve_device", "device_name", "plateaued",
-           "tail_start_loss",
-           "make_model", "cached_training", "cached_fit"]
-
 
 @dataclass(frozen=True)
 class TrainConfig:
