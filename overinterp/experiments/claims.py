@@ -15,21 +15,10 @@ from typing import Callable, Iterable
 from tqdm import tqdm
 
 from overinterp.config.chapters import chapter_config, resolve, thresholds
-from overinterp.experiments import bayes_trex
-from overinterp.experiments import blank
-from overinterp.experiments import factors
-from overinterp.experiments import imagenet
-from overinterp.experiments import imagenet_chapter
-from overinterp.experiments import input_reduction
-from overinterp.experiments import masked
-from overinterp.experiments import mitigation
-from overinterp.experiments import robust as robust_module
-from overinterp.experiments import runs as runs_module
-from overinterp.experiments import shared_interest
-from overinterp.experiments import sis_accuracy
-from overinterp.experiments import subsets
-from overinterp.paper import further_verdicts
-from overinterp.paper import verdicts as verdicts_module
+from overinterp.experiments import (bayes_trex, blank, critiques, factors, imagenet, imagenet_chapter, input_reduction,
+                                    masked, mitigation, robust as robust_module, runs as runs_module, shared_interest,
+                                    sis_accuracy, subsets)
+from overinterp.paper import further_verdicts, verdicts as verdicts_module
 from overinterp.paper.claims import BLANK_ASIDE, CLAIMS, MASKED_ALL, MASKED_TRAINED, records
 from overinterp.zoo import data
 
@@ -43,12 +32,6 @@ def params(run, chapter: str):
 
 
 # ----------------------------------------------------------------------------- Part I (4.1, 4.2)
-
-def _sis(run, p):
-    # replicates' confident images overlap: matched by id so their shared image error enters the interval
-    return verdicts_module.sis_size(runs_module.sis_sizes_by_replicate(run, p.tau), p.tau, seed=run.seed,
-                      ids=runs_module.sis_ids_by_replicate(run, p.tau))
-
 
 def _subset_correct(run, frac):
     return {a: subsets.subset_correct(run, a, ms, frac) for a, ms in runs_module.zoo(run).items()}
@@ -76,15 +59,7 @@ def _retraining(run, p):
     return subsets.retraining_verdicts(run, runs)
 
 
-def _road(run, p):
-    return further_verdicts.imputed_verdict(**factors.imputed_correct(run, factors.retrain_controls(run)))
-
-
 # ----------------------------------------------------------------------------- Part II (4.1.1, 4.4-4.6)
-
-def _sis_accuracy(run, p):
-    return verdicts_module.sis_predicts_accuracy(sis_accuracy.verdict_input(run, p.n_resamples, run.seed), min_images=p.min_images)
-
 
 def _robust(run, p):
     cfg = run.profile.robust
@@ -147,14 +122,43 @@ def _sparse_pixels(run, p):
     return further_verdicts.sparse_pixels(cmp["generated"], cmp["real"], p.tau)
 
 
+# ----------------------------------------------------------------------------- Part I: the paper against its critiques
+
+def _dilated_retraining(run, p):
+    k = critiques.check_kernels(p.kernels)[0]
+    return critiques.retraining_verdicts(run, critiques.dilated_retraining(run, k, p.frac), k)
+
+
+def _calibration(run, p):
+    images = critiques.calibration_images(run, p.frac)
+    return critiques.calibration_verdict(critiques.calibration_errors(images, p.bins, p.tau), images["image"].nunique(), p.bins,
+                                  seed=run.seed)
+
+
 #: claim id(s) -> f(run, chapter parameters) returning their verdicts, in the order of the ids
 MEASURES: dict[tuple, Callable] = {
-    ("sis",): _sis, ("accurate",): _accurate, ("kept",): _kept, ("transfer",): _transfer,
-    ("beats", "near"): _retraining, ("road",): _road,
-    ("sis_accuracy",): _sis_accuracy, ("robust",): _robust, ("ensemble_accuracy",): _ensemble_accuracy,
+    # replicates' confident images overlap: matched by id so their shared image error enters the interval
+    ("sis",): lambda run, p: verdicts_module.sis_size(runs_module.sis_sizes_by_replicate(run, p.tau), p.tau,
+                                                      seed=run.seed, ids=runs_module.sis_ids_by_replicate(run, p.tau)),
+    ("accurate",): _accurate, ("kept",): _kept, ("transfer",): _transfer, ("beats", "near"): _retraining,
+    ("road",): lambda run, p: further_verdicts.imputed_verdict(
+        **factors.imputed_correct(run, factors.retrain_controls(run))),
+    ("sis_accuracy",): lambda run, p: verdicts_module.sis_predicts_accuracy(
+        sis_accuracy.verdict_input(run, p.n_resamples, run.seed), min_images=p.min_images),
+    ("robust",): _robust, ("ensemble_accuracy",): _ensemble_accuracy,
     ("ensemble_sis",): _ensemble_sis, ("dropout",): _dropout, ("borders",): _borders,
     ("background",): _background, ("reduction_size", "reduction_sis"): _reduction,
     ("sparse_pixels",): _sparse_pixels,
+    ("dilated", "dilated_sis"): lambda run, p: critiques.dilation_verdicts(
+        critiques.dilation(run, p.kernels, p.frac, p.tau), critiques.check_kernels(p.kernels)[0], seed=run.seed),
+    ("dilated_beats", "dilated_near"): _dilated_retraining,
+    ("boundary",): lambda run, p: critiques.boundary_verdict(critiques.saliency_shares(
+        run, p.frac, p.saliency_images, p.smoothgrad_samples, p.smoothgrad_sigma), seed=run.seed),
+    ("blank",): lambda run, p: critiques.blank_verdict(run, critiques.blank_inputs(run, p.frac)),
+    ("mask_shape",): lambda run, p: critiques.mask_shape_verdict(critiques.mask_shape(run, p.frac), seed=run.seed),
+    ("calibration",): _calibration,
+    ("insertion",): lambda run, p: critiques.insertion_verdict(
+        critiques.insertion(run, p.fractions, p.frac), p.frac, seed=run.seed),
 }
 
 
@@ -211,46 +215,3 @@ def table(vs: dict) -> list[dict]:
             out += [{**r, "model": f"{r['model']} · {condition}", "condition": condition, "part": CLAIMS[c].part,
                      "chapter": CLAIMS[c].chapter, "verdict": cv.word} for r in records(cv, c)]
     return out
-
-
-# ----------------------------------------------------------------------------- Part I: the paper against its critiques
-
-from overinterp.experiments import critiques  # noqa: E402
-
-
-def _dilated(run, p):
-    return critiques.dilation_verdicts(critiques.dilation(run, p.kernels, p.frac, p.tau), critiques.check_kernels(p.kernels)[0],
-                                seed=run.seed)
-
-
-def _dilated_retraining(run, p):
-    k = critiques.check_kernels(p.kernels)[0]
-    return critiques.retraining_verdicts(run, critiques.dilated_retraining(run, k, p.frac), k)
-
-
-def _boundary(run, p):
-    shares = critiques.saliency_shares(run, p.frac, p.saliency_images, p.smoothgrad_samples, p.smoothgrad_sigma)
-    return critiques.boundary_verdict(shares, seed=run.seed)
-
-
-def _blank(run, p):
-    return critiques.blank_verdict(run, critiques.blank_inputs(run, p.frac))
-
-
-def _mask_shape(run, p):
-    return critiques.mask_shape_verdict(critiques.mask_shape(run, p.frac), seed=run.seed)
-
-
-def _calibration(run, p):
-    images = critiques.calibration_images(run, p.frac)
-    return critiques.calibration_verdict(critiques.calibration_errors(images, p.bins, p.tau), images["image"].nunique(), p.bins,
-                                  seed=run.seed)
-
-
-def _insertion(run, p):
-    return critiques.insertion_verdict(critiques.insertion(run, p.fractions, p.frac), p.frac, seed=run.seed)
-
-
-MEASURES.update({("dilated", "dilated_sis"): _dilated, ("dilated_beats", "dilated_near"): _dilated_retraining,
-                 ("boundary",): _boundary, ("blank",): _blank, ("mask_shape",): _mask_shape,
-                 ("calibration",): _calibration, ("insertion",): _insertion})

@@ -21,9 +21,7 @@ import torch
 from overinterp.engine.backselect import apply_keep
 from overinterp.engine.runner import fingerprint
 from overinterp.engine.sis import find_sis, pixel_subset, random_subset
-from overinterp.experiments import blank as blank_module
-from overinterp.experiments import runs
-from overinterp.experiments import subsets
+from overinterp.experiments import blank as blank_module, runs, subsets
 from overinterp.experiments.factors import black_value
 from overinterp.methods.critiques import (REGIONS, attribution_shares, dilate, expected_calibration_error,
                                           matched_random_keep, reliability, smoothgrad, top_keep)

@@ -12,8 +12,7 @@ import torch
 import torch.nn as nn
 
 from overinterp.engine.sis import find_sis
-from overinterp.experiments import imagenet
-from overinterp.experiments import runs
+from overinterp.experiments import imagenet, runs
 from overinterp.paper.formatting import MISSING, count, number
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
 

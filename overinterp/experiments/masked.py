@@ -21,8 +21,7 @@ import torch.nn as nn
 
 from overinterp.engine.backselect import apply_keep
 from overinterp.engine.sis import random_subset
-from overinterp.experiments import blank as blank_module
-from overinterp.experiments import runs
+from overinterp.experiments import blank as blank_module, runs
 from overinterp.paper import verdicts as verdicts_module
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo import data

@@ -27,8 +27,7 @@ import torch
 
 from tqdm import tqdm
 
-from overinterp.experiments import runs
-from overinterp.experiments import subsets
+from overinterp.experiments import runs, subsets
 from overinterp.engine.runner import n_shards
 from overinterp.paper.numbers import SUBSET_FRAC
 from overinterp.experiments.runs import trained_model

@@ -15,8 +15,7 @@ import pandas as pd
 
 from overinterp.config.context import Run
 from overinterp.config.profiles import variant
-from overinterp.experiments import runs
-from overinterp.experiments import subsets
+from overinterp.experiments import runs, subsets
 from overinterp.experiments.factors import black_value
 from overinterp.experiments.prepare import Unit
 from overinterp.engine.sis import find_sis, pixel_subset

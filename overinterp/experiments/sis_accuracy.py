@@ -24,8 +24,7 @@ from overinterp.engine.sis import find_sis
 from overinterp.paper.formatting import MISSING, count, number, span
 from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES
-from overinterp.paper import verdicts
-from overinterp.paper import claims as paper_claims
+from overinterp.paper import verdicts, claims as paper_claims
 
 TAUS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99)   # the chapter's thresholds
 KEYS = ["model", "replicate", "set"]            # what one backward-selection run is

@@ -17,9 +17,7 @@ import torch.nn as nn
 
 from overinterp.zoo import data
 from overinterp.paper.formatting import MISSING, number
-from overinterp.paper import numbers as paper
-from overinterp.paper import verdicts
-from overinterp.paper import claims as paper_claims
+from overinterp.paper import numbers as paper, verdicts, claims as paper_claims
 from overinterp.paper.claims import result_text
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.engine.runner import fingerprint

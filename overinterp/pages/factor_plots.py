@@ -10,8 +10,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from overinterp.paper import numbers as paper
-from overinterp.paper import claims as paper_claims
+from overinterp.paper import numbers as paper, claims as paper_claims
 from overinterp.experiments.factors import ACC, MEASURES, sample
 from overinterp.experiments.runs import model_key
 from overinterp.pages import bench_results

@@ -10,8 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from overinterp.experiments import imagenet
-from overinterp.experiments import imagenet_chapter
+from overinterp.experiments import imagenet, imagenet_chapter
 from overinterp.pages.plots import note_figure, to_pixels
 
 
