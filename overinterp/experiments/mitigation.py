@@ -22,7 +22,7 @@ from overinterp.experiments import runs as runs_module
 from overinterp.experiments.runs import extremes, model_config, trained_model
 from overinterp.experiments.sis_accuracy import SIZE, sis_rows
 from overinterp.paper.claims import CLAIMS
-from overinterp.paper.formatting import MISSING, count, counted, number
+from overinterp.paper.formatting import MISSING, count, counted, finite, number
 from overinterp.paper.intervals import Interval, bootstrap, replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
 from overinterp.paper.verdicts import Verdict
@@ -384,6 +384,6 @@ def dropout_verdict_values(verdict: Verdict) -> dict:
         images = count(int(row["images"]), "image")
         out[f"said_{key}"] = (
             f"by {out[f'inc_{key}']} points of the image on {images} (95% interval "
-            f"{out[f'inc_{key}_low']} to {out[f'inc_{key}_high']}: {row['outcome']})" if number(row["low"]) != MISSING
+            f"{out[f'inc_{key}_low']} to {out[f'inc_{key}_high']}: {row['outcome']})" if finite(row["low"]) is not None
             else f"by an amount this execution cannot measure ({images} with an SIS under both: {row['outcome']})")
     return out

@@ -3,6 +3,8 @@
 """
 from __future__ import annotations
 
+from functools import partial
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -11,7 +13,7 @@ import seaborn as sns
 from overinterp.experiments.critiques import BS, INPUTS, MASKS, ORDERS, SIS
 from overinterp.methods.critiques import REGIONS
 from overinterp.pages.plots import gallery, text_pt
-from overinterp.paper.formatting import MISSING, number
+from overinterp.paper.formatting import MISSING, number, span
 
 
 def kernel_label(k: int) -> str:
@@ -208,12 +210,8 @@ def insertion_table(curves: pd.DataFrame) -> pd.DataFrame:
 
 # ----------------------------------------------------------------------------- glue values
 
-def _range(values, digits: int = 1) -> str:
-    """'lo to hi' of the finite ``values`` (one value where both read the same); '—' where none is finite."""
-    shown = [number(v, digits) for v in sorted(float(x) for x in values if number(x) != MISSING)]
-    if not shown:
-        return MISSING
-    return shown[0] if shown[0] == shown[-1] else f"{shown[0]} to {shown[-1]}"
+#: 'lo to hi' of the finite values (one value where both read the same); '—' where none is finite
+_range = partial(span, sep=" to ")
 
 
 def headroom_range(verdict) -> str:

@@ -13,13 +13,14 @@ import math
 import pandas as pd
 
 from overinterp.pages.bench_results import arch_name
-from overinterp.paper.formatting import MISSING, and_list, number
+from overinterp.paper import formatting
+from overinterp.paper.formatting import MISSING, and_list, finite, number
 from overinterp.paper.numbers import PAPER_S5
 
 
 def fmt(x, digits: int | str = 2) -> str:
     """:func:`number` with thousands separators: ``digits`` decimals, or "sig3" (3 significant digits below 1000)."""
-    if number(x) == MISSING:
+    if finite(x) is None:
         return MISSING
     x, sig3 = float(x), digits == "sig3"
     return f"{x:.3g}" if sig3 and abs(x) < 1000 else f"{x:,.{0 if sig3 else digits}f}"
@@ -27,9 +28,7 @@ def fmt(x, digits: int | str = 2) -> str:
 
 def span(values, digits: int | str = 2) -> str:
     """'lo–hi' of the finite values as :func:`fmt` writes them ('lo' when both read the same)."""
-    v = [x for x in values if number(x) != MISSING]
-    lo, hi = (fmt(min(v), digits), fmt(max(v), digits)) if v else (MISSING, MISSING)
-    return lo if lo == hi else f"{lo}–{hi}"
+    return formatting.span(values, digits, fmt=fmt)
 
 
 def listed(values) -> str:

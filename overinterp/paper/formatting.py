@@ -35,14 +35,15 @@ def number(x, digits: int = 1, sign: bool = False, suffix: str = "") -> str:
     return f"{x:{'+' if sign else ''}.{digits}f}{suffix}"
 
 
-def span(values, digits: int = 1, sign: bool = False, suffix: str = "") -> str:
-    """'lo–hi' of the finite ``values`` with ``suffix`` once; 'lo' alone where both ends read the same;
-    :data:`MISSING` where none is finite."""
+def span(values, digits: int = 1, sign: bool = False, suffix: str = "", sep: str = "–", fmt=None) -> str:
+    """'lo–hi' (``sep`` between) of the finite ``values`` with ``suffix`` once; 'lo' alone where both ends read
+    the same; :data:`MISSING` where none is finite. ``fmt(x, digits)`` writes an end (default :func:`number`)."""
     shown = [x for x in values if finite(x) is not None]
     if not shown:
         return MISSING
-    lo, hi = number(min(shown), digits, sign), number(max(shown), digits, sign)
-    return f"{lo}{suffix}" if lo == hi else f"{lo}–{hi}{suffix}"
+    fmt = fmt or (lambda x, d: number(x, d, sign))
+    lo, hi = fmt(min(shown), digits), fmt(max(shown), digits)
+    return f"{lo}{suffix}" if lo == hi else f"{lo}{sep}{hi}{suffix}"
 
 
 def bounds(low, high, digits: int = 1, sign: bool = False) -> str:
