@@ -308,10 +308,6 @@ def chapter_label(chapter: str, toc: Path | None = None) -> str:
     return f"chapter {n} ({stem})" if n else stem
 
 
-def _inherited(profile, path: str):
-    return functools.reduce(lambda obj, k: obj[int(k)] if k.isdigit() else getattr(obj, k), path.split("."), profile)
-
-
 def _number(v) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
@@ -347,7 +343,8 @@ def resolve(params, profile):
     for f in dataclasses.fields(params):
         value, meta = getattr(params, f.name), f.metadata
         if value is None and meta.get("inherit"):
-            value = changes[f.name] = _inherited(profile, meta["inherit"])
+            value = changes[f.name] = functools.reduce(lambda obj, k: obj[int(k)] if k.isdigit() else getattr(obj, k),
+                                                       meta["inherit"].split("."), profile)
         if meta.get("check") in ("path", "file") and value is not None:
             value = changes[f.name] = str(ROOT / value)     # an absolute value stays as it is
         _check(f.name, value, meta.get("check"))

@@ -246,12 +246,6 @@ class _Evaluator:
         return f, grad
 
 
-def _check_eval(model: nn.Module) -> None:
-    stateful = (nn.modules.batchnorm._BatchNorm, nn.modules.dropout._DropoutNd)
-    if model.training or any(m.training for m in model.modules() if isinstance(m, stateful)):
-        raise ValueError("backselect needs a deterministic model: call model.eval() first")
-
-
 @torch.inference_mode()
 def check_batch_independent(model: nn.Module, images: torch.Tensor, rtol: float = 1e-3, atol: float = 1e-3) -> None:
     """Refuse a model whose output for an image depends on the rest of its batch: the first image alone vs
@@ -310,7 +304,9 @@ def backselect(model: nn.Module, images: torch.Tensor, method: str = "exact", bl
     BackSelectConfig(method, block, k, m)  # validates
     if images.dim() != 4:
         raise ValueError(f"images must be (B, C, H, W), got shape {tuple(images.shape)}")
-    _check_eval(model)
+    stateful = (nn.modules.batchnorm._BatchNorm, nn.modules.dropout._DropoutNd)
+    if model.training or any(m.training for m in model.modules() if isinstance(m, stateful)):
+        raise ValueError("backselect needs a deterministic model: call model.eval() first")
     param = next((p for p in model.parameters() if p.is_floating_point()), None)
     x = images.to(param.dtype if param is not None else images.dtype).detach().clone()  # (B, C, H, W)
     B, C, H, W = x.shape

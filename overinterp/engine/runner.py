@@ -38,17 +38,14 @@ def fingerprint(obj) -> str:
     return h.hexdigest()[:16]
 
 
-def _dtype(model: nn.Module, images: torch.Tensor) -> torch.dtype:
-    return next((p.dtype for p in model.parameters() if p.is_floating_point()), images.dtype)
-
-
 def run_config(model: nn.Module, images: torch.Tensor, model_config: dict, data_config: dict,
                config: BackSelectConfig, shard_size: int = 256) -> dict:
     """The artifact key of a run (engine parameters that the method ignores are None)."""
     return {"model": {**model_config, "weights": fingerprint(model)},
             "data": {**data_config, "n_images": len(images), "shape": list(images.shape[1:]),
                      "images": fingerprint(images)},
-            "engine": {**config.key(), "dtype": str(_dtype(model, images)).replace("torch.", "")},
+            "engine": {**config.key(), "dtype": str(next((p.dtype for p in model.parameters() if p.is_floating_point()),
+                                                         images.dtype)).replace("torch.", "")},
             "shard_size": shard_size}
 
 

@@ -39,11 +39,6 @@ class SIS:
     found: torch.Tensor  # (B,) bool, False where f < tau on the input (no SIS)
 
 
-def _suffix_log_odds(res: BackSelectResult) -> torch.Tensor:
-    """(B, P+1): column s = log-odds with only the last s features of the order kept (s = P: the input)."""
-    return torch.cat([res.log_odds.flip(1), res.full_log_odds[:, None]], 1)
-
-
 def find_sis(result: BackSelectResult, threshold: float, min_size: torch.Tensor | None = None) -> SIS:
     """FindSIS: the shortest suffix of ``result.order`` with f >= ``threshold``; ``min_size`` (B,) forces at
     least that many features (to grow a SIS that fails verification by rounding)."""
@@ -52,7 +47,9 @@ def find_sis(result: BackSelectResult, threshold: float, min_size: torch.Tensor 
     B, P = result.order.shape
     s = torch.arange(P + 1, device=result.order.device)
     tau = logit(threshold)
-    ok = (_suffix_log_odds(result) >= tau) & (s <= P - result.n_fixed[:, None])  # never the fixed features
+    # (B, P+1): column s = log-odds with only the last s features of the order kept (s = P: the input)
+    suffix_log_odds = torch.cat([result.log_odds.flip(1), result.full_log_odds[:, None]], 1)
+    ok = (suffix_log_odds >= tau) & (s <= P - result.n_fixed[:, None])  # never the fixed features
     if min_size is not None:
         ok &= s >= min_size[:, None]
     found = result.full_log_odds >= tau

@@ -48,12 +48,6 @@ def fills(dataset: str) -> dict[str, torch.Tensor]:
     return out
 
 
-def _entropy_bits(classes: torch.Tensor, k: int) -> float:
-    p = torch.bincount(classes, minlength=k).double() / len(classes)
-    p = p[p > 0]
-    return max(0.0, float(-(p * p.log2()).sum()))     # no -0.0
-
-
 @dataclass(frozen=True)
 class BlankCheck:
     """``rows``: per (model, replicate, fill) class, probability, log-odds, subset entropy (bits), share
@@ -109,9 +103,11 @@ def blank_check(run, frac: float = SUBSET_FRAC, which: dict[str, torch.Tensor] |
                 c = int(logp[0].argmax())
                 top, rest = float(logp[0, c]), float(torch.logsumexp(torch.cat([logp[0, :c], logp[0, c + 1:]]), 0))
                 sub = logp[1:].argmax(1)
+                share = torch.bincount(sub, minlength=k).double() / len(sub)
+                share = share[share > 0]
                 rows.append({"model": ARCH_NAMES[arch], "replicate": r, "fill": fill, "class": names[c],
                              "probability": math.exp(top), "log-odds": top - rest,
-                             "subset entropy (bits)": _entropy_bits(sub, k),
+                             "subset entropy (bits)": max(0.0, float(-(share * share.log2()).sum())),  # no -0.0
                              "called the blank's class (%)": 100 * float((sub == c).double().mean()),
                              "class prior (%)": 100 * float((full == c).double().mean()),
                              "passes": math.exp(top) <= UNINFORMATIVE_MULTIPLE / k})

@@ -174,13 +174,8 @@ def verdict_values(verdict) -> dict:
             "within": int((tested["outcome"] == verdicts.INCONCLUSIVE).sum()),
             "test_range": prose_range(test["increase (%)"]), "ood_range": prose_range(ood["increase (%)"]),
             # the same in sentences that read at 0, 1 and many rows tested
-            "tested_text": _rows_have(len(tested)),
+            "tested_text": {0: "none has", 1: "1 has"}.get(len(tested), f"{len(tested)} have"),
             "tested_sentences": _tested_sentences(tested, test["increase (%)"], ood["increase (%)"])}
-
-
-def _rows_have(n: int) -> str:
-    """'none has', '1 has', '7 have': how many rows have what follows."""
-    return "none has" if n == 0 else "1 has" if n == 1 else f"{n} have"
 
 
 def _increase_clause(values: pd.Series, where: str) -> str | None:

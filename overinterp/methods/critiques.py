@@ -101,18 +101,13 @@ def top_keep(scores: torch.Tensor, frac: float, block: int = 1) -> torch.Tensor:
     return features_to_pixels(keep, (H, W), block)
 
 
-def _bins(confidence: np.ndarray, bins: int) -> np.ndarray:
-    """Bin m holds the confidences in (m / bins, (m + 1) / bins] (a confidence of 0 in the first)."""
-    return np.clip(np.ceil(confidence * bins).astype(int) - 1, 0, bins - 1)
-
-
 def reliability(confidence, correct, bins: int = 15) -> pd.DataFrame:
     """Reliability diagram of ``confidence`` (N,) in [0, 1] and ``correct`` (N,) 1/0: one row per equal-width
     bin (mean confidence and accuracy NaN in an empty bin)."""
     conf, ok = np.asarray(confidence, float).ravel(), np.asarray(correct, float).ravel()
     if conf.shape != ok.shape:
         raise ValueError(f"confidence {conf.shape} and correct {ok.shape} differ in shape")
-    b = _bins(conf, bins)
+    b = np.clip(np.ceil(conf * bins).astype(int) - 1, 0, bins - 1)  # bin m: (m / bins, (m + 1) / bins], 0 in the first
     n = np.bincount(b, minlength=bins)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean_conf = np.bincount(b, conf, bins) / n

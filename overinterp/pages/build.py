@@ -177,18 +177,13 @@ def save_edition(stage: Path, parameters: dict, timings: dict, folder: Path = ED
     return target
 
 
-def glued(notebook: dict) -> set[str]:
-    """The names an executed notebook (as JSON) glued: its outputs' scrapbook names."""
-    return {o.get("metadata", {}).get("scrapbook", {}).get("name") for c in notebook.get("cells", [])
-            for o in c.get("outputs", [])} - {None}
-
-
 def glue_gaps(book: Path) -> dict[str, list[str]]:
     """{chapter: ["06_why.ipynb::key", ...]}: what each executed chapter in ``book`` quotes from another chapter
     there whose execution glued no such name (an older execution of it): that one must be executed again, or
     the build fails with warnings as errors. Chapters absent from ``book`` are the quick build's, not checked."""
     books = {f.stem: json.loads(f.read_text()) for f in sorted(Path(book).glob("*.ipynb"))}
-    names = {stem: glued(nb) for stem, nb in books.items()}
+    names = {stem: {o.get("metadata", {}).get("scrapbook", {}).get("name") for c in nb.get("cells", [])
+                    for o in c.get("outputs", [])} - {None} for stem, nb in books.items()}   # each one's glued names
     gaps = {}
     for stem, nb in books.items():
         text = "\n".join("".join(c.get("source", "")) for c in nb.get("cells", []) if c.get("cell_type") == "markdown")

@@ -41,11 +41,6 @@ def installs_from(notebook: str | Path, url: str, branch: str) -> bool:
                and "".join(c.get("source", "")) == want for c in cells)
 
 
-def keeps_colab(pagename: str, notebook: str | Path, url: str, branch: str) -> bool:
-    """Whether the page ``pagename`` (rendered from ``notebook``) gets a Colab button."""
-    return Path(pagename).name in GPU_CHAPTERS and installs_from(notebook, url, branch)
-
-
 def _drop_without_url(app, config) -> None:
     options = config.html_theme_options
     if not (options.get("repository_url") or "").strip():
@@ -62,7 +57,7 @@ def _narrow(app, pagename, templatename, context, doctree) -> None:
     if colab:
         url = (options.get("repository_url") or "").strip().rstrip("/")
         branch = options.get("repository_branch") or "master"        # the theme's links fall back to master
-        keep = keeps_colab(pagename, app.env.doc2path(pagename), url, branch)
+        keep = Path(pagename).name in GPU_CHAPTERS and installs_from(app.env.doc2path(pagename), url, branch)
         group["buttons"] = [b for b in group["buttons"] if keep or not str(b.get("url", "")).startswith(colab)]
     if not group["buttons"]:
         buttons.remove(group)

@@ -60,11 +60,6 @@ def _chapter_link(stem: str) -> str:
     return f'<a href="{stem}.html">{text}</a>'
 
 
-def _marks(claim: str) -> str:
-    marks = [MARK[k] for k, claims in NOTES.items() if claim in claims]
-    return f"<sup>{','.join(marks)}</sup>" if marks else ""
-
-
 def _quoted(claim: str) -> str:
     """The source's number as quoted, one we derive marked †."""
     said, derived = quoted(claim)
@@ -77,8 +72,10 @@ def verdict_frame(docs: dict) -> pd.DataFrame:
     out = []
     for c, claim in CLAIMS.items():
         margins = list(dict.fromkeys(r["margin"] for per in rows.values() for r in per.get(c, []) if r.get("margin")))
+        notes = ",".join(MARK[k] for k, claims in NOTES.items() if c in claims)
         out.append({"group": group(c),
-                    "claim": f"{_html(claim.short)}{_marks(c)}<br><small>{_html(claim.section)}; ours: "
+                    "claim": f"{_html(claim.short)}{f'<sup>{notes}</sup>' if notes else ''}<br><small>"
+                             f"{_html(claim.section)}; ours: "
                              f"{_html(claim.measure)}</small>",
                     "the source's number": _html(_quoted(c)),
                     "margin": " / ".join(map(_unbroken, margins)) or MISSING,
@@ -101,13 +98,6 @@ def verdict_table(docs: dict, caption: str = ""):
                 f'{"".join(bodies)}</table>')
 
 
-def _mark(rows: dict, c: str, stale_ids: list[str]) -> str:
-    """A claim's outcome in an edition as its mark ('✔' ...), or why it has none."""
-    if c in rows:
-        return MARKS[rows[c][0]["verdict"]].strip()
-    return "earlier criterion" if c in stale_ids else "not computed"
-
-
 def glance_frame(first: dict | None, second: dict | None, here: dict | None, here_label: str) -> pd.DataFrame:
     """The paper's claims at a glance: outcome marks at seeds ``first``, ``second`` and in ``here``, and why."""
     docs = [first, second, here]
@@ -117,7 +107,8 @@ def glance_frame(first: dict | None, second: dict | None, here: dict | None, her
         return f"standard, seed {d['seed']}" if d and d.get("seed") is not None else default
     out = []
     for c in (c for c in CLAIMS if of_the_paper(c)):
-        marks = [_mark(r, c, s) for r, s in zip(rows, stale_ids)]
+        marks = [MARKS[r[c][0]["verdict"]].strip() if c in r else "earlier criterion" if c in s else "not computed"
+                 for r, s in zip(rows, stale_ids)]    # each edition's outcome mark ('✔' ...), or why it has none
         if marks[0] in "✔✘≈–" and marks[1] in "✔✘≈–" and marks[0] != marks[1]:
             reason = "the two seeds disagree"
         elif c in why:

@@ -106,10 +106,6 @@ def augment_batch(x: torch.Tensor, pad_value: torch.Tensor, gen: torch.Generator
     return torch.where(flip.bool()[:, None, None, None], out.flip(3), out)
 
 
-def _autocast(device: torch.device, bf16: bool):
-    return torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16 and device.type == "cuda")
-
-
 def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: TrainConfig = TrainConfig(),
         seed: int = 0, device="auto", progress: bool = True, desc: str = "train", perturb=None) -> list[dict]:
     """Train ``model`` in place on (images (N,C,H,W), labels (N,)); returns per-epoch stats.
@@ -144,7 +140,7 @@ def fit(model: nn.Module, images: torch.Tensor, labels: torch.Tensor, cfg: Train
             if perturb is not None:
                 x = perturb(model, x, y)
                 x, y = x if isinstance(x, tuple) else (x, y)
-            with _autocast(device, fast):
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=fast and device.type == "cuda"):
                 out = model(x.contiguous(memory_format=memory_format))
                 loss = F.cross_entropy(out, y)
             opt.zero_grad(set_to_none=True)
