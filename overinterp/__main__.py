@@ -3,8 +3,6 @@
 Commands compute with the same functions and config dataclasses as the chapters, so their results are the
 artifacts a chapter loads. A bad parameter, missing data or a damaged artifact ends with one line and exit code 2.
 """
-from __future__ import annotations
-
 import argparse
 import json
 import os

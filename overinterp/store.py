@@ -8,8 +8,6 @@ aside and treated as absent. :func:`pack` / :func:`unpack` move a store as one v
     obj = store.load("model", cfg)        # None when absent
     store.save("model", cfg, obj)
 """
-from __future__ import annotations
-
 import dataclasses
 import hashlib
 import json

@@ -11,8 +11,6 @@ tuple of valid values). :func:`resolve` applies both; a bad value raises :class:
 
 Chapter numbers are the sidebar's (:func:`chapter_number`, from ``_toc.yml``), not the file names'.
 """
-from __future__ import annotations
-
 import argparse
 import dataclasses
 import functools

@@ -1,7 +1,5 @@
 """The run context every experiment takes: dataset, profile, device and seed, checked by :func:`make_run`
 (a bad value raises :class:`~overinterp.config.chapters.ParameterError`)."""
-from __future__ import annotations
-
 import numbers
 from dataclasses import dataclass
 

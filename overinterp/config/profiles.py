@@ -10,8 +10,6 @@ engine; a notebook's papermill parameters ``dataset`` / ``profile`` pick one.
   ``pruned`` on the retraining images; ~13.6 H100-hours (benchmarks/results/gpu-profile-cuda.json).
 * ``paper`` -- CIFAR-10 with the paper's hyperparameters (S1), exact selection on every image. Needs a GPU.
 """
-from __future__ import annotations
-
 import os
 from dataclasses import dataclass, field, replace
 

@@ -28,8 +28,6 @@ The model must be in eval mode and batch-independent (checked before every run).
 with batch norms folded, in ``channels_last`` for conv nets, TF32 off, bf16 only with ``autocast=True``;
 a CUDA chunk that runs out of memory is halved. The device is the images'.
 """
-from __future__ import annotations
-
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace

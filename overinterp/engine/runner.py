@@ -10,8 +10,6 @@ present assembles ``result.pt``.
     res = run_backselect(model, images, model_config=cfg, data_config=selection.key(),
                          config=BackSelectConfig("pruned", m=16), shard_size=256)
 """
-from __future__ import annotations
-
 import hashlib
 import math
 

@@ -15,8 +15,6 @@ Masks are keep masks: True = the pixel is in the SIS / subset and visible.
     x5, keep5 = pixel_subset(res, images, 0.05)
     xr, keepr = random_subset(images, 0.05, seed=0)
 """
-from __future__ import annotations
-
 import math
 
 import warnings

@@ -5,8 +5,6 @@
     targets, mis_name = chapter_targets(run, names)    # name -> (Target, which VAE)
     chains, logits = run_targets(run, targets, vaes(run))
 """
-from __future__ import annotations
-
 import math
 from typing import Sequence
 

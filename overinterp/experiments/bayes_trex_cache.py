@@ -4,8 +4,6 @@ any change trains or samples anew. :mod:`overinterp.experiments.bayes_trex` runs
     vae = trained_vae("fashion-mnist", vae_settings(profile.bayes_trex), held_out=8)
     chains = cached_chains(chains_config(vae_key, classifier_key, target, cfg, seed), sample, target)
 """
-from __future__ import annotations
-
 from dataclasses import asdict
 from typing import Callable
 

@@ -11,8 +11,6 @@ two claims on the images whose label is not a blank class.
     check = blank_check(run)
     check.accepted()             # the fills whose blank passes for every replicate
 """
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 

@@ -6,8 +6,6 @@ claim's Verdict through the chapter's own experiment functions (artifacts cached
     vs = verdicts(make_run(profile="quick"), only=["accurate", "beats"])
     vs["accurate"].word          # 'does not hold'
 """
-from __future__ import annotations
-
 import dataclasses
 import time
 from typing import Callable, Iterable

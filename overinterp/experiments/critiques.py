@@ -12,8 +12,6 @@ row per image (or bin), and the ``*_verdict(s)`` functions at the bottom decide 
     df = dilation(run, kernels=(3, 5), frac=0.05, tau=0.99)
     bs, sis = dilation_verdicts(df, kernel=3)
 """
-from __future__ import annotations
-
 import numpy as np
 import pandas as pd
 import torch

@@ -10,8 +10,6 @@ random)); C4 (4.2) is :mod:`.factors_controls`, re-exported here. Verdict column
               "width": width_sweep(run)}
     effects(run, sweeps), closing_values(run, sweeps, retrain_controls(run))
 """
-from __future__ import annotations
-
 import inspect
 import math
 from dataclasses import replace

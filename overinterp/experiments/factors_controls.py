@@ -6,8 +6,6 @@ subsets for a random other class, ROAD-imputed subsets), beside chapter 5's mode
     controls = retrain_controls(run)
     controls_table(controls), retrain_verdicts(run, controls), position_values(run, controls)
 """
-from __future__ import annotations
-
 import math
 
 import numpy as np

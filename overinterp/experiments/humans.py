@@ -10,8 +10,6 @@ confident correct one left; else the class is short). Levels nest: one removal o
     bench.model_accuracy                                  # {0.05: 100.0, 0.3: ..., 0.5: ...}
     HTML(quiz_html(bench, test.classes, test.mean, test.std))
 """
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 
 import pandas as pd

@@ -11,8 +11,6 @@ photographs shipped by scikit-image / scikit-learn; ImageNet-normalised, so mask
     masks = find_sis(res, 0.9).mask            # (B, H, W) keep masks, True = pixel in the SIS
     shares = border_share(masks)               # per image: share of SIS pixels in the border band
 """
-from __future__ import annotations
-
 import math
 import time
 from pathlib import Path
@@ -106,7 +104,7 @@ def photographs(names: Sequence[str] = PHOTOS) -> dict[str, np.ndarray]:
     return out
 
 
-def to_input(pixels: np.ndarray | "Image.Image", size: int) -> torch.Tensor:  # noqa: F821
+def to_input(pixels: "np.ndarray | Image.Image", size: int) -> torch.Tensor:  # noqa: F821
     """(H, W, 3) uint8 (or a PIL image) -> (3, size, size) normalised, the whole image resized (bilinear)."""
     from PIL import Image
     img = pixels if isinstance(pixels, Image.Image) else Image.fromarray(pixels)

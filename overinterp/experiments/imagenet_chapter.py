@@ -3,8 +3,6 @@ and 4) on top of :mod:`overinterp.experiments.imagenet`: :func:`sample` (photogr
 :func:`select` (cached Batched Gradient SIS at every threshold), Figure 3's :func:`example_panels`, Figure
 4's :func:`heatmap_freqs`, :func:`border_shares` for the verdict, and S5's :func:`cost`.
 """
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import pandas as pd

@@ -6,8 +6,6 @@ the zoo's models and their entropy-fine-tuned versions, their Table 2 on our dat
     ex = experiment(run)                          # per-image rows, accuracies, reductions, histories
     v = further_verdicts.size_verdict(ex["images"], min_images=8)  # Feng et al.'s claim (overinterp.paper)
 """
-from __future__ import annotations
-
 import time
 from dataclasses import asdict
 

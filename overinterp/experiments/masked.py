@@ -9,8 +9,6 @@ Beside them, as a labelled sensitivity analysis, the same claims on every replic
     models = masked_zoo(run)                     # {arch: [fine-tuned replicate, ...]}
     result = masked_claims(run)                  # accuracies, blank check, the claims' verdicts
 """
-from __future__ import annotations
-
 import copy
 import math
 from dataclasses import asdict, dataclass

@@ -8,8 +8,6 @@ backward selections of the SIS chapter's images; increases get ``replicate_inter
     means = mean_sizes(table)                           # Fig. 6: mean and 95% interval per (model, tau)
     inc = ensemble_increase(table, members(run), tau)   # ensemble minus its members, same images
 """
-from __future__ import annotations
-
 from typing import Mapping, Sequence
 
 import numpy as np

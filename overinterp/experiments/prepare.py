@@ -13,8 +13,6 @@ has not finished is trained again: same key, same result):
 Under torchrun each rank uses the GPU of its ``LOCAL_RANK``. On a multi-core CPU :func:`prepare_parallel`
 runs the plan in one-thread processes (``python -m overinterp book`` does so with :func:`book_plan`).
 """
-from __future__ import annotations
-
 import json
 import multiprocessing
 import os

@@ -8,8 +8,6 @@ overstate robustness).
     models = robust_models(run)                                 # replicates, trained or loaded
     acc = attack_accuracies({"robust": models}, X, Y, run)      # clean and PGD accuracy (%)
 """
-from __future__ import annotations
-
 import warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence

@@ -8,8 +8,6 @@ run); :func:`backselect_set` is it for a zoo model, also behind ``python -m over
     sets = eval_sets(run)                          # "test" and the OOD sets -> (images, labels)
     res = backselect_set(run, "resnet20", selection(run, "test"))   # cached backward selection
 """
-from __future__ import annotations
-
 import numpy as np
 import pandas as pd
 import torch

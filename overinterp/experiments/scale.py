@@ -6,8 +6,6 @@ and confidence drop on own 5% BS subsets (Table 1, 4.1; mean-pixel and black mas
 ``BS - random`` / ``full - BS`` (4.2). :func:`plan` lists the artifacts as ``prepare --study scale``
 units; :func:`study` returns a row per point, setting and measure with a 95% interval over replicates.
 """
-from __future__ import annotations
-
 from dataclasses import dataclass, replace
 
 import numpy as np

@@ -8,8 +8,6 @@ that SIS lie on the background (:func:`overinterp.paper.further_verdicts.sis_on_
     coverage = background_coverage(table, sis_name(sis_tau(run, cfg)), pixels=G[0].numel())
     verdict = further_verdicts.sis_on_background(coverage, tau)
 """
-from __future__ import annotations
-
 from dataclasses import replace
 
 import numpy as np

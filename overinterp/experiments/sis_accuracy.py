@@ -8,8 +8,6 @@ misclassified images are less confident (which alone enlarges their SIS). FindSI
     groups = group_means(images)           # per replicate: images, mean SIS size, mean confidence
     inc = percentage_increase(images)      # Figure 5's numbers with their 95% intervals
 """
-from __future__ import annotations
-
 import math
 from typing import Sequence
 

@@ -7,8 +7,6 @@ subsets and full images (4.2). Selections and models are cached via :mod:`overin
     acc = subset_correct(run, "resnet20", zoo(run)["resnet20"])   # kind -> set -> 1/0 per image and replicate
     models = retrain_on_subsets(run, "resnet20", "bs", augment=False)
 """
-from __future__ import annotations
-
 import re
 
 import pandas as pd

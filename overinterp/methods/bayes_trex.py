@@ -17,8 +17,6 @@ A VAE trained without a class makes that class's high-confidence samples misclas
     ch.z, ch.acceptance, ch.r_hat, ch.ess                        # (C, S, latent), diagnostics
     images = vae.decode(ch.z.flatten(0, 1))                      # (C*S, 1, 28, 28) in [0, 1]
 """
-from __future__ import annotations
-
 import math
 import time
 from contextlib import contextmanager

@@ -12,8 +12,6 @@ Masks are keep masks, (B, H, W) bool, True = the pixel is visible (as :mod:`over
     shares = attribution_shares(attr, keep)         # (B, 3): kept, ring, elsewhere; rows sum to 1
     ece = expected_calibration_error(confidence, correct)
 """
-from __future__ import annotations
-
 
 import numpy as np
 import pandas as pd

@@ -9,8 +9,6 @@ units) so no exact linear relation gives the positions away.
 
 keep (N, H, W) bool, True = kept; an image with no kept pixel raises ``ValueError``.
 """
-from __future__ import annotations
-
 import numpy as np
 import torch
 from scipy.sparse import coo_matrix

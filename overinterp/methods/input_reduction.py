@@ -20,8 +20,6 @@ statistics frozen (eval mode) so the entropy is raised on the function evaluated
     res = reduce_inputs(model, images, beam=5)         # res.keep (B, P), res.size (B,)
     loss = eq2_loss(model(x), y, model(x_reduced), lam=1.0)
 """
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass
 

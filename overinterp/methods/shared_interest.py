@@ -15,8 +15,6 @@ names no number).
     scores = coverage(G, E)                              # IoU, GTC, EC per image
     case = cases(correct, scores["ground-truth coverage"], scores["explanation coverage"])
 """
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import numpy as np

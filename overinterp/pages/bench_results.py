@@ -5,8 +5,6 @@ the section; a file of another schema raises ``ValueError``. :mod:`overinterp.pa
     res = load_results()
     eff = efficiency(res)            # seconds per image and speed-up per engine and device
 """
-from __future__ import annotations
-
 import functools
 import inspect
 import json

@@ -1,6 +1,4 @@
 """The blank check presented (:mod:`overinterp.experiments.blank`): its table, its figure and its glued values."""
-from __future__ import annotations
-
 import json
 from pathlib import Path
 

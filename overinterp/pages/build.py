@@ -6,8 +6,6 @@
 An edition (``editions/<name>/``: executed notebooks and a ``manifest.json``) is a committed execution at
 another profile (``book --edition``); the build renders each as its own part, without re-executing it.
 """
-from __future__ import annotations
-
 import copy
 import json
 import os

@@ -3,8 +3,6 @@ tables ("Table <chapter>.<k>"), glued values and figures.
 
     run, p = setup("03_sis", globals(), deviations=("models", "backselect"))    # p.tau: resolved
 """
-from __future__ import annotations
-
 import dataclasses
 import json
 

@@ -1,8 +1,6 @@
 """Figures, tables and glue values of the chapter "Is the model reading the pixels or the mask?"
 (:mod:`overinterp.experiments.critiques`); figures show the mean (and sd) over replicates.
 """
-from __future__ import annotations
-
 from functools import partial
 
 import matplotlib.pyplot as plt

@@ -4,8 +4,6 @@ the solutions quote through cross-document glue (``{glue:text}`06_why.ipynb::ex_
 
     glue_all(sweep_values({"method": methods, "mask": masks, "epochs": epochs, "width": widths}))
 """
-from __future__ import annotations
-
 import json
 import math
 import re

@@ -4,8 +4,6 @@ selection (:func:`exact_benchmark`, paper section 3.3).
 
     fig = sweep_figure(factors.epochs_sweep(run), "epochs", tau=0.99)
 """
-from __future__ import annotations
-
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns

@@ -2,8 +2,6 @@
 (Figure 3) and the frequency of SIS pixel locations (Figure 4), from
 :mod:`overinterp.experiments.imagenet_chapter`; a note-only figure where there is nothing to draw.
 """
-from __future__ import annotations
-
 from typing import Sequence
 
 import matplotlib.pyplot as plt

@@ -6,8 +6,6 @@ times and the "known weak spots", as tables and glue values from committed ``ben
     Markdown(times_table(bench, "benchmarks/results", "chapters-quick-cpu.json"))
     Markdown(exercise_table(bench))
 """
-from __future__ import annotations
-
 import dataclasses
 import itertools
 import json

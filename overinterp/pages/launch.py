@@ -2,8 +2,6 @@
 on every chapter; Colab only on GPU chapters whose notebook holds the :func:`install_cell` for the linked
 repository and branch (Colab opens a notebook alone); none without a repository URL.
 """
-from __future__ import annotations
-
 import json
 from pathlib import Path
 

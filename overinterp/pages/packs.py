@@ -2,8 +2,6 @@
 ``scripts/pack_zoo.py``): unpacked into the store before a book executes, so that it need not train them,
 and named in the zoo chapter, which says whether its models came from the pack or were trained here.
 """
-from __future__ import annotations
-
 from pathlib import Path
 
 from overinterp.config.chapters import ROOT

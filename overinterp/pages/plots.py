@@ -1,8 +1,6 @@
 """Shared figures of the book (SIS panels, paper Figs. 1-2 and S1; backward-selection curves; training curves;
 Table 1 bars) and display tables. Images come normalised; masked pixels are drawn in :data:`MASK_RGB`.
 """
-from __future__ import annotations
-
 import io
 import json
 

@@ -1,8 +1,6 @@
 """The human benchmark as the reader meets it (paper section 3.4, Table 2): :func:`example_rows` for the
 chapter's figure and :func:`quiz_html`, the task as one static HTML + JavaScript widget.
 """
-from __future__ import annotations
-
 import base64
 import hashlib
 import html

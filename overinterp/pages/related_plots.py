@@ -1,7 +1,5 @@
 """Figures of the chapters on related methods: input reduction (chapter 15; Feng et al. 2018), Shared Interest
 (chapter 14; Boggust et al.) and Bayes-TrEx (chapter 16; Booth et al. 2021)."""
-from __future__ import annotations
-
 from typing import Sequence
 
 import matplotlib.pyplot as plt

@@ -5,8 +5,6 @@ introduction's bottom line and the report page (``book/18_report``; with ``repor
     print(text(rows))                              # one line per claim and model
     bottom_line(edition_verdicts(STANDARD), "std")   # glue values: claims per outcome, as words and counts
 """
-from __future__ import annotations
-
 import json
 from pathlib import Path
 

@@ -1,7 +1,5 @@
 """The report page's forest figures: each claim's estimates and 95% intervals against its margin, one figure per
 part of the claim registry."""
-from __future__ import annotations
-
 import math
 import re
 import textwrap

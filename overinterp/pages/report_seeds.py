@@ -1,7 +1,5 @@
 """The same claims at two seeds: the rows ``benchmarks/bench_verdicts.py`` writes, and the report page's values
 and tables of an edition's two-seed check."""
-from __future__ import annotations
-
 import pandas as pd
 
 from overinterp.paper.claims import CLAIMS

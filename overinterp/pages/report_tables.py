@@ -1,7 +1,5 @@
 """The report page's verdict tables: by claim and edition, at a glance, results, scope and the profiles'
 deviations. ``docs`` is ``{label: verdicts document or None}``, the largest scale first."""
-from __future__ import annotations
-
 from html import escape
 
 import pandas as pd

@@ -1,7 +1,5 @@
 """The report's glue values beside the verdicts: editions' scale, data, accuracy, controls, engines, compute,
 and the book's citation."""
-from __future__ import annotations
-
 import json
 import math
 import re

@@ -5,8 +5,6 @@ glue values, tables and curves for the chapter "How the claims move with scale".
     rows = load(path)                  # the study's rows, with the provenance in rows.attrs
     fig = curves(rows)                 # one panel per measure and curve: estimate, interval, replicates
 """
-from __future__ import annotations
-
 import json
 from dataclasses import asdict
 from pathlib import Path

@@ -6,8 +6,6 @@ section 4.6, Figure 6), from :mod:`overinterp.experiments.sis_accuracy`, ``.robu
     ax = sizes_figure(sizes)                                         # chapter 9
     fig6 = sis_figure(means, accuracy)                               # chapters 10 and 11
 """
-from __future__ import annotations
-
 from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt

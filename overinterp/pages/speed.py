@@ -6,8 +6,6 @@ absent), ``*_table`` the tables as shown, numbers rounded as the prose rounds th
     glue_all(efficiency_values(eff))
     efficiency_table(eff)
 """
-from __future__ import annotations
-
 import math
 
 import pandas as pd

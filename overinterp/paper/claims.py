@@ -8,8 +8,6 @@ fixes it, the margin where it holds with the reason. The deciding functions (:mo
     CLAIMS["accurate"].margin     # Margin(high=5.0): 'holds' for a drop of at most 5 points
     records(verdict, "accurate")  # JSON-ready rows: per model, estimate, 95% interval, margin, outcome
 """
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass
 

@@ -4,8 +4,6 @@ source's numbers): "holds" wholly inside, "does not hold" wholly outside, "incon
 straddling an edge, "cannot be tested" without numbers. A claim about every model fails if it fails for
 one and holds if it holds for each. :func:`interval_row` per model, then :func:`from_rows`.
 """
-from __future__ import annotations
-
 import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence

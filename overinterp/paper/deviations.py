@@ -5,8 +5,6 @@
     imagenet_deviations(cfg, model, spec, "photos")          # the ImageNet chapter's (4.1.1, S5)
     robust_deviations(run, epsilon)                          # the adversarially robust models' (4.5)
 """
-from __future__ import annotations
-
 from overinterp.config.profiles import PROFILES
 from overinterp.paper.formatting import count
 from overinterp.paper.numbers import ARCH_NAMES, IMAGENET_FIG4, MADRY_TRAINING, PAPER_S5

@@ -8,8 +8,6 @@
     span([3.04, 2.96], 0)       # '3': a range whose ends read the same is printed once
     bounds(2.5, float("nan"))   # '—': an interval with an undefined end does not exist
 """
-from __future__ import annotations
-
 import math
 
 MISSING = "—"

@@ -5,8 +5,6 @@ of :mod:`overinterp.paper.decide`, against the margins of :data:`~overinterp.pap
     v = ensembles_increase_accuracy(gains)     # gains: overinterp.experiments.mitigation.ensemble_gains
     v = borders_verdict(shares, area, 0.9)     # shares: overinterp.experiments.imagenet_chapter.border_shares
 """
-from __future__ import annotations
-
 import math
 from typing import Mapping, Sequence
 

@@ -10,8 +10,6 @@ One model: a percentile bootstrap over its images (images only, not seeds; said 
 :func:`replicates_needed` sizes a deciding study; :func:`bootstrap` is the plain percentile bootstrap.
 Everything is seeded.
 """
-from __future__ import annotations
-
 import dataclasses
 import math
 import warnings

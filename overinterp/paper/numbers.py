@@ -2,8 +2,6 @@
 CIFAR-10 unless said. Accuracies in percent as (mean, std over five runs), std None where not given; the
 numbers the claims derive from them (``paper_*``), rounded as the paper rounds.
 """
-from __future__ import annotations
-
 from decimal import ROUND_HALF_UP, Decimal
 
 ARCH_NAMES = {"resnet20": "ResNet20", "resnet18": "ResNet18", "vgg16": "VGG16", "cnn": "small CNN",

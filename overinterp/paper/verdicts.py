@@ -6,8 +6,6 @@ the criterion in words; the same for every profile.
     v = subsets_accurate(full={"ResNet20": [c1, c2]}, bs={"ResNet20": [b1, b2]})   # 1/0 per image
     v.word, v.numbers      # 'does not hold', estimate, interval, margin and outcome per model
 """
-from __future__ import annotations
-
 from typing import Mapping, Sequence
 
 import numpy as np

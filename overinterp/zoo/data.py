@@ -9,8 +9,6 @@ Every :class:`Split` is normalised with its *in-distribution training set's* mea
 a masked value 0 is the mean pixel (3.3). Files live under :func:`data_root`; checksums are verified on
 download only; missing files without network raise :class:`DataUnavailable` naming where to put them.
 """
-from __future__ import annotations
-
 import gzip
 import inspect
 import os

@@ -9,8 +9,6 @@
 Every model takes ``in_channels`` and ``num_classes``, works on 28x28 and 32x32 (global average pooling),
 and has ``width`` initial filters (default: the paper's). ``Ensemble`` averages logits (3.2).
 """
-from __future__ import annotations
-
 import copy
 
 import torch

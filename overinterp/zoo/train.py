@@ -4,8 +4,6 @@ pixel subsets with the same :func:`fit`.
 
     history = fit(model, images, labels, TrainConfig(epochs=30), seed=0)
 """
-from __future__ import annotations
-
 import time
 from dataclasses import dataclass
 
