@@ -106,8 +106,7 @@ def vaes(run, store: Store | None = None, progress: bool = True) -> dict[str, VA
             "held out": trained_vae(run.dataset, vc, cfg.held_out, run.seed, store, progress).to(run.device)}
 
 
-def run_target(run, target: Target, vae: VAE, held_out: int | None = None, store: Store | None = None,
-               progress: bool = True) -> Chains:
+def run_target(run, target: Target, vae: VAE, held_out: int | None = None, progress: bool = True) -> Chains:
     """Cached chains of ``target`` in ``vae``'s latent space, ``info["init"]`` their starts (chains, latent)."""
     vc, cc = vae_settings(run.profile.bayes_trex), chains_settings(run.profile.bayes_trex)
     clf, clf_key = classifier(run)
@@ -124,7 +123,7 @@ def run_target(run, target: Target, vae: VAE, held_out: int | None = None, store
         return sample_chains(gen, clf, target, sigma=cc.sigma, latent=vc.latent, chains=cc.chains,
                              warmup=cc.warmup, samples=cc.samples, max_tree_depth=cc.max_tree_depth,
                              seed=run.seed, init=starts(), device=run.device, progress=progress)
-    ch = cached_chains(key, sample, target, store)
+    ch = cached_chains(key, sample, target)
     if "init" not in ch.info:
         ch.info["init"] = starts().cpu()
     return ch
@@ -138,8 +137,7 @@ def sample_logits(run, vae: VAE, chains: Chains, batch_size: int = 500) -> torch
     return torch.cat([clf(gen(z[i:i + batch_size])).cpu() for i in range(0, len(z), batch_size)])
 
 
-def sample_backselect(run, vae: VAE, chains: dict[str, Chains], n: int, store: Store | None = None,
-                      progress: bool = True):
+def sample_backselect(run, vae: VAE, chains: dict[str, Chains], n: int, progress: bool = True):
     """(images (n', C, H, W) normalised, target name per image, cached backward selection) of the ~n / targets
     most confident distinct samples per high target."""
     clf, clf_key = classifier(run)
@@ -157,7 +155,7 @@ def sample_backselect(run, vae: VAE, chains: dict[str, Chains], n: int, store: S
     data_cfg = {"set": "bayes-trex", "chains": [config_key(ch.info.get("key", {})) for ch in chains.values()],
                 "per_target": per, "pick": "most confident"}
     res = runs.backselect_model(run, clf, {k: v for k, v in clf_key.items() if k != "weights"}, (images, data_cfg),
-                                run.profile.backselect, store=store, progress=progress)
+                                run.profile.backselect, progress=progress)
     return images, names, res
 
 

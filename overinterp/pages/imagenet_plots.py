@@ -42,10 +42,9 @@ def examples_figure(images: torch.Tensor, masks: torch.Tensor, titles: Sequence[
     return fig
 
 
-def heatmap_figure(freqs: dict[str, torch.Tensor], band: torch.Tensor | None = None, size: float = 2.8):
+def heatmap_figure(freqs: dict[str, torch.Tensor], band: torch.Tensor | None = None):
     """Figure 4: a heatmap per ``freqs`` entry of the fraction of SIS holding each pixel; ``band``'s edge dotted."""
-    fig, axes = plt.subplots(1, len(freqs), figsize=(size * len(freqs) + 0.6, size), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(1, len(freqs), figsize=(2.8 * len(freqs) + 0.6, 2.8), squeeze=False, layout="constrained")
     for ax, (name, f) in zip(axes[0], freqs.items()):
         im = ax.imshow(f.cpu().numpy(), vmin=0, vmax=max(float(f.max()), 1e-9), cmap="viridis")
         if band is not None:
