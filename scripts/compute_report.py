@@ -35,6 +35,8 @@ def units(paths) -> list[dict]:
 def stage(u: dict) -> str:
     if u["kind"] == "backselect" and "SIS sizes" in u["unit"]:
         return "SIS sizes (pruned)"
+    if u["kind"] == "model" and "masked training" in u["unit"]:
+        return "counterfactual fine-tuning"
     return ("scale study: " if u.get("study") == "scale" else "") + STAGES.get(u["kind"], u["kind"])
 
 
