@@ -111,6 +111,9 @@ def test_the_bottom_line_names_an_informative_blank_and_each_controlled_conditio
     assert why["accurate"] == "models' blank informative; sensitivity: reproduced"   # the same verdict: not named
     assert "beats" not in why                                 # trained on the subsets, not on masked inputs
     assert "(models' blank informative; sensitivity: reproduced)" in report.bottom_line(doc, "x")["x_not"]
+    assert report.bottom_line(doc, "x")["x_blank_archs"] == "ResNet20"
+    doc["rows"].append({**doc["rows"][-1], "model": "VGG16, mean pixel"})
+    assert report.bottom_line(doc, "x")["x_blank_archs"] == "ResNet20 and VGG16"    # a list in a sentence
     assert report.causes(_doc("standard", {"accurate": ("does not hold", ["does not hold"])})) == {}
     # failing on the accepted masked-trained models too, the blank is not the whole cause, and the line says so
     from overinterp.paper.claims import MASKED_TRAINED
@@ -119,6 +122,11 @@ def test_the_bottom_line_names_an_informative_blank_and_each_controlled_conditio
     assert report.causes(both)["kept"] == "not reproduced on masked-trained models either, whose blank is uninformative"
     both["rows"][-1]["verdict"] = "holds"
     assert report.causes(both)["kept"] == f"{MASKED_TRAINED}: reproduced"
+    from overinterp.paper.claims import MASKED_ALL      # the same reading with acceptance waived is said once
+    both["rows"].append({**both["rows"][-1], "model": "M0 · all masked", "condition": MASKED_ALL})
+    assert report.causes(both)["kept"] == f"{MASKED_TRAINED} (acceptance waived too): reproduced"
+    both["rows"][-1]["verdict"] = "inconclusive at this scale"
+    assert report.causes(both)["kept"].endswith(f"{MASKED_ALL}: inconclusive")
 
 
 def test_the_counterfactually_trained_models_read_as_one_sentence_at_every_count_and_outcome():
@@ -137,6 +145,8 @@ def test_the_counterfactually_trained_models_read_as_one_sentence_at_every_count
     some = report.masked_sentence(doc(2, {"accurate": ("holds", "holds"), "kept": ("does not hold", "holds")}))
     assert "2 passed the acceptance check, and on them" in some
     assert f"“{CLAIMS['accurate'].short}” is reproduced and “{CLAIMS['kept'].short}” is not reproduced;" in some
+    same = report.masked_sentence(doc(2, {"accurate": ("holds", "holds"), "kept": ("does not hold", "does not hold")}))
+    assert same.endswith("with acceptance waived (a sensitivity analysis), the readings are the same.")
     assert "has not computed" in report.masked_sentence(doc(0, {})) and "No edition" in report.masked_sentence(None)
 
 
