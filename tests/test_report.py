@@ -157,7 +157,8 @@ def test_the_smaller_scale_is_read_against_the_larger_one():
     v = report.agreement(big, small, "cmp")
     assert (v["cmp_both"], v["cmp_agree"], v["cmp_only"]) == (2, 1, 1)
     assert v["cmp_differ"] == f"{CLAIMS['beats'].short} (4.2): reproduced → not reproduced"
-    assert v["cmp_only_untestable"] == f"{CLAIMS['robust'].short} (4.5)" and v["cmp_only_reproduced"] == "none"
+    assert v["cmp_only_words"] == f"Of the 1 that only it computed, {CLAIMS['robust'].short} (4.5) is not testable at this scale."
+    assert report.agreement(big, big, "cmp")["cmp_only_words"] == "It computed no claim that the other did not."
 
 
 def test_every_verdict_is_one_table_grouped_by_part_with_a_dash_where_an_edition_did_not_compute_it():
