@@ -157,7 +157,7 @@ def test_the_smaller_scale_is_read_against_the_larger_one():
     v = report.agreement(big, small, "cmp")
     assert (v["cmp_both"], v["cmp_agree"], v["cmp_only"]) == (2, 1, 1)
     assert v["cmp_differ"] == f"{CLAIMS['beats'].short} (4.2): reproduced → not reproduced"
-    assert v["cmp_only_words"] == f"Of the 1 that only it computed, {CLAIMS['robust'].short} (4.5) is not testable at this scale."
+    assert v["cmp_only_words"] == f"Of the 1 that only it computed, {CLAIMS['robust'].short} (4.5) is not testable here."
     assert report.agreement(big, big, "cmp")["cmp_only_words"] == "It computed no claim that the other did not."
 
 

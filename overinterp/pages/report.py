@@ -261,9 +261,9 @@ def agreement(first: dict | None, second: dict | None, prefix: str) -> dict:
     out = {f"{prefix}_both": len(both), f"{prefix}_agree": len(both) - len(differ), f"{prefix}_only": len(only),
            f"{prefix}_differ": "; ".join(f"{claim_label(c)}: {READING[a[c][0]['verdict']]} → "
                                          f"{READING[b[c][0]['verdict']]}" for c in differ) or "none"}
-    groups = [[claim_label(c) for c in only if b[c][0]["verdict"] == result] for result in OUTCOMES]
-    said = "; ".join(f"{and_list(g)} {'is' if len(g) == 1 else 'are'} {reading}" for g, reading in
-                     zip(groups, ("reproduced", "not reproduced", "inconclusive", "not testable at this scale")) if g)
+    groups = {reading: [claim_label(c) for c in only if b[c][0]["verdict"] == result]
+              for result, reading in READING.items()}
+    said = "; ".join(f"{and_list(g)} {'is' if len(g) == 1 else 'are'} {reading}" for reading, g in groups.items() if g)
     out[f"{prefix}_only_words"] = (f"Of the {len(only)} that only it computed, {said}." if only else
                                    "It computed no claim that the other did not.")
     return out
