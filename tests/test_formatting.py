@@ -2,7 +2,8 @@
 not exist, and a range printed once where its two ends read the same."""
 import math
 
-from overinterp.paper.formatting import MISSING, bounds, number, span
+from overinterp.paper.formatting import MISSING, bounds, number, rate, span
+from tools.page_audit import DECIMALS
 
 
 def test_number_writes_fixed_decimals_and_a_dash_for_what_does_not_exist():
@@ -33,3 +34,11 @@ def test_a_range_leaves_out_missing_values_and_is_a_dash_without_any():
 def test_an_interval_with_an_undefined_end_is_one_dash():
     assert bounds(2.54, 3.06) == "2.5 to 3.1" and bounds(-1, 2, 2, sign=True) == "-1.00 to +2.00"
     assert bounds(float("nan"), float("nan")) == bounds(2.5, None) == MISSING
+
+
+def test_a_rate_never_shows_more_than_three_decimals():
+    assert (rate(0.1), rate(0.001), rate(1.0)) == ("0.1", "0.001", "1")       # as written where that is short
+    assert (rate(1e-4), rate(5e-4), rate(2.5e-5), rate(-1e-4)) == ("10⁻⁴", "5 × 10⁻⁴", "2.5 × 10⁻⁵", "−10⁻⁴")
+    for value in (1e-4, 0.0005, 0.00125):                   # what the page audit calls too many decimals
+        assert DECIMALS.search(f"a learning rate of {value:g}.") and not DECIMALS.search(f"of {rate(value)}.")
+

@@ -19,7 +19,7 @@ from overinterp.engine.sis import find_sis
 from overinterp.experiments import runs
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.methods.input_reduction import Reduction, finetune, reduce_inputs
-from overinterp.paper.formatting import number
+from overinterp.paper.formatting import number, rate
 from overinterp.paper.numbers import ARCH_NAMES, FENG_BEAM, FENG_MEAN_LENGTH, FENG_TABLE2
 from overinterp.store import Store
 from overinterp.zoo import data
@@ -177,7 +177,7 @@ def setup_values(run, p, images: torch.Tensor) -> dict:
             "n_images": len(images), "replicates": run.profile.replicates,
             "pixels": images.shape[2] * images.shape[3], "train_images": cfg.train_images,
             "train_beam": cfg.train_beam, "ft_steps": cfg.steps, "batch": cfg.batch_size, "lam": f"{cfg.lam:g}",
-            "lr": f"{cfg.lr:g}", "tau": f"{run.profile.sis_threshold:g}", "min_images": int(p.min_images),
+            "lr": rate(cfg.lr), "tau": f"{run.profile.sis_threshold:g}", "min_images": int(p.min_images),
             "method": run.profile.backselect.describe(), "fraction": f"{cfg.fraction:g}",
             "fraction_pct": f"{100 * cfg.fraction:g}"}
 

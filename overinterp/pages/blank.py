@@ -12,7 +12,7 @@ from overinterp.experiments.blank import LEVELS, PAPER_FILL, BlankCheck, Restric
 from overinterp.experiments.subsets import result_words
 from overinterp.paper.claims import CLAIMS, record_text, result_text
 from overinterp.paper.decide import MARKS, UNTESTABLE, combine
-from overinterp.paper.formatting import and_list, count, number, span
+from overinterp.paper.formatting import and_list, count, number, rate, span
 from overinterp.pages.plots import outside_legend
 
 
@@ -115,7 +115,7 @@ def departures(config) -> str:
                      "image: over a batch its loss is least at the class prior, which is what an uninformative "
                      "blank means (Hase et al.'s shares stop at 95%)")
     if config.lr != hase.lr:
-        parts.append(f"its learning rate is {config.lr:g}, against {hase.lr:g} at the other profiles")
+        parts.append(f"its learning rate is {rate(config.lr)}, against {rate(hase.lr)} at the other profiles")
     if not parts:
         return "These are Hase et al.'s shares."
     return "This profile departs from them: " + "; and ".join(parts) + "."
@@ -134,7 +134,7 @@ def variants_table(path):
     if rows is None:
         return None
     return pd.DataFrame([{"variant": r["variant"], "model": r["model"], "shares removed (%)": and_list(
-        [f"{100 * x:g}" for x in r["config"]["removed"]]), "learning rate": f"{r['config']['lr']:.2g}",
+        [f"{100 * x:g}" for x in r["config"]["removed"]]), "learning rate": rate(r["config"]["lr"]),
         "drop (points)": r["drop (points)"], "blank probability": r["blank probability"],
         "blank uninformative": r["blank passes"], "accepted": r["accepted"]} for r in rows]).set_index(
         ["variant", "model"])
@@ -165,7 +165,7 @@ def masked_values(m, config) -> dict:
     t = m.models
     return {"mk_removed": and_list([f"{100 * x:g}%" for x in config.removed]), "mk_departures": departures(config),
             "mk_epochs": count(config.epochs, "epoch"),
-            "mk_max_drop": f"{config.max_drop:g} point{'' if config.max_drop == 1 else 's'}", "mk_lr": f"{config.lr:g}",
+            "mk_max_drop": f"{config.max_drop:g} point{'' if config.max_drop == 1 else 's'}", "mk_lr": rate(config.lr),
             "mk_own_range": span(t["own BS subsets (%)"], 1), "mk_random_range": span(t["random subsets (%)"], 1),
             "mk_n": str(len(t)), "mk_archs": and_list(list(dict.fromkeys(t["model"]))),
             "mk_accepted": str(int(t["accepted"].sum())), "mk_blank_pass": str(int(t["blank uninformative"].sum())),

@@ -7,6 +7,7 @@
     span([2.04, 4.96], 0)       # '2–5'
     span([3.04, 2.96], 0)       # '3': a range whose ends read the same is printed once
     bounds(2.5, float("nan"))   # '—': an interval with an undefined end does not exist
+    rate(1e-4)                  # '10⁻⁴': a hyperparameter never shows more than three decimals
 """
 import math
 
@@ -79,3 +80,18 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
 def minus(value: float) -> str:
     """'−0.035' for -0.035: a number of the source in the claims' text, with the typographic minus."""
     return f"{value:g}".replace("-", "−")
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def rate(value: float) -> str:
+    """'0.001' or '10⁻⁴' / '5 × 10⁻⁴': a setting such as a learning rate, as :func:`minus` writes it where that
+    needs at most three decimals, else in powers of ten."""
+    text = minus(value)
+    if "e" not in text and len(text.partition(".")[2]) <= 3:
+        return text
+    mantissa, exponent = f"{value:e}".split("e")
+    mantissa = f"{float(mantissa):g}".replace("-", "−")
+    power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
+    return power if mantissa == "1" else f"−{power}" if mantissa == "−1" else f"{mantissa} × {power}"
