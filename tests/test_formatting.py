@@ -41,4 +41,3 @@ def test_a_rate_never_shows_more_than_three_decimals():
     assert (rate(1e-4), rate(5e-4), rate(2.5e-5), rate(-1e-4)) == ("10⁻⁴", "5 × 10⁻⁴", "2.5 × 10⁻⁵", "−10⁻⁴")
     for value in (1e-4, 0.0005, 0.00125):                   # what the page audit calls too many decimals
         assert DECIMALS.search(f"a learning rate of {value:g}.") and not DECIMALS.search(f"of {rate(value)}.")
-
