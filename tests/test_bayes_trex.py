@@ -8,6 +8,7 @@ import torch
 import torch.nn as nn
 
 from overinterp.experiments import bayes_trex as bayes_trex_chapter
+from overinterp.pages import bayes_trex as pages_bayes_trex
 from overinterp.experiments import bayes_trex_cache
 from overinterp.methods import bayes_trex
 from overinterp.paper import further_verdicts
@@ -291,7 +292,7 @@ def test_table2_sets_ours_beside_booth_only_where_the_chains_mixed():
     good = bayes_trex.Chains(bayes_trex.ambiguous(0, 3), torch.randn(2, 200, 1, generator=g), [0.8] * 2, [0, 0], 1.0)
     bad = bayes_trex.Chains(bayes_trex.high(8), good.z + torch.tensor([0.0, 8.0]).view(2, 1, 1), [0.8] * 2, [0, 0], 1.0)
     t = bayes_trex_chapter.confidence_table({"amb": amb, "bag": bag}, targets, {"amb": good, "bag": bad})
-    shown = bayes_trex_chapter.table2(t, targets, "bag", "ours")
+    shown = pages_bayes_trex.table2(t, targets, "bag", "ours")
     assert shown.loc["amb", ("Booth et al.", "mean ± std")] == "0.48, 0.48 ± .02, .02"
     assert shown.loc["amb", ("ours", "mean ± std")] == "0.48, 0.52 ± 0.03, 0.03"       # std of (0.5, 0.46): 0.028
     assert shown.loc["bag", ("Booth et al.", "mean ± std")] == "0.97 ± .03 (held out)"
@@ -299,14 +300,14 @@ def test_table2_sets_ours_beside_booth_only_where_the_chains_mixed():
     assert shown.loc["amb", ("ours", "both in 0.4–0.6 (%)")] == "100" and shown.loc["amb", ("ours", "f_c ≥ 0.99 (%)")] == ""
     assert shown.loc["bag", ("ours", "f_c ≥ 0.85 (%)")] == "100" and shown.loc["bag", ("ours", "f_c ≥ 0.99 (%)")] == "0"
     assert "nan" not in shown.to_string().lower()
-    alone = bayes_trex_chapter.table2(t, {"bag": bayes_trex.high(8)}, None, "ours")     # no Booth row for this target
+    alone = pages_bayes_trex.table2(t, {"bag": bayes_trex.high(8)}, None, "ours")     # no Booth row for this target
     assert alone.loc["bag", ("ours", "mean ± std")] == "not mixed" and alone.loc["bag", ("Booth et al.", "mean ± std")] == "—"
 
 
 def test_diagnostics_show_n_a_not_nan_and_whether_each_target_mixed():
     t, _ = _table()
     t.loc["h", "max r_hat"] = float("nan")
-    d = bayes_trex_chapter.diagnostics(t)
+    d = pages_bayes_trex.diagnostics(t)
     assert d.loc["h", "max R̂"] == "n/a" and d.loc["h", "mixed"] == "yes" and "nan" not in d.to_string().lower()
 
 
@@ -390,11 +391,11 @@ def test_diagnostics_values_count_unmixed_targets_whose_chains_sit_apart_by_thei
                                         {"init": torch.tensor([[-1.0], [1.0]])})}
     logits = {k: _logits(*[[0.999, 0.001]] * 400) for k in chains}
     table = bayes_trex_chapter.confidence_table(logits, {k: bayes_trex.high(0) for k in chains}, chains)
-    v = bayes_trex_chapter.diagnostics_values(table, chains, n_show=8)
+    v = pages_bayes_trex.diagnostics_values(table, chains, n_show=8)
     assert (v["n_mixed"], v["n_unmixed"], v["n_apart"], v["n_overlap"]) == (1, 2, 1, 1)
     assert v["apart_names"] == "apart" and v["sep_max_name"] == "apart" and v["mix_ess"] == "20"
     del chains["apart"].info["init"]                                              # no start points kept: not counted
-    assert bayes_trex_chapter.diagnostics_values(table, chains, n_show=8)["n_apart"] == 0
+    assert pages_bayes_trex.diagnostics_values(table, chains, n_show=8)["n_apart"] == 0
 
 
 def _toy_figures():

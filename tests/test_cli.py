@@ -252,7 +252,7 @@ def test_the_books_plan_adds_the_input_dropout_models_and_later_chapters_retrain
     the chapters' default parameters, after every retrained model they reuse."""
     from overinterp.config.chapters import Critiques
     from overinterp.experiments import critiques
-    from overinterp.experiments import factors
+    from overinterp.experiments import factors_controls
     from overinterp.experiments import masked
     from overinterp.experiments import mitigation
     from overinterp.experiments.prepare import book_plan, plan
@@ -267,7 +267,7 @@ def test_the_books_plan_adds_the_input_dropout_models_and_later_chapters_retrain
     seen = []
     monkeypatch.setattr(mitigation, "dropout_model", lambda run, seed, progress=True: seen.append(seed))
     monkeypatch.setattr(masked, "masked_model", lambda run, arch, seed, progress=True: seen.append((arch, seed)))
-    monkeypatch.setattr(factors, "retrain_controls", lambda r: seen.append(("controls", r.seed)))
+    monkeypatch.setattr(factors_controls, "retrain_controls", lambda r: seen.append(("controls", r.seed)))
     monkeypatch.setattr(critiques, "dilated_retraining", lambda r, kernel, frac: seen.append(("dilated", kernel, frac)))
     for u in extra:
         u.run()

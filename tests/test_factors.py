@@ -12,6 +12,7 @@ import torch
 import overinterp.engine.backselect
 import overinterp.zoo.train
 from overinterp.experiments import factors, factors_controls, runs
+from overinterp.pages import factors as pages_factors
 from overinterp.paper import further_verdicts
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper import verdicts
@@ -115,7 +116,7 @@ def test_retrain_controls_report_every_control_per_replicate(run, sweeps):
     for acc, c in zip(df["test accuracy (%)"], df["correct"]):      # the per-image results behind each accuracy
         assert set(np.unique(c)) <= {0.0, 1.0} and len(c) == run.profile.test_size
         assert acc == pytest.approx(100 * c.mean())
-    t = factors_controls.controls_table(df)
+    t = pages_factors.controls_table(df)
     assert t.columns.tolist() == [f"replicate {r} (%)" for r in range(run.profile.replicates)] + [
         "mean (%)", "std", "share surviving"]
     if t.loc["BS subsets", "mean (%)"] > 10:   # a lift above chance: BS itself keeps all of it
@@ -125,7 +126,7 @@ def test_retrain_controls_report_every_control_per_replicate(run, sweeps):
 
 
 def test_closing_values_give_every_claims_outcome_words_and_numbers(run, sweeps):
-    v = factors.closing_values(run, *sweeps)
+    v = pages_factors.closing_values(run, *sweeps)
     assert {v[f"close_{c}_verdict"] for c in ("C1", "C2", "C3")} <= set(verdicts.OUTCOMES)
     assert {v[f"close_{c}_expect"] for c in ("C1", "C2", "C3")} <= {"lower", "higher", "unchanged", "split", "—"}
     assert {v["close_C4_beats"], v["close_C4_near"]} <= set(verdicts.OUTCOMES)
@@ -172,7 +173,7 @@ def test_closing_values_give_the_widest_factor_and_the_prediction_at_paper_scale
                            "gradient k=8"),
           "mask": _sweep("mask", ["mean pixel", "black"], [0, 1], [20, 60], "mean pixel", paper="mean pixel"),
           "epochs": _sweep("epochs", [1, 3, 10], [1, 3, 10], [70, 50, 45], 10)}
-    v = factors.closing_values(run, sw, _shared(_controls(keep=50, bs=100)))
+    v = pages_factors.closing_values(run, sw, _shared(_controls(keep=50, bs=100)))
     assert v["close_C1_verdict"] == verdicts.FAILS                    # the baseline's outcome string, as is
     assert [v[f"close_C1_{k}"] for k in ("factor", "lo", "lo_at", "hi", "hi_at")] == [
         "mask value", "20.00", "mean pixel", "60.00", "black"]            # the largest range
@@ -180,11 +181,11 @@ def test_closing_values_give_the_widest_factor_and_the_prediction_at_paper_scale
     assert [v[f"close_C3_{k}"] for k in ("factor", "lo", "hi_at", "differ", "expect")] == [
         "none", "—", "—", 0, "—"]                                          # C3 untestable everywhere
     sw["epochs"] = _sweep("epochs", [1, 3, 10], [1, 3, 10], [70, 40, 45], 10)  # 3 -> 10 now rises: they disagree
-    v = factors.closing_values(run, sw, _shared(_controls(keep=50, bs=100)))
+    v = pages_factors.closing_values(run, sw, _shared(_controls(keep=50, bs=100)))
     assert [v[f"close_C1_{k}"] for k in ("differ", "lower", "higher", "expect")] == [2, 1, 1, "split"]
     sw["epochs"] = _sweep("epochs", [1, 3, 10], [1, 3, 10], [70, 20, 20], 10)
     sw["method"] = _sweep("method", ["gradient k=64", "gradient k=8"], [-64, -8], [30, 20], "gradient k=8")
-    v = factors.closing_values(run, sw, _shared(_controls(keep=50, bs=100)))   # k=8 is the sweep's end: the step to it
+    v = pages_factors.closing_values(run, sw, _shared(_controls(keep=50, bs=100)))   # k=8 is the sweep's end: the step to it
     assert [v[f"close_C1_{k}"] for k in ("differ", "lower", "higher", "expect")] == [2, 1, 0, "lower"]  # 1 unchanged
 
 
@@ -279,7 +280,7 @@ def test_sweep_figure_draws_one_or_several_samples(samples):
 
 
 def test_prose_values_describe_the_execution(run, sweeps):
-    v, f = factors.prose_values(run), run.profile.factors
+    v, f = pages_factors.prose_values(run), run.profile.factors
     assert v["tau"] == f"{run.profile.sis_threshold:g}" and v["n_images"] == f.images
     assert v["n_others"] == len(factors.other_models(run)) and v["epochs"] == ", ".join(map(str, f.epochs))
     assert v["black"] == f"{factors.black_value(run.dataset):.2f}" and v["mean_pixel"] == "0.29"   # one channel
@@ -316,14 +317,14 @@ def _controls(keep, bs, full=None, n=100, reps=3, imputed=(10, 10)):
 
 def test_position_values_give_the_keep_masks_share_of_the_lift_with_intervals(run):
     chance = 100 / 10                                           # fashion-mnist: 10 classes
-    v = factors_controls.position_values(run, _controls(keep=55, bs=100))
+    v = pages_factors.position_values(run, _controls(keep=55, bs=100))
     assert v["pos_chance"] == "10" and v["pos_replicates"] == 3 and v["pos_images"] == 100
     assert v["pos_share"] == f"{(55 - chance) / (100 - chance):.0%}" == "50%"
     lo, hi = (int(x.rstrip("%")) for x in v["pos_share_interval"].strip("[]").split(", "))
     assert lo < 50 < hi and hi - lo < 40
     assert v["pos_keep_acc"].startswith("55.0 [") and v["pos_bs_acc"] == "100.0 [100.0, 100.0]"
-    assert factors_controls.position_values(run, _controls(keep=55, bs=100)) == v                    # seeded
-    none = factors_controls.position_values(run, _controls(keep=10, bs=100))
+    assert pages_factors.position_values(run, _controls(keep=55, bs=100)) == v                    # seeded
+    none = pages_factors.position_values(run, _controls(keep=10, bs=100))
     assert none["pos_share"] == "0%"
 
 
@@ -339,7 +340,7 @@ def test_retrain_verdicts_read_the_controls_per_image_results(run):
 
 def test_imputation_values_and_verdict_read_the_imputed_controls(run):
     name = ARCH_NAMES.get(run.profile.factors.arch, run.profile.factors.arch) + ", imputed (ROAD)"
-    v = factors_controls.imputation_values(run, _controls(keep=50, bs=100, imputed=(55, 12)))
+    v = pages_factors.imputation_values(run, _controls(keep=50, bs=100, imputed=(55, 12)))
     assert v["road_share"] == "50%" and v["road_bs_acc"].startswith("55.0 [") and v["road_random_acc"].startswith("12.0")
     lo, hi = (int(x.rstrip("%")) for x in v["road_share_interval"].strip("[]").split(", "))
     assert lo < 50 < hi and v["road_noise"] == "0.01"
@@ -360,7 +361,7 @@ def _shared(df):
 
 
 def test_closing_values_of_c4_leave_out_the_imputed_random_control(run):
-    v = factors.closing_values(run, {"method": _sweep("method", ["gradient k=8"], [-8], [20], "gradient k=8")},
+    v = pages_factors.closing_values(run, {"method": _sweep("method", ["gradient k=8"], [-8], [20], "gradient k=8")},
                                _shared(_controls(keep=50, bs=100, imputed=(55, 30))))
     assert v["close_C4_beats"] == verdicts.HOLDS and v["close_C4_near"] == verdicts.HOLDS
     # keep-mask alone (50 - 10) / 90 = 44% is the least: not the imputed random subsets' 22%
@@ -370,10 +371,10 @@ def test_closing_values_of_c4_leave_out_the_imputed_random_control(run):
 
 def test_closing_values_of_c4_say_what_retraining_rests_on(run):
     method = {"method": _sweep("method", ["gradient k=8"], [-8], [20], "gradient k=8")}
-    v = factors.closing_values(run, method, _shared(_controls(keep=70, bs=100, imputed=(40, 10))))
+    v = pages_factors.closing_values(run, method, _shared(_controls(keep=70, bs=100, imputed=(40, 10))))
     assert [v[f"close_C4_{k}"] for k in ("least", "least_share", "keep", "rests")] == [
         factors_controls.IMPUTED["bs"], "33%", "67%", "positions"]
-    v = factors.closing_values(run, method, _shared(_controls(keep=50, bs=10)))    # BS at chance: nothing to share
+    v = pages_factors.closing_values(run, method, _shared(_controls(keep=50, bs=10)))    # BS at chance: nothing to share
     assert [v[f"close_C4_{k}"] for k in ("least", "least_share", "keep", "rests")] == ["—"] * 4
     assert v["close_C4_beats"] == verdicts.FAILS
 

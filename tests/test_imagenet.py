@@ -12,6 +12,7 @@ from PIL import Image
 
 from overinterp.experiments import imagenet
 from overinterp.experiments import imagenet_chapter
+from overinterp.pages import imagenet as pages_imagenet
 from overinterp.paper import further_verdicts
 from overinterp.engine.backselect import BackSelectConfig
 from overinterp.engine.runner import run_backselect
@@ -228,9 +229,9 @@ def test_thresholds_add_the_papers_tau_sorted_once():
 def test_table_values_and_verdict_read_the_rows_at_tau():
     table = pd.DataFrame({"image": ["a", "b", "a"], "tau": [0.9, 0.9, 0.5], "SIS size (%)": [1.0, 3.0, 10.0],
                           "SIS pixels in the border band (%)": [80.0, 20.0, 0.0]})
-    v = imagenet_chapter.table_values(table, 0.9, 0.125, 0.4375)
+    v = pages_imagenet.table_values(table, 0.9, 0.125, 0.4375)
     assert v == {"band_pct": "12.5%", "band_area": "43.8%", "n_tau": 2, "size_tau": "2.0%", "size_all": "1.0–10.0%"}
-    assert imagenet_chapter.table_values(table.iloc[:0], 0.9, 0.125, 0.4375)["size_all"] == "—"
+    assert pages_imagenet.table_values(table.iloc[:0], 0.9, 0.125, 0.4375)["size_all"] == "—"
     assert imagenet_chapter.border_shares(table, 0.9) == [0.8, 0.2]
     verdict = further_verdicts.borders_verdict(imagenet_chapter.border_shares(table, 0.9), 0.4375, 0.9, min_images=2)
     assert verdict.numbers["images with an SIS"].item() == 2 and verdict.numbers["images above the area share"].item() == 1

@@ -9,6 +9,7 @@ import torch
 import torch.nn as nn
 
 from overinterp.experiments import input_reduction as experiments_input_reduction
+from overinterp.pages import input_reduction as pages_input_reduction
 from overinterp.methods import input_reduction as methods_input_reduction
 
 
@@ -207,10 +208,10 @@ def _two_models(orig_sizes, tuned_sizes):
 
 def test_size_and_confidence_values_for_the_prose_on_a_hand_made_table():
     images = _two_models([1, 1, 4, 10], [8, 8, 8, 8])
-    v = experiments_input_reduction.size_values(images, pixels=16)
+    v = pages_input_reduction.size_values(images, pixels=16)
     assert v == {"size_orig": "4.0", "size_orig_pct": "25.0", "size_orig_median": "2", "n_one": 2, "n_rows": 4,
                  "size_tuned": "8.0"}
-    c = experiments_input_reduction.confidence_values(images)
+    c = pages_input_reduction.confidence_values(images)
     assert (c["conf_full_orig"], c["conf_red_orig"], c["conf_red_tuned"], c["n_more"]) == ("0.90", "0.60", "0.70", 0)
 
 

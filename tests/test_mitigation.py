@@ -7,6 +7,7 @@ from overinterp.paper import further_verdicts
 import torch
 
 from overinterp.experiments import mitigation
+from overinterp.pages import mitigation as pages_mitigation
 from overinterp.paper.formatting import counted
 from overinterp.config.context import make_run
 from overinterp.experiments.sis_accuracy import SIZE
@@ -162,7 +163,7 @@ def test_accuracy_pct_and_the_dropout_accuracy_table_of_standard_dropout_and_ens
                                  "ensemble of the 2 standard CNNs"]
     # the ensemble's mean logits [[2, 0], [0, 1], [.5, .5], [1, 0]] predict 0, 1, 0 (a tie: the first), 0: 75%
     assert table[("test accuracy (%)", "mean")].tolist() == [87.5, 50, 75]
-    v = mitigation.dropout_accuracy_values(table, {}, 4)
+    v = pages_mitigation.dropout_accuracy_values(table, {}, 4)
     assert v == {"n_acc": 4, "n_dropout_plateau": 0, "acc_std": "87.50", "acc_drop": "50.00", "acc_ens": "75.00"}
 
 
@@ -170,7 +171,7 @@ def test_means_table_shows_mean_interval_and_images_per_model_and_tau():
     means = pd.DataFrame({"model": ["a", "a", "b"], "kind": "single", "arch": "x", "tau": [0.5, 0.9, 0.5],
                           "images": [10, 1, 4], "mean": [3.14, 2.0, 5.55], "low": [2.0, np.nan, 5.0],
                           "high": [4.26, np.nan, 6.0]})
-    t = mitigation.means_table(means)
+    t = pages_mitigation.means_table(means)
     assert list(t.columns) == ["τ = 0.5", "τ = 0.9"] and list(t.index) == ["a", "b"]
     assert t.loc["a"].tolist() == ["3.1 [2.0, 4.3] (10)", "2.0 (1)"] and t.loc["b"].tolist() == ["5.5 [5.0, 6.0] (4)", "—"]
 
@@ -179,16 +180,16 @@ def test_increase_table_and_values_of_the_ensembles():
     inc = pd.DataFrame({"ensemble": ["e1", "e1", "e2"], "tau": [0.5, 0.9, 0.5], "images": [12, 0, 3],
                         "increase (points)": [1.25, np.nan, -0.5], "low": [0.5, np.nan, np.nan],
                         "high": [2.0, np.nan, np.nan]}).set_index(["ensemble", "tau"])
-    t = mitigation.increase_table(inc, {"e2": [], "e1": []})
+    t = pages_mitigation.increase_table(inc, {"e2": [], "e1": []})
     assert list(t.index) == ["e2", "e1"] and t.loc["e1"].tolist() == ["+1.2 [+0.5, +2.0] (12)", "—"]
     assert t.loc["e2", "τ = 0.5"] == "-0.5 (3)"
     v = further_verdicts.ensembles_increase_sis(_rows([2, 3], [0.5, -1.0], [20, 20]))
-    assert mitigation.increase_values(v) == {"sis_verdict": "inconclusive at this scale", "inc_min": "+2.0",
+    assert pages_mitigation.increase_values(v) == {"sis_verdict": "inconclusive at this scale", "inc_min": "+2.0",
                                     "inc_max": "+3.0", "inc_effect": "0.5", "inc_above": 1, "inc_n": 2,
                                     "inc_counted": "20 images"}
     d = further_verdicts.dropout_increases_sis(_rows([2.04, 3], [0.5, 1.0], [20, 20]))   # both at or above the minimal 0.5
     d.numbers["treated models"], d.numbers["control models"] = 2, 2
-    assert mitigation.dropout_verdict_values(d) == {
+    assert pages_mitigation.dropout_verdict_values(d) == {
         "verdict": "holds", "counted": "20 images × (2 + 2 models)",
         "inc_masks": "+2.0", "inc_masks_low": "+0.5", "inc_masks_high": "+3.0", "inc_masks_images": 20,
         "outcome_masks": "holds", "inc_plain": "+3.0", "inc_plain_low": "+1.0", "inc_plain_high": "+4.0",
@@ -196,10 +197,10 @@ def test_increase_table_and_values_of_the_ensembles():
         "said_masks": "by +2.0 points of the image on 20 images (95% interval +0.5 to +3.0: holds)",
         "said_plain": "by +3.0 points of the image on 20 images (95% interval +1.0 to +4.0: holds)"}
     d.numbers.loc[d.numbers.index[0], ["increase (points)", "low", "high", "images"]] = [np.nan, np.nan, np.nan, 0]
-    said = mitigation.dropout_verdict_values(d)["said_masks"]
+    said = pages_mitigation.dropout_verdict_values(d)["said_masks"]
     assert "—" not in said and said.startswith("by an amount this execution cannot measure (no image with an SIS")
     d.numbers.loc[d.numbers.index[0], "images"] = 1
-    assert "(1 image with" in mitigation.dropout_verdict_values(d)["said_masks"]
+    assert "(1 image with" in pages_mitigation.dropout_verdict_values(d)["said_masks"]
 
 
 def test_ensemble_gains_average_the_members_logits():

@@ -87,7 +87,7 @@ def test_fuse_conv_bn_fuses_inside_a_module_it_cannot_trace():
 
 def test_criterion_counts_models_meeting_both_the_accuracy_and_the_confidence_floor():
     from types import SimpleNamespace
-    from overinterp.experiments.runs import criterion_values
+    from overinterp.pages.runs import criterion_values
     from overinterp.paper.formatting import MISSING
     whole = {"resnet20": [(88.0, 40.0), (87.9, 60.0)], "vgg16": [(91.25, 29.0), (90.0, 30.0)]}
     prof = SimpleNamespace(min_accuracy=88.0, min_confident=30.0, sis_threshold=0.99)

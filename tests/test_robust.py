@@ -10,6 +10,7 @@ import torch
 import torch.nn as nn
 
 from overinterp.experiments import robust as robust_module
+from overinterp.pages import robust as pages_robust
 from overinterp.paper import further_verdicts
 from overinterp.pages import sis_size_plots
 from overinterp.engine.backselect import BackSelectResult
@@ -239,7 +240,7 @@ def test_robust_selection_takes_the_first_test_images_every_model_classifies_cor
 
 def test_paper_numbers_render_as_before_from_overinterp_paper_numbers():
     from overinterp.config.context import make_run
-    table = robust_module.paper_accuracy_table()
+    table = pages_robust.paper_accuracy_table()
     assert list(table.index) == ["Madry et al.'s model (CIFAR-10, ε = 8/255)"]
     assert table.iloc[0].tolist() == ["87.3", "47.04 (20 steps); 45.21 (10 restarts)"]
     assert robust_module.EPSILON["cifar10"] == 8 / 255
@@ -265,22 +266,22 @@ def test_gallery_shows_the_images_where_the_first_robust_replicate_has_an_sis():
 
 def test_sis_accuracy_and_verdict_values_for_the_prose():
     t = robust_module.sis_table({("robust", 0): THREE, ("standard", 0): _result([0.99] * 3, [[0.95, 0.95, 0.2, 0.1]] * 3)}, 0.9)
-    assert robust_module.sis_values(t, torch.tensor([1, 4, 1]), "robust", [f"c{i}" for i in range(10)]) == {
+    assert pages_robust.sis_values(t, torch.tensor([1, 4, 1]), "robust", [f"c{i}" for i in range(10)]) == {
         "n_sis_images": 3, "robust_has_sis": "67", "robust_conf": "0.907", "sis_sample": "3 images of 2 classes", "sel_classes": "c1, c4"}
     acc = pd.DataFrame({"model": ["robust ResNet20", "robust ResNet20", "ResNet20"], "replicate": [0, 1, 0],
                         "clean accuracy (%)": [80.0, 90.0, 95.0], "PGD accuracy (%)": [40.0, 50.04, 1.0]})
-    assert robust_module.accuracy_values(robust_module.accuracy_table(acc), 16, "resnet20") == {
+    assert pages_robust.accuracy_values(pages_robust.accuracy_table(acc), 16, "resnet20") == {
         "n_eval": 16, "robust_clean": "85.0", "robust_pgd": "45.0", "standard_clean": "95.0", "standard_pgd": "1.0"}
     sparse = further_verdicts.robust_sis_sparse({"robust A": [[1.0, 2.0, 4.0, 3.0, 2.5], [2.0, 3.0, np.nan]]}, 0.99)
     diff = robust_module.size_difference({"x": pd.DataFrame({"replicate": [0] * 5, "robust": [5.0] * 5, "standard": [2.0] * 5})})
-    v = robust_module.verdict_values(sparse, diff, 5)
+    v = pages_robust.verdict_values(sparse, diff, 5)
     assert v["sparse_word"] == "holds" and v["robust_mean_sis"] == "2.5" and v["n_pairs"] == 5
     assert v["sparse_counted"] == "7 (5 + 2) images with an SIS over 2 replicates"
     assert (v["diff"], v["diff_low"], v["diff_high"]) == ("+3.0", "+3.0", "+3.0")
     assert v["diff_counted"] == "5 images over 1 replicate pair"
     assert v["diff_interval"] == "+3.0 to +3.0" and v["sparse_interval"] == f"{v['sparse_low']} to {v['sparse_high']}"
     # no image with an SIS: the estimate and its interval do not exist, and read as one dash each, not "nan"
-    none = robust_module.verdict_values(further_verdicts.robust_sis_sparse({"robust A": [[np.nan] * 3, [np.nan] * 3]}, 0.99), diff, 0)
+    none = pages_robust.verdict_values(further_verdicts.robust_sis_sparse({"robust A": [[np.nan] * 3, [np.nan] * 3]}, 0.99), diff, 0)
     assert (none["robust_mean_sis"], none["sparse_interval"]) == ("—", "—") and none["sparse_word"] == "cannot be tested"
 
 

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from overinterp.experiments import sis_accuracy
+from overinterp.pages import sis_accuracy as pages_sis_accuracy
 from overinterp.pages import sis_size_plots
 from overinterp.paper import verdicts
 from overinterp.paper import claims as paper_claims
@@ -236,18 +237,18 @@ def _inc_rows():
 
 
 def test_increase_table_shows_each_point_with_its_interval_and_the_group_sizes_in_the_sets_order():
-    shown = sis_accuracy.increase_table(_inc_rows(), ["test", "ood"])
+    shown = pages_sis_accuracy.increase_table(_inc_rows(), ["test", "ood"])
     assert list(shown.columns) == ["τ = 0.5", "τ = 0.9"] and list(shown.index) == [("test", "A"), ("ood", "A")]
     assert shown.loc[("test", "A")].tolist() == ["+50 [10, 90]", "—"]
     assert shown.loc[("ood", "A")].tolist() == ["-20", "+5 [-1, 9]"]
-    assert sis_accuracy.increase_table(_inc_rows(), ["test", "ood"], "groups").loc[("test", "A")].tolist() == ["3 / 2", "1 / 0"]
+    assert pages_sis_accuracy.increase_table(_inc_rows(), ["test", "ood"], "groups").loc[("test", "A")].tolist() == ["3 / 2", "1 / 0"]
 
 
 def test_verdict_values_count_the_rows_above_within_and_below_the_margin_and_the_tested_increases():
     edge = paper_claims.SIS_ACCURACY_MIN_INCREASE
     rows = [("A", "test", 0.7, 500, 50, edge + 5, edge + 40), ("A", "test", 0.9, 500, 50, edge - 5, edge + 60),
             ("A", "ood", 0.7, 500, 50, -30.0, -10.0), ("A", "ood", 0.9, 500, 3, 1.0, 2.0)]
-    v = sis_accuracy.verdict_values(verdicts.sis_predicts_accuracy(_increase(rows), min_images=10))
+    v = pages_sis_accuracy.verdict_values(verdicts.sis_predicts_accuracy(_increase(rows), min_images=10))
     assert v["verdict"] == "does not hold"
     assert (v["tested"], v["cells"], v["above"], v["within"], v["below"]) == (3, 4, 1, 1, 1)
     assert v["test_range"] == f"from {edge + 22.5:.0f}% to {edge + 27.5:.0f}%" and v["ood_range"] == "from -20% to -20%"
@@ -257,17 +258,17 @@ def test_verdict_values_count_the_rows_above_within_and_below_the_margin_and_the
 def test_replicate_values_count_the_points_where_the_correct_group_has_the_larger_mean():
     images = pd.concat([_images([10, 12], [5, 6]), _images([3, 4], [5, 6], replicate=1),
                         _images([10], [5, 6], replicate=2)])
-    assert sis_accuracy.replicate_values(images, (0.5,), 2) == {"rep_pos": 1, "rep_n": 2}   # replicate 2: one correct image
-    assert sis_accuracy.replicate_values(images, (0.5, 0.9), 1) == {"rep_pos": 2, "rep_n": 3}
+    assert pages_sis_accuracy.replicate_values(images, (0.5,), 2) == {"rep_pos": 1, "rep_n": 2}   # replicate 2: one correct image
+    assert pages_sis_accuracy.replicate_values(images, (0.5, 0.9), 1) == {"rep_pos": 2, "rep_n": 3}
 
 
 def test_empty_sis_shares_per_group_and_the_increase_without_them():
     images = pd.concat([_images([0, 10, 20, 30], [0, 0, 5, 5]), _images([10, 10], [0, 5], set_name="ood")])
     pooled = sis_accuracy.pooled_empty(images)
-    table = sis_accuracy.empty_table(pooled, (0.5, 0.9))
+    table = pages_sis_accuracy.empty_table(pooled, (0.5, 0.9))
     assert table.loc[("test", "m", "correct")].tolist() == ["25", "—"]
     assert table.loc[("test", "m", "misclassified")].tolist() == ["50", "—"]
-    v = sis_accuracy.empty_values(images, pooled, (0.5,), 2, 200, 0)
+    v = pages_sis_accuracy.empty_values(images, pooled, (0.5,), 2, 200, 0)
     assert (v["empty_test_c_min"], v["empty_test_i_max"], v["empty_ood_c_max"], v["empty_ood_i_min"]) == \
         ("25", "50", "0", "50")
     assert (v["empty_test_c_range"], v["empty_ood_i_range"]) == ("25", "50")     # one group each: printed once
@@ -279,9 +280,9 @@ def test_empty_sis_shares_per_group_and_the_increase_without_them():
 def test_confidence_values_count_where_the_misclassified_images_are_less_confident():
     images = pd.concat([_images([1], [2]), _images([1], [2], tau=0.9), _images([1], [], tau=0.99)])
     images.loc[images["tau"] == 0.9, sis_accuracy.CONF] = 0.95          # both groups equally confident at 0.9
-    assert sis_accuracy.confidence_values(images) == {"conf_lower": 1, "conf_n": 2}
+    assert pages_sis_accuracy.confidence_values(images) == {"conf_lower": 1, "conf_n": 2}
 
 
 def test_prose_range_reads_the_range_or_says_there_is_none():
-    assert sis_accuracy.prose_range(pd.Series([12.2, float("nan"), 40.0, -3.0])) == "from -3% to 40%"
-    assert sis_accuracy.prose_range(pd.Series([float("nan")])) == "nowhere (no threshold tested)"
+    assert pages_sis_accuracy.prose_range(pd.Series([12.2, float("nan"), 40.0, -3.0])) == "from -3% to 40%"
+    assert pages_sis_accuracy.prose_range(pd.Series([float("nan")])) == "nowhere (no threshold tested)"

@@ -17,7 +17,9 @@ from overinterp.engine.backselect import BackSelectConfig
 from overinterp.engine.runner import KIND, run_backselect, run_config
 from overinterp.engine.sis import SIS, sis_size_pct
 from overinterp.experiments import runs as runs_module
+from overinterp.pages import runs as pages_runs
 from overinterp.experiments import subsets
+from overinterp.pages import subsets as pages_subsets
 from overinterp.pages import plots
 from overinterp.paper import numbers as paper
 from overinterp.paper import verdicts
@@ -75,9 +77,9 @@ def test_sis_fractions_are_the_chapters_python_division_bit_for_bit():
 
 def test_sis_values_format_the_verdicts_range():
     v = verdicts.sis_size({"a": [np.array([0.01, 0.03] * 20), np.array([0.02] * 30)], "b": [np.full(25, 0.1)]}, 0.99)
-    assert set(runs_module.sis_values(v)) == {"sis_mean_min", "sis_mean_max", "sis_below_5", "sis_high_max", "sis_images_min",
+    assert set(pages_runs.sis_values(v)) == {"sis_mean_min", "sis_mean_max", "sis_below_5", "sis_high_max", "sis_images_min",
                                     "sis_images_max", "sis_replicates"}
-    assert runs_module.sis_values(v) == {"sis_mean_min": "2.0", "sis_mean_max": "10.0", "sis_below_5": "does not hold",
+    assert pages_runs.sis_values(v) == {"sis_mean_min": "2.0", "sis_mean_max": "10.0", "sis_below_5": "does not hold",
                                "sis_high_max": "10.0", "sis_images_min": 25, "sis_images_max": 70,
                                "sis_replicates": 2}
 
@@ -109,19 +111,19 @@ def test_zoo_table_names_the_confident_share_by_a_structured_column_and_display_
     assert shown.columns.tolist() == ["test accuracy", "mean confidence", "test at ≥ 0.99 (%)",
                                       "final training loss", "plateaued"]
     assert shown.loc["m", "test accuracy"] == "37.50 ± 17.68" and shown.loc["m", "plateaued"] == "0% of replicates"
-    assert runs_module.zoo_values(stats) == {"conf_min": "1.00", "conf_max": "1.00", "share_min": "100", "share_max": "100",
+    assert pages_runs.zoo_values(stats) == {"conf_min": "1.00", "conf_max": "1.00", "share_min": "100", "share_max": "100",
                                    "share_range": "100"}                         # a range with equal ends: once
-    assert runs_module.training_values(_run(), runs_module.zoo_histories({"cnn": models["m"]})) == {
+    assert pages_runs.training_values(_run(), runs_module.zoo_histories({"cnn": models["m"]})) == {
         "n_models": 2, "n_plateau": 0, "epochs": get_profile("tiny").train.epochs}
 
 
 def test_accuracy_values_name_the_best_and_whether_ood_is_lower():
     cols = pd.MultiIndex.from_tuples([("test", "mean"), ("test", "std"), ("ood", "mean"), ("ood", "std")])
     acc = pd.DataFrame([[80, 1, 70, 1], [85, 1, 60, 1], [90, 1, 91, 1]], columns=cols, index=["A", "B", "ens"])
-    v = runs_module.accuracy_values(acc, ["A", "B"], ["ens"])
+    v = pages_runs.accuracy_values(acc, ["A", "B"], ["ens"])
     assert v["best_arch"] == "B" and v["best_acc"] == "85.0" and v["ens_name"] == "ens" and v["ens_acc"] == "90.0"
     assert (v["ood_lower_n"], v["ood_rows_n"]) == (2, 3)            # the ensemble's OOD accuracy is not lower
-    two = runs_module.accuracy_values(acc.iloc[:2], ["A"], ["B"])
+    two = pages_runs.accuracy_values(acc.iloc[:2], ["A"], ["B"])
     assert (two["ood_lower_n"], two["ood_rows_n"]) == (2, 2)
 
 
@@ -146,14 +148,14 @@ def test_as_accuracies_round_trips_subset_correct_to_replicates_by_sets():
 
 
 def test_table1_rows_label_our_rows_and_set_the_papers_beside_them_only_at_5_percent():
-    table, rows = subsets.table1_rows(_acc(), 0.05)
+    table, rows = pages_subsets.table1_rows(_acc(), 0.05)
     assert table.index.tolist() == [("ResNet20", "full images"), ("ResNet20", "5% BS subsets"),
                                     ("ResNet20", "5% random"), ("small CNN", "full images"),
                                     ("small CNN", "5% BS subsets"), ("small CNN", "5% random")]
     assert table.loc[("ResNet20", "5% BS subsets"), ("test", "mean")] == 89.0
     assert rows[("ResNet20", "5% BS subsets")]["CIFAR-10 test"] == "92.48" and rows[("small CNN", "full images")] == {}
-    assert all(r == {} for r in subsets.table1_rows(_acc(), 0.1)[1].values())
-    assert subsets.table1_rows(_acc(), 0.1)[0].index[1] == ("ResNet20", "10% BS subsets")
+    assert all(r == {} for r in pages_subsets.table1_rows(_acc(), 0.1)[1].values())
+    assert pages_subsets.table1_rows(_acc(), 0.1)[0].index[1] == ("ResNet20", "10% BS subsets")
 
 
 def test_accurate_values_and_by_model():
@@ -163,7 +165,7 @@ def test_accurate_values_and_by_model():
     assert subsets.by_model(acc, "full", "ood")["small CNN"][1].mean() == pytest.approx(0.81)
     v = verdicts.subsets_accurate(full=subsets.by_model(acc, "full"), bs=bs)
     assert v.numbers.loc["ResNet20", "drop (points)"] == pytest.approx(2.0)     # 2 of 100 images per replicate
-    vals = subsets.accurate_values(v, acc)
+    vals = pages_subsets.accurate_values(v, acc)
     assert set(vals) == {"accurate", "gap_min", "gap_max", "gap_low_min", "gap_high_max", "gap_halfwidth_max",
                          "gap_images", "gap_replicates", "tolerance", "rnd_max"}
     assert {k: vals[k] for k in ("accurate", "gap_min", "gap_max", "gap_images", "gap_replicates", "tolerance",
@@ -176,13 +178,13 @@ def test_accurate_values_and_by_model():
 
 def test_confidence_table_puts_the_papers_mean_drop_first():
     kept = verdicts.confidence_kept({"ResNet20": [np.array([-0.01, 0.01] * 20)], "small CNN": [np.array([0.2, 0.3] * 20)]})
-    t = subsets.confidence_table(kept, {"resnet20": None, "cnn": None}, 0.05)
+    t = pages_subsets.confidence_table(kept, {"resnet20": None, "cnn": None}, 0.05)
     assert t.columns[0] == "paper mean drop (CIFAR-10)" and t.iloc[:, 0].tolist() == [-0.035, "—"]
     assert "mean drop (ours)" in t.columns and "mean drop" not in t.columns
-    assert subsets.confidence_table(kept, ["resnet20", "cnn"], 0.3).iloc[:, 0].tolist() == ["—", "—"]
-    assert subsets.kept_values(kept) == {"kept": "does not hold", "drop_min": "0.000", "drop_max": "0.250",
+    assert pages_subsets.confidence_table(kept, ["resnet20", "cnn"], 0.3).iloc[:, 0].tolist() == ["—", "—"]
+    assert pages_subsets.kept_values(kept) == {"kept": "does not hold", "drop_min": "0.000", "drop_max": "0.250",
                                    "drop_high_max": f"{kept.numbers['95% high'].max():.3f}", "drop_tolerance": "0.05"}
-    assert float(subsets.kept_values(kept)["drop_high_max"]) >= 0.25
+    assert float(pages_subsets.kept_values(kept)["drop_high_max"]) >= 0.25
 
 
 def test_example_masks_are_each_architectures_bs_rows_then_the_first_random():
@@ -213,7 +215,7 @@ def test_transfer_table_and_verdict_on_models_of_known_accuracy(always):
     assert v.numbers.loc["small CNN", "others' accuracy"] == pytest.approx(50.0)
     assert v.numbers.loc["small CNN", "share of lift transferred"] == pytest.approx(50 / 25)
     assert v.numbers.loc["small CNN", "outcome"] != verdicts.HOLDS and v.holds is not True
-    assert subsets.transfer_values(v)["transfer"] == v.word
+    assert pages_subsets.transfer_values(v)["transfer"] == v.word
 
 
 # ----------------------------------------------------------------------------- chapter 5: retraining
@@ -233,7 +235,7 @@ def _retrain_runs() -> dict:
 def test_retraining_table_equals_the_table_built_from_parsed_labels():
     runs, frac = _retrain_runs(), 0.05
     labels = {"bs": "5% BS subsets", "random": "5% random", "full": "full images (control)"}
-    named = {subsets.retrain_label(k, frac): v for k, v in runs.items()}
+    named = {pages_subsets.retrain_label(k, frac): v for k, v in runs.items()}
     assert list(named)[:4] == [("ResNet20", "5% BS subsets"), ("ResNet20", "5% random"),
                                ("ResNet20", "full images (control)"), ("ResNet20", "5% BS subsets (+)")]
     old_rows = {}                                               # the notebook's former cell, parsing the labels
@@ -242,7 +244,7 @@ def test_retraining_table_equals_the_table_built_from_parsed_labels():
         kind = next(k for k, v in labels.items() if label.startswith(v))
         table = paper.TABLE_S1 if label.endswith("(+)") else paper.TABLE1
         old_rows[(name, label)] = paper.table1(a, kind, kind, table) if frac == 0.05 and kind != "full" else {}
-    ours, rows = subsets.retraining_table(runs, frac)
+    ours, rows = pages_subsets.retraining_table(runs, frac)
     assert rows == old_rows and rows[("ResNet20", "5% BS subsets (+)")]["CIFAR-10 test"] == "92.23 ± 0.03"
     pd.testing.assert_frame_equal(ours, pd.DataFrame({k: runs_module.mean_std(subsets.as_accuracies(v)) for k, v in named.items()}).T)
     assert ours.loc[("ResNet20", "5% BS subsets"), ("test", "mean")] == pytest.approx(52.0)
@@ -262,7 +264,7 @@ def test_retraining_verdicts_read_the_runs_without_augmentation():
     assert beats.numbers.loc["ResNet20", "replicates"] == 2 and beats.numbers.loc["ResNet20", "images"] == 100
     # BS no better than random: a difference about -2 points, whose interval over 2 replicates is wide
     assert beats.numbers.loc["ResNet20", "difference (points)"] == pytest.approx(-2.0) and beats.holds is not True
-    v = subsets.retraining_verdict_values(beats, near)
+    v = pages_subsets.retraining_verdict_values(beats, near)
     assert v["beats"] == beats.word and v["near"] == near.word
     assert v["rnd_min"] == "54.0" and v["full_max"] == "53.5" and v["bs_min"] == "52.0" and v["bs_max"] == "52.5"
     assert (v["bs_range"], v["rnd_range"]) == ("52.0–52.5", f"{v['rnd_min']}–{v['rnd_max']}")
@@ -270,16 +272,16 @@ def test_retraining_verdicts_read_the_runs_without_augmentation():
     assert v["far_more"] == "10" and v["diff_min"] == "-2.0"
     assert v["n_beating_control"] == int((near.numbers["95% high"] < 0).sum())
     flat = [{"loss": 1.0}, {"loss": 1.0}, {"loss": 1.0}]
-    assert subsets.plateau_values([flat, [{"loss": 3.0}, {"loss": 2.0}, {"loss": 1.0}]]) == {
+    assert pages_subsets.plateau_values([flat, [{"loss": 3.0}, {"loss": 2.0}, {"loss": 1.0}]]) == {
         "n_retrained": 2, "n_retrained_plateau": 1}
 
 
 def test_values_of_the_chapters_opening_cells():
     run = _run()
     assert subsets.pct(0.05) == "5" and subsets.pct(0.125) == "12.5"
-    assert subsets.pixel_subsets_values(run, 0.05) == {"pct": "5", "method": run.profile.backselect.describe(),
+    assert pages_subsets.pixel_subsets_values(run, 0.05) == {"pct": "5", "method": run.profile.backselect.describe(),
                                                  "n_eval": run.profile.test_size, "replicates": run.profile.replicates}
-    assert subsets.retraining_values(run, 0.3)["pct"] == "30"
+    assert pages_subsets.retraining_values(run, 0.3)["pct"] == "30"
 
 
 # ----------------------------------------------------------------------------- figure builders
@@ -315,9 +317,9 @@ def test_sis_sizes_box_and_retrain_bars_draw_on_fresh_axes():
 
 def test_empty_values_give_the_range_of_the_share_of_empty_sis():
     sizes = {"a": [np.array([0.0, 0.02, np.nan]), np.array([0.0, 0.01])], "b": [np.array([0.03, 0.04])]}
-    assert runs_module.empty_values(sizes) == {"sis_empty_min": "0", "sis_empty_max": "50",      # a: 2 of 4; b: none
+    assert pages_runs.empty_values(sizes) == {"sis_empty_min": "0", "sis_empty_max": "50",      # a: 2 of 4; b: none
                                      "sis_empty_range": "0–50"}
-    assert runs_module.empty_values({"c": [np.array([np.nan])]}) == {"sis_empty_min": "—", "sis_empty_max": "—", "sis_empty_range": "—"}
+    assert pages_runs.empty_values({"c": [np.array([np.nan])]}) == {"sis_empty_min": "—", "sis_empty_max": "—", "sis_empty_range": "—"}
 
 
 def test_sis_sizes_come_from_the_profiles_own_sis_engine_on_each_replicates_confident_images(monkeypatch):

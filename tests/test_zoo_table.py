@@ -1,9 +1,10 @@
 """Chapter 1's Table 1.2: the paper's full-image accuracies (Table 1) beside ours, each number under its own
-model's label (overinterp.experiments.runs.zoo_paper_rows, beside_paper)."""
+model's label (overinterp.pages.runs.zoo_paper_rows, overinterp.experiments.runs.beside_paper)."""
 import numpy as np
 import pandas as pd
 
 from overinterp.experiments import runs
+from overinterp.pages import runs as pages_runs
 from overinterp.pages import plots
 from overinterp.paper import numbers as paper
 
@@ -18,7 +19,7 @@ def test_the_papers_ensemble_of_five_has_its_own_row_and_ours_of_three_no_paper_
     models = {"resnet20": [0, 1, 2], "resnet18": [0, 1, 2], "vgg16": [0, 1, 2], "cnn": [0, 1, 2]}
     names = ["ResNet20", "ResNet18", "VGG16", "CNN", "ensemble 3× ResNet20", "ensemble 3× ResNet18",
              "ensemble 3× VGG16", "ensemble 3× CNN", "ensemble of all 12"]
-    t = runs.beside_paper(_ours(names), runs.zoo_paper_rows(models), "ours (standard)")
+    t = runs.beside_paper(_ours(names), pages_runs.zoo_paper_rows(models), "ours (standard)")
     paper_test, ours_test = t[("paper (CIFAR-10)", "CIFAR-10 test")], t[("ours (standard)", "test")]
     assert list(t.index) == names + [runs.PAPER_ENSEMBLE] and runs.PAPER_ENSEMBLE == "5× ResNet18 ensemble (paper)"
     assert paper_test[runs.PAPER_ENSEMBLE] == "96.15" and ours_test[runs.PAPER_ENSEMBLE] == "—"
@@ -27,7 +28,7 @@ def test_the_papers_ensemble_of_five_has_its_own_row_and_ours_of_three_no_paper_
     assert paper_test["ResNet18"] == paper.table1("resnet18", "full", "full")["CIFAR-10 test"]
     assert (paper_test["CNN"], ours_test["CNN"]) == ("—", "62.00 ± 63.00")   # the paper has no CNN
     # without a ResNet18 ensemble of ours the paper's is not set beside the table
-    assert runs.PAPER_ENSEMBLE not in runs.zoo_paper_rows({"resnet18": [0], "vgg16": [0, 1]})
+    assert runs.PAPER_ENSEMBLE not in pages_runs.zoo_paper_rows({"resnet18": [0], "vgg16": [0, 1]})
 
 
 def test_a_row_only_the_paper_has_follows_ours_and_an_empty_one_is_left_out():

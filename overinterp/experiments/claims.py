@@ -13,7 +13,7 @@ from typing import Callable, Iterable
 from tqdm import tqdm
 
 from overinterp.config.chapters import chapter_config, resolve, thresholds
-from overinterp.experiments import (bayes_trex, blank, critiques, factors, imagenet, imagenet_chapter, input_reduction,
+from overinterp.experiments import (bayes_trex, blank, critiques, factors_controls, imagenet, imagenet_chapter, input_reduction,
                                     masked, mitigation, robust as robust_module, runs as runs_module, shared_interest,
                                     sis_accuracy, subsets)
 from overinterp.paper import further_verdicts, verdicts as verdicts_module
@@ -140,7 +140,7 @@ MEASURES: dict[tuple, Callable] = {
                                                       seed=run.seed, ids=runs_module.sis_ids_by_replicate(run, p.tau)),
     ("accurate",): _accurate, ("kept",): _kept, ("transfer",): _transfer, ("beats", "near"): _retraining,
     ("road",): lambda run, p: further_verdicts.imputed_verdict(
-        **factors.imputed_correct(run, factors.retrain_controls(run))),
+        **factors_controls.imputed_correct(run, factors_controls.retrain_controls(run))),
     ("sis_accuracy",): lambda run, p: verdicts_module.sis_predicts_accuracy(
         sis_accuracy.verdict_input(run, p.n_resamples, run.seed), min_images=p.min_images),
     ("robust",): _robust, ("ensemble_accuracy",): _ensemble_accuracy,

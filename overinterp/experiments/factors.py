@@ -3,12 +3,13 @@ paper 3.3, 4.1, 4.2, S1). Each sweep varies one choice away from the profile (``
 measures, on a seeded test sample, C1 (4.1: mean SIS size at tau, % of pixels, over confident images),
 C2 (4.1, Table 1: accuracy on full images and own 5% BS subsets, and the drop), C3 (4.1: share of the
 source's lift above random subsets recovered by the fixed other models, (others - random) / (own -
-random)); C4 (4.2) is :mod:`.factors_controls`, re-exported here. Verdict columns "C1"-"C3" are
-:mod:`overinterp.paper.verdicts`' outcomes; each sweep returns one row per setting, every step cached.
+random)); C4 (4.2) is :mod:`.factors_controls`. Verdict columns "C1"-"C3" are
+:mod:`overinterp.paper.verdicts`' outcomes; each sweep returns one row per setting, every step cached; the
+chapter's glued values are :mod:`overinterp.pages.factors`'.
 
     sweeps = {"method": method_sweep(run), "mask": mask_sweep(run), "epochs": epochs_sweep(run),
               "width": width_sweep(run)}
-    effects(run, sweeps), closing_values(run, sweeps, retrain_controls(run))
+    effects(run, sweeps)
 """
 import inspect
 import math
@@ -23,13 +24,10 @@ from overinterp.config.profiles import get_profile
 from overinterp.engine.backselect import DEFAULT_M, BackSelectConfig, BackSelectResult
 from overinterp.engine.sis import find_sis, pixel_subset, random_subset
 from overinterp.experiments import runs
-from overinterp.experiments.factors_controls import (  # C4, kept importable from here for the chapters
-    ACC, CONTROL_SEED, IMPUTED, c4_values, controls_table, fill_from_other_class, imputation_values, imputed_correct,
-    keep_mask_images, other_class_partner, position_values, random_other_class, random_target_subsets,
-    retrain_controls, retrain_verdicts, source_config, source_model)
+from overinterp.experiments.factors_controls import ACC, source_config, source_model
 from overinterp.paper import verdicts
-from overinterp.paper.formatting import MISSING, number
-from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
+from overinterp.paper.formatting import number
+from overinterp.paper.numbers import SUBSET_FRAC
 from overinterp.zoo import data
 from overinterp.zoo.data import Selection
 from overinterp.zoo.models import ARCHS
@@ -84,26 +82,6 @@ def claim_measures(model: nn.Module, res: BackSelectResult, images: torch.Tensor
             "other models (%)": 100 * sum(o.mean() for o in oth) / len(oth) if oth else math.nan,
             MEASURES["C3"][0]: c3.numbers["share of lift transferred"].iloc[0] if c3 else math.nan,
             "C1": c1.word if c1 else verdicts.UNTESTABLE, "C2": c2.word, "C3": c3.word if c3 else verdicts.UNTESTABLE}
-
-
-def prose_values(run) -> dict:
-    """The execution for the prose: source model, tau, engine, samples (``n_exact`` 0: exact did not run)."""
-    f, tau = run.profile.factors, run.profile.sis_threshold
-    split = data.load(run.dataset, "test")
-    n_exact = min(f.exact_images, f.images)
-    black = black_value(run.dataset)
-    return {"arch": ARCH_NAMES.get(f.arch, f.arch), "seed": run.seed, "tau": f"{tau:g}",
-            "engine": run.profile.backselect.describe(), "n_images": f.images, "n_exact": n_exact,
-            "n_common": min(n for n in (f.images, f.pruned_images or f.images, n_exact) if n),
-            "n_pruned": min(f.pruned_images or f.images, f.images),
-            "n_test": len(runs.selection(run, "test").load()[1]),
-            "n_train": len(runs.selection(run, "train").load()[1]),
-            "n_others": len(other_models(run)), "replicates": run.profile.replicates, "train_size": f.train_size,
-            "epochs": ", ".join(map(str, f.epochs)), "widths": ", ".join(map(str, f.widths)),
-            "width_epochs": f.width_epochs, "mean_pixel": ", ".join(number(m, 2) for m in split.mean),
-            "black": ", ".join(number(b, 2) for b in black) if len(split.mean) > 1 else number(black, 2),
-            "exact_images_text": ("on no image" if not n_exact else "on the first image" if n_exact == 1 else
-                                  f"on the first {n_exact} images")}
 
 
 # ----------------------------------------------------------------------------- backward selection
@@ -293,29 +271,3 @@ def effects(run, sweeps: dict[str, pd.DataFrame]) -> pd.DataFrame:
                                                                   ignore_index=True)
 
 
-def closing_values(run, sweeps: dict[str, pd.DataFrame], controls: pd.DataFrame) -> dict:
-    """The closing argument's glue per claim (``close_<claim>_...``): verdict, widest-range factor and
-    spread, factors' directions toward paper scale and the ``prediction``; C4 from ``c4_values``."""
-    base = sweeps["method"]
-    base = base[base.baseline].iloc[0]
-    eff = effects(run, sweeps)
-    out = {}
-    for claim in MEASURES:
-        rows = eff[eff.claim == claim]
-        top = rows.iloc[0] if len(rows) else pd.Series(dtype=object)      # effects: the widest range first
-        differ = rows[rows["read as"] != READ_AS["same"]]
-        moving = set(differ.direction) - {"unchanged"}
-        expect = (MISSING if differ.empty else "unchanged" if not moving else
-                  moving.pop() if len(moving) == 1 else "split")
-        digits = SPREAD_DIGITS[claim]
-        out.update({f"close_{claim}_{k}": v for k, v in {
-            "verdict": base[claim], "factor": top.get("factor", "none"),
-            "lo": number(top.get("lowest"), 2), "lo_at": top.get("lowest at", MISSING),
-            "hi": number(top.get("highest"), 2), "hi_at": top.get("highest at", MISSING),
-            "differ": len(differ), "lower": int((differ.direction == "lower").sum()),
-            "higher": int((differ.direction == "higher").sum()), "expect": expect,
-            "spread": ("none, since no factor's sweep can be read" if top.empty else
-                       f"{top['factor']}, from {number(top['lowest'], digits)} ({top['lowest at']}) to "
-                       f"{number(top['highest'], digits)} ({top['highest at']})"),
-            "prediction": "none, since no factor can be read" if expect == MISSING else expect}.items()})
-    return {**out, **c4_values(run, controls)}

@@ -1,14 +1,13 @@
 """Claim C4's retraining controls (paper 4.2; chapter "Why it holds or fails here"): models trained and
 tested on images that separate kept positions from their values (keep-mask alone, another class's values,
-subsets for a random other class, ROAD-imputed subsets), beside chapter 5's models.
-:mod:`overinterp.experiments.factors` re-exports every public name.
+subsets for a random other class, ROAD-imputed subsets), beside chapter 5's models; their table and glued
+values are :mod:`overinterp.pages.factors`'.
 
     controls = retrain_controls(run)
-    controls_table(controls), retrain_verdicts(run, controls), position_values(run, controls)
+    retrain_verdicts(run, controls), imputed_correct(run, controls)
 """
 import math
 
-import numpy as np
 import pandas as pd
 import torch
 import torch.nn as nn
@@ -18,8 +17,6 @@ from overinterp.engine.sis import pixel_subset
 from overinterp.experiments import runs, subsets
 from overinterp.methods.imputation import noisy_linear_impute
 from overinterp.paper import verdicts
-from overinterp.paper.formatting import MISSING, number
-from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo import data
 
@@ -45,7 +42,7 @@ def _arch_name(run) -> str:
     return ARCH_NAMES.get(run.profile.factors.arch, run.profile.factors.arch)
 
 
-def _chance(run) -> float:
+def chance_accuracy(run) -> float:
     """Accuracy (%) of a uniform guess."""
     return 100 / len(data.CLASSES[run.dataset])
 
@@ -122,23 +119,14 @@ def retrain_controls(run, frac: float = SUBSET_FRAC) -> pd.DataFrame:
             for label, (models, x_test) in made.items() for r, m in enumerate(models)
             for c in [runs.correct(m, x_test, yte, run.device)]]
     df = pd.DataFrame(rows)
-    lift = df.loc[df.control == "BS subsets", ACC].mean() - _chance(run)
-    df["share surviving"] = (df[ACC] - _chance(run)) / lift if lift > 0 else math.nan  # BS at chance: none to share
+    lift = df.loc[df.control == "BS subsets", ACC].mean() - chance_accuracy(run)
+    df["share surviving"] = (df[ACC] - chance_accuracy(run)) / lift if lift > 0 else math.nan  # BS at chance: none to share
     return df
-
-
-def controls_table(controls: pd.DataFrame) -> pd.DataFrame:
-    """Per control: each replicate's test accuracy (%), mean, std, share surviving."""
-    g = controls.groupby("control", sort=False)
-    reps = controls.pivot(index="control", columns="replicate", values=ACC).loc[list(dict.fromkeys(controls.control))]
-    reps.columns = [f"replicate {r} (%)" for r in reps.columns]
-    return reps.assign(**{"mean (%)": g[ACC].mean(), "std": g[ACC].std().fillna(0.0),
-                          "share surviving": g["share surviving"].mean()})
 
 
 # ----------------------------------------------------------------------------- what the chapter reads from them
 
-def _correct(controls: pd.DataFrame, control: str) -> list:
+def control_correct(controls: pd.DataFrame, control: str) -> list:
     """Per replicate of ``control``, 1/0 per test image."""
     return controls.loc[controls.control == control, "correct"].tolist()
 
@@ -146,71 +134,14 @@ def _correct(controls: pd.DataFrame, control: str) -> list:
 def retrain_verdicts(run, controls: pd.DataFrame) -> dict[str, verdicts.Verdict]:
     """Chapter 5's two verdicts (4.2) on the controls' BS, random and full-image rows."""
     name = _arch_name(run)
-    bs, rnd, full = (_correct(controls, c) for c in ("BS subsets", "random subsets", "full images"))
+    bs, rnd, full = (control_correct(controls, c) for c in ("BS subsets", "random subsets", "full images"))
     return {"beats random": verdicts.retrain_beats_random({name: bs}, {name: rnd}),
-            "near full": verdicts.retrain_near_full({name: bs}, {name: full}, chance=_chance(run))}
-
-
-def _accuracy(correct: list, seed: int) -> str:
-    """Mean test accuracy (%) and its 95% interval over replicates and images."""
-    return replicate_interval({"": correct}, seed=seed).scaled(100).format(1)
-
-
-def _lift_share(part: list, whole: list, chance: float, seed: int) -> tuple[str, str]:
-    """(part - chance) / (whole - chance) in accuracy, and its 95% interval (images paired), in %."""
-    def share(m):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (100 * m["part"] - chance) / (100 * m["whole"] - chance)
-    s = replicate_interval({"part": part, "whole": whole}, share, seed=seed)
-    low, estimate, high = (number(100 * x, 0, suffix="%") for x in (s.low, s.estimate, s.high))
-    return estimate, f"[{low}, {high}]"
-
-
-def position_values(run, controls: pd.DataFrame, seed: int | None = None) -> dict:
-    """Keep-mask and BS models' accuracy (%) and the BS lift share the keep-mask keeps, 95% intervals."""
-    keep, bs = _correct(controls, "keep-mask alone"), _correct(controls, "BS subsets")
-    seed = run.seed if seed is None else seed
-    share, interval = _lift_share(keep, bs, _chance(run), seed)
-    return {"pos_keep_acc": _accuracy(keep, seed), "pos_bs_acc": _accuracy(bs, seed), "pos_chance": f"{_chance(run):g}",
-            "pos_share": share, "pos_share_interval": interval, "pos_replicates": len(bs), "pos_images": len(bs[0])}
-
-
-def imputation_values(run, controls: pd.DataFrame, seed: int | None = None) -> dict:
-    """Imputed BS and random models' accuracy (%) and the BS lift share imputed BS keeps, 95% intervals."""
-    seed = run.seed if seed is None else seed
-    bs, imp, rnd = (_correct(controls, c) for c in ("BS subsets", IMPUTED["bs"], IMPUTED["random"]))
-    share, interval = _lift_share(imp, bs, _chance(run), seed)
-    return {"road_bs_acc": _accuracy(imp, seed), "road_random_acc": _accuracy(rnd, seed), "road_share": share,
-            "road_share_interval": interval, "road_noise": f"{ROAD_NOISE:g}"}
+            "near full": verdicts.retrain_near_full({name: bs}, {name: full}, chance=chance_accuracy(run))}
 
 
 def imputed_correct(run, controls: pd.DataFrame) -> dict:
     """``imputed_verdict``'s arguments: "model" and 1/0 per test image of imputed "bs" and "random"."""
-    return {"bs": _correct(controls, IMPUTED["bs"]), "random": _correct(controls, IMPUTED["random"]),
+    return {"bs": control_correct(controls, IMPUTED["bs"]), "random": control_correct(controls, IMPUTED["random"]),
             "model": _arch_name(run)}
 
 
-def c4_values(run, controls: pd.DataFrame) -> dict:
-    """C4's closing glue (``close_C4_...``): chapter 5's verdicts, the control keeping least of the BS lift
-    (imputed random is a baseline), ``keep``, ``rests`` ("positions" if keep >= half), ``reading``."""
-    v = retrain_verdicts(run, controls)
-    share = controls_table(controls)["share surviving"].drop(
-        index=["BS subsets", "random subsets", "full images", IMPUTED["random"]], errors="ignore").dropna()
-    keep = share.get("keep-mask alone", math.nan)
-    least = share.idxmin() if len(share) else MISSING
-    least_share = number(100 * share.min() if len(share) else math.nan, 0, suffix="%")
-    rests = MISSING if math.isnan(keep) else "positions" if keep >= 0.5 else "values"
-    if least == MISSING:
-        reading = "The BS models are no better than chance here, so no control can say what their accuracy rests on."
-    else:
-        reading = (f"Of the controls, the models trained on the {least} keep the least of the BS models' accuracy "
-                   f"above chance ({least_share}).")
-        half = "at least half" if rests == "positions" else "less than half"
-        rest = f"so here retraining on BS subsets rests mostly on the kept pixels' {rests}."
-        reading += (" The keep-mask alone was not trained here." if rests == MISSING else
-                    f" With no pixel value, that is {half} of it, {rest}" if least == "keep-mask alone" else
-                    f" The keep-mask alone, with no pixel value, keeps {number(100 * keep, 0, suffix='%')} of it "
-                    f"({half}), {rest}")
-    return {"close_C4_beats": v["beats random"].word, "close_C4_near": v["near full"].word,
-            "close_C4_least": least, "close_C4_least_share": least_share,
-            "close_C4_keep": number(100 * keep, 0, suffix="%"), "close_C4_rests": rests, "close_C4_reading": reading}

@@ -15,17 +15,6 @@ from overinterp.paper.formatting import MISSING, count, number
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
 
 
-def setup_values(run, p, taus) -> dict:
-    """The setting for the prose (model, size, thresholds, engine, limits, ``who``, exact forwards)."""
-    cfg, spec = run.profile.imagenet, imagenet.MODELS[p.model]
-    size = spec["size"]
-    return {"model_name": spec["name"], "size": f"{size}×{size}", "tau": f"{float(p.tau):g}",
-            "taus": ", ".join(f"{t:g}" for t in taus), "method": cfg.backselect.describe(),
-            "min_conf": f"{cfg.min_confidence:g}", "n_max": cfg.images,
-            "who": f"{spec['name']}, ours ({run.profile.name} profile, {run.device.type})",
-            "exact_forwards": f"{size * size * (size * size + 1) // 2:,}"}
-
-
 def source(imagenet_dir) -> str:
     """"photos" (``imagenet_dir`` None) or "imagenet" (a validation folder)."""
     return "photos" if imagenet_dir is None else "imagenet"
@@ -64,12 +53,6 @@ def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
                   "folder": str(imagenet_dir)}
     values.update(source=source(imagenet_dir), n_sel=len(names), n_sel_text=count(len(names), "image"))
     return Sample(images, names, data_key, photos, values)
-
-
-def photo_table(photos: pd.DataFrame) -> pd.DataFrame:
-    """Every photograph as shown: first class name, confidence (3 decimals), selected."""
-    return photos.assign(**{"class": photos["class"].str.split(",").str[0],
-                            "confidence": photos["confidence"].round(3)}).set_index("photo")
 
 
 @dataclass
@@ -111,15 +94,6 @@ def heatmap_freqs(sel: Selected, taus) -> dict[str, torch.Tensor]:
     sis, masks = sel.sis, sel.masks
     return {f"τ = {t:g} (n = {int((sis[t].size >= 0).sum())})": imagenet.frequency(masks[t][sis[t].size.cpu() >= 0])
             for t in taus if len(sis) and int((sis[t].size >= 0).sum())}
-
-
-def table_values(table: pd.DataFrame, tau: float, border: float, area: float) -> dict[str, str]:
-    """The SIS table's prose: border band, images with an SIS at ``tau``, median size, size range."""
-    at_tau = table[table["tau"] == tau]
-    return {"band_pct": f"{100 * border:g}%", "band_area": number(100 * area, suffix="%"), "n_tau": len(at_tau),
-            "size_tau": number(at_tau["SIS size (%)"].median(), suffix="%") if len(at_tau) else "not measured (no SIS)",
-            "size_all": (f"{table['SIS size (%)'].min():.1f}–{table['SIS size (%)'].max():.1f}%"
-                         if len(table) else MISSING)}
 
 
 def border_shares(table: pd.DataFrame, tau: float) -> list[float]:

@@ -17,16 +17,14 @@ import torch.nn as nn
 
 from overinterp.engine.sis import find_sis, random_subset, sis_size_pct
 from overinterp.experiments import runs as runs_module
-from overinterp.experiments.runs import extremes, model_config, trained_model
+from overinterp.experiments.runs import model_config, trained_model
 from overinterp.experiments.sis_accuracy import SIZE, sis_rows
-from overinterp.paper.claims import CLAIMS
-from overinterp.paper.formatting import MISSING, count, counted, finite, number
+from overinterp.paper.formatting import number
 from overinterp.paper.intervals import Interval, bootstrap, replicate_interval
-from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
-from overinterp.paper.verdicts import Verdict
+from overinterp.paper.numbers import ARCH_NAMES, TABLE1
 from overinterp.zoo import data
 from overinterp.zoo.models import Ensemble
-from overinterp.zoo.train import InputDropout, logits, plateaued
+from overinterp.zoo.train import InputDropout, logits
 
 #: Table 1's ensemble rows (5 ResNet18s, CIFAR-10): (train on, evaluate on) -> (test, CIFAR-10.1, CIFAR-10-C).
 PAPER_ENSEMBLE = {k[1:]: v for k, v in TABLE1.items() if k[0] == "ensemble 5x resnet18"}
@@ -257,39 +255,6 @@ def ensemble_gains(out: Mapping[str, torch.Tensor], specs: Mapping[str, Sequence
                          for name, spec in specs.items()}).T
 
 
-def _setup_values(run, tau: float, taus: Sequence[float], min_images: int) -> dict:
-    """What both chapters' setups glue: thresholds, engine, smallest sample."""
-    return {"tau": f"{tau:g}", "taus": ", ".join(f"{t:g}" for t in taus), "method": run.profile.backselect.describe(),
-            "min_images": min_images}
-
-
-def ensembles_values(run, tau: float, taus: Sequence[float], specs: Mapping, n_resamples: int,
-                     min_images: int) -> dict:
-    """Glue name -> value of the ensembles chapter's setup."""
-    return {**_setup_values(run, tau, taus, min_images), "replicates": run.profile.replicates,
-            "n_ensembles": len(specs), "ensemble_names": "; ".join(specs), "n_resamples": n_resamples}
-
-
-def accuracy_values(gains: pd.DataFrame, verdict: Verdict, n_images: int) -> dict:
-    """Glue name -> value of the ensembles' accuracy: images, verdict, range of the gains, Table 1's."""
-    gain = gains["gain (points)"]
-    return {"n_acc": n_images, "acc_verdict": verdict.word, "acc_counted": counted(verdict.numbers),
-            "gain_min": f"{gain.min():+.2f}", "gain_max": f"{gain.max():+.2f}",
-            "paper_ens": fmt(PAPER_ENSEMBLE[("full", "full")][0]),
-            "paper_r18": fmt(TABLE1[("resnet18", "full", "full")][0])}
-
-
-def means_table(means: pd.DataFrame) -> pd.DataFrame:
-    """:func:`mean_sizes` for display: rows model, one column per tau, 'mean [low, high] (images)'."""
-    def cell(r):
-        ci = "" if pd.isna(r["low"]) else f" [{number(r['low'])}, {number(r['high'])}]"
-        return f"{number(r['mean'])}{ci} ({int(r['images'])})"
-
-    shown = means.assign(shown=means.apply(cell, axis=1))
-    return shown.pivot(index="model", columns="tau", values="shown").reindex(means["model"].unique()).rename(
-        columns=lambda t: f"τ = {t:g}").rename_axis(columns=None).fillna(MISSING)
-
-
 def s2_gallery(run, specs: Mapping[str, Sequence[tuple[str, int]]], tau: float, n_show: int, split) -> tuple:
     """Figure S2: (name, images, masks, titles) of the ResNet18 ensemble (else the first) and its members on
     the first ``n_show`` SIS-chapter images where all have an SIS at ``tau``; row labels give sizes (%)."""
@@ -310,34 +275,6 @@ def s2_gallery(run, specs: Mapping[str, Sequence[tuple[str, int]]], tau: float, 
     return shown_name, X[both], rows, [split.classes[int(y)] for y in Y[both]]
 
 
-def increase_table(inc: pd.DataFrame, specs: Mapping) -> pd.DataFrame:
-    """:func:`ensemble_increase` for display: 'increase [low, high] (images)' per tau, '—' if undefined."""
-    def cell(r):
-        if pd.isna(r["increase (points)"]):
-            return MISSING
-        ci = "" if pd.isna(r["low"]) else f" [{r['low']:+.1f}, {r['high']:+.1f}]"
-        return f"{r['increase (points)']:+.1f}{ci} ({int(r['images'])})"
-
-    return inc.apply(cell, axis=1).unstack("tau").reindex(list(specs)).rename(
-        columns=lambda t: f"τ = {t:g}").rename_axis(index=None, columns=None)
-
-
-def increase_values(verdict: Verdict) -> dict:
-    """Glue name -> value of the ensembles' SIS verdict."""
-    nums, effect = verdict.numbers, CLAIMS["ensemble_sis"].margin.low
-    return {"sis_verdict": verdict.word, **extremes("inc", nums["increase (points)"], sign=True),
-            "inc_effect": f"{effect:g}", "inc_above": int((nums["low"] >= effect).sum()), "inc_n": len(nums),
-            "inc_counted": counted(nums)}
-
-
-def dropout_values(run, tau: float, taus: Sequence[float], min_images: int) -> dict:
-    """Glue name -> value of the input-dropout chapter's setup."""
-    c = run.profile.mitigation
-    return {**_setup_values(run, tau, taus, min_images), "arch": ARCH_NAMES.get(c.dropout_arch, c.dropout_arch),
-            "keep_prob": f"{c.keep_prob:g}", "drop_pct": number(100 * (1 - c.keep_prob), 0),
-            "samples": c.dropout_samples, "n_dropout": dropout_count(run)}
-
-
 def dropout_logits(run) -> tuple:
     """(labels, standard logits, {name: input-dropout logits}, input-dropout models) on test images."""
     arch, (_, Xa, Ya) = run.profile.mitigation.dropout_arch, _accuracy_images(run)
@@ -355,12 +292,6 @@ def dropout_accuracy(z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torch.T
     return pd.DataFrame({g: runs_module.mean_std(pd.DataFrame({"test accuracy (%)": v})) for g, v in groups.items()}).T
 
 
-def dropout_accuracy_values(table: pd.DataFrame, dropout: Mapping[str, nn.Module], n_images: int) -> dict:
-    """Glue name -> value: test images, plateaued input-dropout models, mean accuracies."""
-    return {"n_acc": n_images, "n_dropout_plateau": sum(plateaued(m.info["history"]) for m in dropout.values()),
-            **{name: number(table.iloc[k, 0], 2) for k, name in enumerate(("acc_std", "acc_drop", "acc_ens"))}}
-
-
 def dropout_legend(run, z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torch.Tensor], labels: torch.Tensor,
                    table: pd.DataFrame) -> dict:
     """Model -> test accuracy (%) for the SIS figure's legend."""
@@ -372,16 +303,3 @@ def dropout_legend(run, z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torc
     return acc
 
 
-def dropout_verdict_values(verdict: Verdict) -> dict:
-    """Glue name -> value of the input-dropout verdict per comparison (``masks``, ``plain``)."""
-    out = {"verdict": verdict.word, "counted": counted(verdict.numbers)}
-    for key, row in zip(("masks", "plain"), (r for _, r in verdict.numbers.iterrows())):
-        out.update({f"inc_{key}": number(row["increase (points)"], sign=True),
-                    f"inc_{key}_low": number(row["low"], sign=True), f"inc_{key}_high": number(row["high"], sign=True),
-                    f"inc_{key}_images": int(row["images"]), f"outcome_{key}": row["outcome"]})
-        images = count(int(row["images"]), "image")
-        out[f"said_{key}"] = (
-            f"by {out[f'inc_{key}']} points of the image on {images} (95% interval "
-            f"{out[f'inc_{key}_low']} to {out[f'inc_{key}_high']}: {row['outcome']})" if finite(row["low"]) is not None
-            else f"by an amount this execution cannot measure ({images} with an SIS under both: {row['outcome']})")
-    return out

@@ -77,8 +77,7 @@ def book_plan(run) -> list[Unit]:
     """:func:`plan` plus what ``book --jobs N`` computes first: input-dropout and counterfactually trained
     models, and last (kind "chapter") C4's retraining controls and Springer's dilated retraining."""
     from overinterp.config.chapters import Critiques
-    from overinterp.experiments import critiques
-    from overinterp.experiments import factors
+    from overinterp.experiments import critiques, factors_controls
     from overinterp.experiments import masked as masked_module
     from overinterp.experiments import mitigation
     units = plan(run)
@@ -91,7 +90,8 @@ def book_plan(run) -> list[Unit]:
                    lambda a=a, s=run.seed + r: masked_module.masked_model(run, a, s, progress=False))
               for a in (mc.archs or run.profile.archs) for r in range(mc.replicates or run.profile.replicates)]
     c = Critiques()
-    later = [Unit("chapter", "retraining controls (chapter 'Why it holds or fails here')", lambda: factors.retrain_controls(run)),
+    later = [Unit("chapter", "retraining controls (chapter 'Why it holds or fails here')",
+                  lambda: factors_controls.retrain_controls(run)),
              Unit("chapter", f"dilated retraining, kernel {c.kernels[0]} (chapter 'The critiques')",
                   lambda: critiques.dilated_retraining(run, c.kernels[0], c.frac))]
     return models + drop + masked + units[len(models):] + later

@@ -20,7 +20,6 @@ from overinterp.zoo.models import Ensemble
 from overinterp.paper.formatting import MISSING, number, span
 from overinterp.paper import numbers as paper
 from overinterp.paper.numbers import ARCH_NAMES
-from overinterp.paper.verdicts import Verdict
 from overinterp.engine.runner import run_backselect
 from overinterp.engine.sis import SIS, find_sis, is_sufficient
 from overinterp.config.profiles import get_profile
@@ -162,18 +161,6 @@ def zoo_histories(models: dict[str, list[nn.Module]]) -> dict[str, list[dict]]:
     return {f"{ARCH_NAMES[a]} #{r}": m.info["history"] for a, ms in models.items() for r, m in enumerate(ms)}
 
 
-def training_values(run, histories: dict[str, list[dict]]) -> dict:
-    """Chapter 2's prose on training: models, how many plateaued, the profile's epochs."""
-    return {"n_models": len(histories), "n_plateau": sum(plateaued(h) for h in histories.values()),
-            "epochs": run.profile.train.epochs}
-
-
-def zoo_values(stats: pd.DataFrame) -> dict:
-    """Chapter 2's prose: ranges of the models' mean confidence and share of confident test images."""
-    return {**extremes("conf", stats[("mean confidence", "mean")], 2),
-            **extremes("share", stats[(CONFIDENT, "mean")], 0, spread=True)}
-
-
 def whole_test(run, models: dict[str, list[nn.Module]]) -> dict[str, list[tuple[float, float]]]:
     """(accuracy %, share % at confidence >= tau) per replicate on the whole test set."""
     test = data.load(run.dataset, "test")
@@ -185,20 +172,6 @@ def whole_test(run, models: dict[str, list[nn.Module]]) -> dict[str, list[tuple[
     return {a: [measured(m) for m in ms] for a, ms in models.items()}
 
 
-def criterion_values(run, whole: dict[str, list[tuple[float, float]]]) -> dict:
-    """Chapter 1's prose on :func:`whole_test`: ranges and models meeting the profile's criterion."""
-    p, rows = run.profile, [v for vs in whole.values() for v in vs]
-    acc, conf = [r[0] for r in rows], [r[1] for r in rows]
-    meets = [(p.min_accuracy is None or a >= p.min_accuracy) and (p.min_confident is None or c >= p.min_confident)
-             for a, c in rows]
-    stated = p.min_accuracy is not None or p.min_confident is not None
-    return {"n_whole_test": len(data.load(run.dataset, "test")), **extremes("whole", acc),
-            **extremes("whole_conf", conf, 0),
-            "min_accuracy": MISSING if p.min_accuracy is None else number(p.min_accuracy, 0, suffix="%"),
-            "min_confident": MISSING if p.min_confident is None else number(p.min_confident, 0, suffix="%"),
-            "n_meet": sum(meets) if stated else MISSING, "n_whole_models": len(rows), "whole_tau": f"{p.sis_threshold:g}"}
-
-
 def zoo_accuracy(models: dict[str, list[nn.Module]], ens: dict[str, Ensemble], sets: dict[str, tuple],
                  device="cpu") -> pd.DataFrame:
     """Table 1's full-image rows: :func:`accuracy_table` of each architecture, then of each ensemble."""
@@ -207,25 +180,6 @@ def zoo_accuracy(models: dict[str, list[nn.Module]], ens: dict[str, Ensemble], s
 
 #: the row of the paper's ensemble of five ResNet18 (Table 1) beside ours, which ensemble the profile's replicates
 PAPER_ENSEMBLE = "5× ResNet18 ensemble (paper)"
-
-
-def zoo_paper_rows(models: dict[str, list[nn.Module]]) -> dict[str, dict]:
-    """The paper's full-image rows, with its 5-ResNet18 ensemble as a row of its own."""
-    rows = {ARCH_NAMES[a]: paper.table1(a, "full", "full") for a in models}
-    if len(models.get("resnet18", ())) > 1:
-        rows[PAPER_ENSEMBLE] = paper.table1("ensemble 5x resnet18", "full", "full")
-    return rows
-
-
-def accuracy_values(acc: pd.DataFrame, singles: list[str], ensembles: list[str]) -> dict:
-    """Chapter 2's prose: best architecture and ensemble, models less accurate out of distribution."""
-    test = acc[("test", "mean")]
-    single, ens = test[singles], test[ensembles]
-    ood = [c for c in dict.fromkeys(c for c, _ in acc.columns) if c != "test"]
-    lower = pd.DataFrame({c: acc[(c, "mean")] < test for c in ood}, index=test.index).all(axis=1)
-    return {"best_arch": single.idxmax(), "best_acc": number(single.max()),
-            "ens_name": ens.idxmax(), "ens_acc": number(ens.max()),
-            "ood_lower_n": int(lower.sum()), "ood_rows_n": len(test)}
 
 
 def extremes(name: str, values, digits: int = 1, sign: bool = False, spread: bool = False) -> dict[str, str]:
@@ -351,21 +305,8 @@ def sis_ids_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
             for a in run.profile.archs}
 
 
-def empty_values(by_replicate: dict[str, list]) -> dict:
-    """Chapter 3's prose: range over architectures of the share (%) of empty SIS (blank reaches tau)."""
-    shares = [100 * float(np.mean(v[~np.isnan(v)] == 0)) for v in pooled(by_replicate).values()
-              if (~np.isnan(v)).any()]
-    return extremes("sis_empty", shares, 0, spread=True)
-
-
 def pooled(by_replicate: dict[str, list]) -> dict[str, np.ndarray]:
     """{model: one array per replicate} -> {model: the replicates' values in one array} (for plots)."""
     return {m: np.concatenate([np.asarray(r, dtype=np.float64) for r in reps]) for m, reps in by_replicate.items()}
 
 
-def sis_values(verdict: Verdict) -> dict:
-    """Chapter 3's prose on the SIS-size verdict: range of mean SIS size (%), the verdict."""
-    n = verdict.numbers
-    return {**extremes("sis_mean", n["mean SIS size (%)"]), "sis_below_5": verdict.word,
-            "sis_high_max": number(n['95% high'].max()), "sis_images_min": int(n["images"].min()),
-            "sis_images_max": int(n["images"].max()), "sis_replicates": int(n["replicates"].max())}

@@ -7,22 +7,20 @@ subsets and full images (4.2). Selections and models are cached via :mod:`overin
     acc = subset_correct(run, "resnet20", zoo(run)["resnet20"])   # kind -> set -> 1/0 per image and replicate
     models = retrain_on_subsets(run, "resnet20", "bs", augment=False)
 """
-import re
 
 import pandas as pd
 import torch
 import torch.nn as nn
 
 from overinterp.zoo import data
-from overinterp.paper.formatting import MISSING, number
-from overinterp.paper import numbers as paper, verdicts, claims as paper_claims
-from overinterp.paper.claims import result_text
+from overinterp.paper.formatting import number
+from overinterp.paper import verdicts
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.engine.runner import fingerprint
 from overinterp.engine.sis import pixel_subset, random_subset
-from overinterp.zoo.train import TrainConfig, cached_fit, make_model, plateaued, predict
+from overinterp.zoo.train import TrainConfig, cached_fit, make_model, predict
 from overinterp.experiments import runs as runs_module
-from overinterp.experiments.runs import SUBSET_SEED, backselect_set, eval_selections, extremes, mean_std, model_config
+from overinterp.experiments.runs import backselect_set, eval_selections, model_config
 
 RETRAIN_KINDS = ("bs", "random", "full")
 
@@ -109,11 +107,6 @@ def retrained_correct(run, models: list[nn.Module], kind: str, subs: dict) -> di
 
 # ----------------------------------------------------------------------------- chapter 4: 5% subsets (4.1)
 
-def pixel_subsets_values(run, frac: float) -> dict:
-    """Chapter 4's prose: percentage kept, engine, images, replicates."""
-    return {"pct": pct(frac), "method": run.profile.backselect.describe(), "n_eval": run.profile.test_size or "all",
-            "replicates": run.profile.replicates}
-
 
 def example_masks(subs: dict[str, dict], n: int) -> dict[str, torch.Tensor]:
     """Figure 2's rows: first ``n`` BS keep-masks per architecture, then random ones."""
@@ -122,36 +115,9 @@ def example_masks(subs: dict[str, dict], n: int) -> dict[str, torch.Tensor]:
     return rows
 
 
-def _labels(frac: float, full: str = "full images") -> dict[str, str]:
-    """Table 1's row label of each kind of input."""
-    return {"full": full, "bs": f"{pct(frac)}% BS subsets", "random": f"{pct(frac)}% random"}
-
-
-def table1_rows(acc: dict[str, dict[str, dict]], frac: float) -> tuple[pd.DataFrame, dict]:
-    """Table 1's original-model rows: ours (set, 'mean' | 'std') and the paper's (if ``frac`` is its)."""
-    labels = _labels(frac)
-    table = pd.DataFrame({(ARCH_NAMES[a], labels[k]): mean_std(as_accuracies(c)) for a in acc
-                          for k, c in acc[a].items()}).T
-    paper_rows = {(ARCH_NAMES[a], labels[k]): paper.table1(a, "full", k) if frac == SUBSET_FRAC else {}
-                  for a in acc for k in labels}
-    return table, paper_rows
-
-
 def by_model(acc: dict[str, dict[str, dict]], kind: str, set_name: str = "test") -> dict[str, list]:
     """{architecture name: each replicate's 1/0 array on ``kind`` images of ``set_name``}: verdict input."""
     return {ARCH_NAMES[a]: acc[a][kind][set_name] for a in acc}
-
-
-def accurate_values(verdict: verdicts.Verdict, acc: dict[str, dict[str, dict]]) -> dict:
-    """Chapter 4's prose on ``subsets_accurate``: drops, intervals, images, best random accuracy."""
-    n = verdict.numbers
-    drop = n["drop (points)"]
-    rnd = pd.Series({a: as_accuracies(acc[a]["random"])["test"].mean() for a in acc})
-    return {"accurate": verdict.word, "gap_min": f"{drop.min():.1f}", "gap_max": f"{drop.max():.1f}",
-            "gap_low_min": f"{n['95% low'].min():.1f}", "gap_high_max": f"{n['95% high'].max():.1f}",
-            "gap_halfwidth_max": number(((n['95% high'] - n['95% low']) / 2).max()),
-            "gap_images": int(n["images"].max()), "gap_replicates": int(n["replicates"].max()),
-            "tolerance": f"{paper_claims.TOLERANCE_POINTS:g}", "rnd_max": number(rnd.max())}
 
 
 def confidence_drops(run, models: dict[str, list[nn.Module]], images: torch.Tensor,
@@ -160,23 +126,6 @@ def confidence_drops(run, models: dict[str, list[nn.Module]], images: torch.Tens
     return {ARCH_NAMES[a]: [confidence_drop(m, images, subsets(run, a, frac, seed=run.seed + r)["test"]["bs"][0],
                                             run.device).double().numpy() for r, m in enumerate(ms)]
             for a, ms in models.items()}
-
-
-def confidence_table(verdict: verdicts.Verdict, archs, frac: float) -> pd.DataFrame:
-    """``confidence_kept``'s numbers (3 digits) after the paper's mean drop ('—' if none)."""
-    conf = verdict.numbers.round(3)
-    conf = conf.rename(columns={"mean drop": "mean drop (ours)"})
-    conf.insert(0, "paper mean drop (CIFAR-10)", [paper.CONFIDENCE_DROP[a][0] if a in paper.CONFIDENCE_DROP
-                                                 and frac == SUBSET_FRAC else "—" for a in archs])
-    return conf
-
-
-def kept_values(verdict: verdicts.Verdict) -> dict:
-    """Chapter 4's prose on :func:`overinterp.paper.verdicts.confidence_kept`."""
-    n = verdict.numbers
-    drop = n["mean drop"]
-    return {"kept": verdict.word, "drop_min": f"{drop.min():.3f}", "drop_max": f"{drop.max():.3f}",
-            "drop_high_max": f"{n['95% high'].max():.3f}", "drop_tolerance": f"{paper_claims.TOLERANCE_CONFIDENCE:g}"}
 
 
 def subset_maps(run, models: dict[str, list[nn.Module]], subs: dict[str, dict]) -> tuple[dict, dict]:
@@ -219,31 +168,7 @@ def no_transfer(per_image: dict[str, list[dict]], acc: dict[str, dict[str, dict]
     return verdicts.no_transfer(own=own, others=others, random=random, seed=seed)
 
 
-def result_words(verdict: verdicts.Verdict, claim: str) -> str:
-    """:func:`overinterp.paper.claims.result_text` for a sentence: "no estimate" instead of "—"."""
-    return "; ".join(re.sub(rf" {re.escape(MISSING)}$", " no estimate", part)
-                     for part in result_text(verdict, claim).split("; "))
-
-
-def transfer_values(verdict: verdicts.Verdict) -> dict:
-    """Chapter 4's prose on :func:`no_transfer`."""
-    share = verdict.numbers["share of lift transferred"]
-    lo, hi = number(share.min(), 2), number(share.max(), 2)
-    # the range with its object, in a clause that reads where no source has a lift above random subsets to share
-    recover = ("nothing measurable, since no source model's subsets lift its accuracy above random subsets"
-               if lo == MISSING else
-               f"{lo if lo == hi else f'between {lo} and {hi}'} of a source model's lift above random subsets")
-    return {"transfer": verdict.word, "share_min": lo, "share_max": hi, "share_text": recover,
-            "transfer_ours_words": result_words(verdict, "transfer")}
-
-
 # ----------------------------------------------------------------------------- chapter 5: retraining (4.2)
-
-def retraining_values(run, frac: float) -> dict:
-    """Chapter 5's prose: percentage kept, training images, replicates, epochs."""
-    return {"pct": pct(frac), "n_train": run.profile.retrain_images or "all",
-            "replicates": run.profile.retrain_replicates or run.profile.replicates,
-            "retrain_epochs": (run.profile.retrain or run.profile.train).epochs}
 
 
 def retraining_runs(run, frac: float) -> tuple[dict, dict, list]:
@@ -263,21 +188,6 @@ def retraining_runs(run, frac: float) -> tuple[dict, dict, list]:
     return runs, curves, histories
 
 
-def retrain_label(key: tuple[str, str, bool], frac: float) -> tuple[str, str]:
-    """The displayed row of a :func:`retraining_runs` key: ("ResNet20", "5% BS subsets (+)")."""
-    a, kind, augment = key
-    return ARCH_NAMES[a], _labels(frac, "full images (control)")[kind] + (" (+)" if augment else "")
-
-
-def retraining_table(runs: dict, frac: float) -> tuple[pd.DataFrame, dict]:
-    """Table 1's and S1's retraining rows: ours (set, 'mean' | 'std') and the paper's."""
-    paper_rows = {retrain_label((a, kind, augment), frac):
-                  paper.table1(a, kind, kind, paper.TABLE_S1 if augment else paper.TABLE1)
-                  if frac == SUBSET_FRAC and kind != "full" else {} for a, kind, augment in runs}
-    ours = pd.DataFrame({retrain_label(k, frac): mean_std(as_accuracies(v)) for k, v in runs.items()}).T
-    return ours, paper_rows
-
-
 def retraining_verdicts(run, runs: dict) -> tuple[verdicts.Verdict, verdicts.Verdict]:
     """4.2's two verdicts on unaugmented test accuracies."""
     def pick(kind):
@@ -288,19 +198,3 @@ def retraining_verdicts(run, runs: dict) -> tuple[verdicts.Verdict, verdicts.Ver
     return beats, near
 
 
-def plateau_values(histories: list[list[dict]]) -> dict:
-    """Chapter 5's prose on training: retrained models and how many plateaued."""
-    return {"n_retrained": len(histories), "n_retrained_plateau": sum(map(plateaued, histories))}
-
-
-def retraining_verdict_values(beats: verdicts.Verdict, near: verdicts.Verdict) -> dict:
-    """Chapter 5's prose on :func:`retraining_verdicts`."""
-    b, n = beats.numbers, near.numbers
-    return {"beats": beats.word, "near": near.word, **extremes("bs", b["BS subsets"], spread=True),
-            **extremes("rnd", b["random subsets"], spread=True), **extremes("full", n["full images"], spread=True),
-            "diff_min": f"{b['difference (points)'].min():.1f}", "diff_low_min": f"{b['95% low'].min():.1f}",
-            "diff_halfwidth_max": number(((b['95% high'] - b['95% low']) / 2).max()),
-            "far_more": f"{paper_claims.FAR_MORE_POINTS:g}", "near_drop_min": f"{n['drop (points)'].min():.1f}",
-            "near_drop_max": f"{n['drop (points)'].max():.1f}", "near_high_max": f"{n['95% high'].max():.1f}",
-            "n_beating_control": int((n["95% high"] < 0).sum()), "n_archs": len(n),
-            "retrain_images": int(b["images"].max()), "retrain_replicates": int(b["replicates"].max())}

@@ -1,6 +1,5 @@
 """The blank check presented (:mod:`overinterp.experiments.blank`): its table, its figure and its glued values."""
 import json
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -9,7 +8,7 @@ import pandas as pd
 from overinterp.config.chapters import ROOT
 from overinterp.config.profiles import MaskedTrainingConfig
 from overinterp.experiments.blank import LEVELS, PAPER_FILL, BlankCheck, Restricted, annotate
-from overinterp.experiments.subsets import result_words
+from overinterp.pages.subsets import result_words
 from overinterp.paper.claims import CLAIMS, record_text, result_text
 from overinterp.paper.decide import MARKS, UNTESTABLE, combine
 from overinterp.paper.formatting import and_list, count, number, rate, span

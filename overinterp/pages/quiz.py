@@ -10,7 +10,8 @@ import json
 import numpy as np
 import torch
 
-from overinterp.experiments.humans import Benchmark, _name, paper_humans
+from overinterp.experiments.humans import Benchmark, paper_humans
+from overinterp.pages.humans import arch_name
 from overinterp.pages.plots import show_masked, to_pixels
 
 
@@ -22,7 +23,7 @@ def example_rows(bench: Benchmark, classes, mean, std, n: int = 10) -> tuple:
     rows = {"original": show_masked(bench.images[cols], None, mean, std)}
     for lvl, f in enumerate(bench.fracs):
         rows[f"{100 * f:g}%"] = show_masked(bench.images[cols], bench.keep[lvl, cols], mean, std)
-    return rows, [f"{classes[c]}\n({_name(bench.arch[i])})" for c, i in zip(first, cols.tolist())]
+    return rows, [f"{classes[c]}\n({arch_name(bench.arch[i])})" for c, i in zip(first, cols.tolist())]
 
 
 # ----------------------------------------------------------------------------- the quiz
@@ -117,10 +118,10 @@ def quiz_html(bench: Benchmark, classes, mean, std, seed: int = 0, *, uid: str |
                          f'image {pos + 1} of {N}" src="{_png(pixels[i])}">')
     originals = to_pixels(bench.images, mean, std)
     key = [f'<figure><img alt="answer {i + 1}" src="{_png(originals[i])}"><figcaption>{i + 1}. '
-           f'<b>{html.escape(classes[y])}</b><br>subset by {html.escape(_name(bench.arch[i]))}<br>'
+           f'<b>{html.escape(classes[y])}</b><br>subset by {html.escape(arch_name(bench.arch[i]))}<br>'
            f'<span id="{{P}}-you-{i}"></span></figcaption></figure>' for i, y in enumerate(bench.labels.tolist())]
     buttons = [f'<button type="button" data-class="{k}">{html.escape(c)}</button>' for k, c in enumerate(classes)]
-    model_name = f"models that made the subsets ({', '.join(map(_name, bench.counts()))}), {bench.dataset}/{bench.profile}"
+    model_name = f"models that made the subsets ({', '.join(map(arch_name, bench.counts()))}), {bench.dataset}/{bench.profile}"
     cfg = {"labels": bench.labels.tolist(), "classes": list(classes), "levels": levels,
            "paper": list(table2["paper"]), "paperStd": list(table2["paper_std"]),
            "model": [bench.model_correct[lvl].float().mean().item() for lvl in range(L)]}
