@@ -81,14 +81,14 @@ def test_every_measure_is_finite_where_it_is_defined(sweeps):
         assert set(df.C1) | set(df.C2) | set(df.C3) <= set(verdicts.OUTCOMES)   # outcome strings
         assert (df.loc[df["confident images"] == 0, "C1"] == verdicts.UNTESTABLE).all()
         assert df["C2 95% interval"].str.fullmatch(r"\[-?\d+\.\d, -?\d+\.\d\]").all(), name
-        shown = factors.table(df)
+        shown = pages_factors.table(df)
         assert set(shown.loc[["C1", "C2", "C3"]].values.ravel()) <= set(verdicts.OUTCOMES)
         assert "nan" not in shown.to_string().lower() and len(shown.columns) == len(df)
 
 
 def test_the_method_table_is_split_into_every_method_on_the_same_images_and_the_larger_samples(sweeps):
     methods = sweeps[0]["method"]
-    same, more = factors.method_tables(methods)
+    same, more = pages_factors.method_tables(methods)
     smallest = methods["sample size"].min()
     settings = list(dict.fromkeys(methods.setting))
     assert [c.split("  ←")[0] for c in same.columns] == settings      # every method, exact included, one sample
@@ -97,7 +97,7 @@ def test_the_method_table_is_split_into_every_method_on_the_same_images_and_the_
     assert set(more.loc["images"]) == {methods["sample size"].max()}
     assert len(same.columns) + len(more.columns) == len(methods)
     one = methods[methods["sample size"] == smallest]
-    assert factors.method_tables(one)[1].empty                            # one sample: nothing more to show
+    assert pages_factors.method_tables(one)[1].empty                            # one sample: nothing more to show
 
 
 def test_other_models_are_the_zoo_without_the_source(run):
@@ -294,13 +294,13 @@ def test_table_shows_the_sweeps_outcome_strings():
     sw = _sweep("mask", ["mean pixel", "black"], [0, 1], [20, 60], "mean pixel", paper="mean pixel")
     sw["sample"] = "all 40"
     sw.loc[1, "share transferred"] = math.nan
-    shown = factors.table(sw)                                            # measures as rows, settings as columns
+    shown = pages_factors.table(sw)                                            # measures as rows, settings as columns
     assert shown.loc[["C1", "C2", "C3"]].T.values.tolist() == [["does not hold", "holds", "cannot be tested"]] * 2
     assert shown.columns.tolist() == ["mean pixel  ← profile", "black"] and "factor" not in shown.index
     assert shown.loc["drop (points)"].tolist() == ["0.00", "0.00"] and shown.loc["SIS size (% of pixels)"].tolist() == [20, 60]
     assert shown.loc["share transferred", "black"] == "—"
     two = pd.concat([sw.assign(sample="all 40"), sw.assign(sample="first 8")], ignore_index=True)
-    assert factors.table(two).columns.tolist()[:2] == ["mean pixel (all 40)  ← profile", "black (all 40)"]
+    assert pages_factors.table(two).columns.tolist()[:2] == ["mean pixel (all 40)  ← profile", "black (all 40)"]
 
 
 def _controls(keep, bs, full=None, n=100, reps=3, imputed=(10, 10)):
@@ -382,5 +382,5 @@ def test_closing_values_of_c4_say_what_retraining_rests_on(run):
 def test_the_width_sweeps_baseline_says_it_is_not_the_zoos_model():
     sw = _sweep("width", [4, 8], [4, 8], [30, 20], 8)
     sw["sample"], sw["ours"] = "all 40", "the profile's width, trained 12 epochs (the zoo: 60)"
-    assert factors.table(sw).columns.tolist() == ["4", "8  ← the profile's width, trained 12 epochs (the zoo: 60)"]
-    assert "ours" not in factors.table(sw).index
+    assert pages_factors.table(sw).columns.tolist() == ["4", "8  ← the profile's width, trained 12 epochs (the zoo: 60)"]
+    assert "ours" not in pages_factors.table(sw).index

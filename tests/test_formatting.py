@@ -2,7 +2,7 @@
 not exist, and a range printed once where its two ends read the same."""
 import math
 
-from overinterp.paper.formatting import MISSING, bounds, number, rate, span
+from overinterp.paper.formatting import MISSING, bounds, extremes, number, pct, rate, span
 from tools.page_audit import DECIMALS
 
 
@@ -41,3 +41,13 @@ def test_a_rate_never_shows_more_than_three_decimals():
     assert (rate(1e-4), rate(5e-4), rate(2.5e-5), rate(-1e-4)) == ("10⁻⁴", "5 × 10⁻⁴", "2.5 × 10⁻⁵", "−10⁻⁴")
     for value in (1e-4, 0.0005, 0.00125):                   # what the page audit calls too many decimals
         assert DECIMALS.search(f"a learning rate of {value:g}.") and not DECIMALS.search(f"of {rate(value)}.")
+
+
+def test_a_fraction_reads_as_the_percentage_the_chapters_write():
+    assert (pct(0.05), pct(0.125), pct(1.0)) == ("5", "12.5", "100")
+
+
+def test_extremes_glue_the_smallest_and_largest_value_without_nan():
+    assert extremes("gap", [3.14, float("nan"), -1.0]) == {"gap_min": "-1.0", "gap_max": "3.1"}
+    assert extremes("gap", [float("nan")]) == {"gap_min": MISSING, "gap_max": MISSING}
+    assert extremes("gap", [2.0, 5.0], 0, spread=True)["gap_range"] == span([2.0, 5.0], 0)

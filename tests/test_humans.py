@@ -12,8 +12,7 @@ import torch
 
 from overinterp.zoo import data as datasets
 from overinterp.experiments.humans import TABLE2, build_benchmark, paper_humans, select_images
-from overinterp.pages.humans import summary
-from overinterp.pages.humans import accuracy_table
+from overinterp.pages.humans import accuracy_table, summary
 from overinterp.pages.quiz import quiz_html
 from overinterp.engine.sis import subset_size
 
@@ -320,5 +319,4 @@ def test_defaults_and_the_paper_split_come_from_the_papers_numbers():
 
 
 def test_summary_glues_the_papers_split_in_words(bench):
-    from overinterp.pages.humans import summary
     assert summary(bench)["humans_paper_split"] == "35 ResNet20, 35 ResNet18, 30 VGG16"

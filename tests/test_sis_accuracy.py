@@ -268,7 +268,7 @@ def test_empty_sis_shares_per_group_and_the_increase_without_them():
     table = pages_sis_accuracy.empty_table(pooled, (0.5, 0.9))
     assert table.loc[("test", "m", "correct")].tolist() == ["25", "—"]
     assert table.loc[("test", "m", "misclassified")].tolist() == ["50", "—"]
-    v = pages_sis_accuracy.empty_values(images, pooled, (0.5,), 2, 200, 0)
+    v = pages_sis_accuracy.empty_values(pooled, sis_accuracy.nonempty_increase(images, (0.5,), 2, 200, 0), 2)
     assert (v["empty_test_c_min"], v["empty_test_i_max"], v["empty_ood_c_max"], v["empty_ood_i_min"]) == \
         ("25", "50", "0", "50")
     assert (v["empty_test_c_range"], v["empty_ood_i_range"]) == ("25", "50")     # one group each: printed once

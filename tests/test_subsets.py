@@ -278,7 +278,6 @@ def test_retraining_verdicts_read_the_runs_without_augmentation():
 
 def test_values_of_the_chapters_opening_cells():
     run = _run()
-    assert subsets.pct(0.05) == "5" and subsets.pct(0.125) == "12.5"
     assert pages_subsets.pixel_subsets_values(run, 0.05) == {"pct": "5", "method": run.profile.backselect.describe(),
                                                  "n_eval": run.profile.test_size, "replicates": run.profile.replicates}
     assert pages_subsets.retraining_values(run, 0.3)["pct"] == "30"

@@ -1,6 +1,7 @@
 """Chapter 16: Bayes-TrEx (Booth et al., AAAI 2021; :mod:`overinterp.methods.bayes_trex`, cached in
-:mod:`.bayes_trex_cache`): the targets' chains, tables beside Booth et al.'s Table 2 and the test set (their
-4.10), and SIS sizes of sampled images ("generated images are classified from sparse pixels too", paper 4.1).
+:mod:`.bayes_trex_cache`): the targets' chains, their confidence and diagnostics (shown beside Booth et al.'s
+Table 2 by :mod:`overinterp.pages.bayes_trex`), the test set's counts (their 4.10), and SIS sizes of sampled images
+("generated images are classified from sparse pixels too", paper 4.1).
 
     targets, mis_name = chapter_targets(run, names)    # name -> (Target, which VAE)
     chains, logits = run_targets(run, targets, vaes(run))
@@ -19,8 +20,10 @@ from overinterp.engine.sis import find_sis
 from overinterp.experiments import runs
 from overinterp.experiments.bayes_trex_cache import (cached_chains, chains_config, chains_settings, pixels,
                                                      trained_vae, vae_config, vae_settings)
-from overinterp.methods.bayes_trex import (
-    AMBIGUOUS, BAND, HIGH, HIGH_LEVEL, MISCLASSIFIED_LEVEL, MIXING, VAE, Chains, MixingCriteria, Target, ambiguous, ambiguous_any, chain_separation, target_log_odds, decoder, high, in_level_set, initial_points, near_black, normalise, sample_chains, spread_samples)
+from overinterp.methods.bayes_trex import (AMBIGUOUS, BAND, HIGH, HIGH_LEVEL, MISCLASSIFIED_LEVEL, MIXING, VAE,
+                                           Chains, MixingCriteria, Target, ambiguous, ambiguous_any,
+                                           chain_separation, decoder, high, in_level_set, initial_points,
+                                           near_black, normalise, sample_chains, spread_samples, target_log_odds)
 from overinterp.paper.formatting import number
 from overinterp.store import Store, config_key
 from overinterp.zoo import data
@@ -283,5 +286,3 @@ def sis_comparison(run, targets: dict, chains: dict, vae: VAE, tau: float) -> di
             "generated": gen_sizes, "real": real_sizes,
             "values": {"method": run.profile.backselect.describe(), "n_gen": len(Xs), "n_gen_sis": len(gen_sizes),
                        "n_real": len(real_sizes)}}
-
-

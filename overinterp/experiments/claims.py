@@ -13,9 +13,9 @@ from typing import Callable, Iterable
 from tqdm import tqdm
 
 from overinterp.config.chapters import chapter_config, resolve, thresholds
-from overinterp.experiments import (bayes_trex, blank, critiques, factors_controls, imagenet, imagenet_chapter, input_reduction,
-                                    masked, mitigation, robust as robust_module, runs as runs_module, shared_interest,
-                                    sis_accuracy, subsets)
+from overinterp.experiments import (bayes_trex, blank, critiques, factors_controls, imagenet, imagenet_chapter,
+                                    input_reduction, masked, mitigation, robust as robust_module, runs as runs_module,
+                                    shared_interest, sis_accuracy, subsets)
 from overinterp.paper import further_verdicts, verdicts as verdicts_module
 from overinterp.paper.claims import BLANK_ASIDE, CLAIMS, MASKED_ALL, MASKED_TRAINED, records
 from overinterp.zoo import data

@@ -15,7 +15,6 @@ import inspect
 import math
 from dataclasses import replace
 
-import numpy as np
 import pandas as pd
 import torch
 import torch.nn as nn
@@ -26,7 +25,6 @@ from overinterp.engine.sis import find_sis, pixel_subset, random_subset
 from overinterp.experiments import runs
 from overinterp.experiments.factors_controls import ACC, source_config, source_model
 from overinterp.paper import verdicts
-from overinterp.paper.formatting import number
 from overinterp.paper.numbers import SUBSET_FRAC
 from overinterp.zoo import data
 from overinterp.zoo.data import Selection
@@ -190,42 +188,17 @@ def width_sweep(run) -> pd.DataFrame:
                         profile_width, _paper_width(f.arch), ours)
 
 
-# ----------------------------------------------------------------------------- display and what moves each claim
+# ----------------------------------------------------------------------------- what moves each claim
 
-def table(sweep: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
-    """A sweep for display: a column per (setting, sample), a row per measure, "—" where undefined."""
-    out = sweep.drop(columns=["factor", "value", "paper", "sample size"], errors="ignore").reset_index(drop=True)
-    ours = out.pop("ours") if "ours" in out else pd.Series("ours", index=out.index)
-    one_sample = "sample" not in out or out["sample"].nunique() == 1
-    names = []
-    for (_, r), o in zip(out.iterrows(), ours):
-        name = str(r["setting"]) + ("" if one_sample else f" ({r['sample']})")
-        names.append(name + (("  ← profile" if o == "ours" else f"  ← {o}") if r["baseline"] else ""))
-    out = out.drop(columns=["setting", "sample", "baseline"], errors="ignore")
-    out.index = names
-
-    def show(v):
-        if isinstance(v, (bool, np.bool_)):
-            return "yes" if v else "no"
-        return number(v, digits) if isinstance(v, (float, np.floating)) else v
-    return out.map(show).T
-
-
-def _smallest_sample(sweep: pd.DataFrame) -> pd.Series:
+def smallest_sample(sweep: pd.DataFrame) -> pd.Series:
     return sweep["sample size"] == sweep["sample size"].min()
-
-
-def method_tables(sweep: pd.DataFrame, digits: int = 2) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`method_sweep` as two :func:`table` s: the smallest sample, and larger ones (empty if none)."""
-    same = _smallest_sample(sweep)
-    return table(sweep[same], digits), table(sweep[~same], digits) if (~same).any() else pd.DataFrame()
 
 
 def _effect(factor: str, sweep: pd.DataFrame, claim: str, run) -> dict | None:
     """How ``claim``'s measure moves with ``factor``: lowest, highest, change from ours toward the paper's setting
     (to it if swept, else the sweep's end, else the step up to ours); None if unreadable."""
     col = MEASURES[claim][0]
-    rows = (sweep[_smallest_sample(sweep)] if factor == "method" else sweep).dropna(subset=[col])
+    rows = (sweep[smallest_sample(sweep)] if factor == "method" else sweep).dropna(subset=[col])
     rows = rows[rows[claim] != verdicts.UNTESTABLE]
     base = rows[rows.baseline]
     if len(rows) < 2 or base.empty:
@@ -269,5 +242,3 @@ def effects(run, sweeps: dict[str, pd.DataFrame]) -> pd.DataFrame:
     rows = [e for claim in MEASURES for factor, sw in sweeps.items() if (e := _effect(factor, sw, claim, run))]
     return pd.DataFrame(rows, columns=EFFECT_COLUMNS).sort_values(["claim", "range"], ascending=[True, False],
                                                                   ignore_index=True)
-
-

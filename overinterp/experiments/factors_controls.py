@@ -143,5 +143,3 @@ def imputed_correct(run, controls: pd.DataFrame) -> dict:
     """``imputed_verdict``'s arguments: "model" and 1/0 per test image of imputed "bs" and "random"."""
     return {"bs": control_correct(controls, IMPUTED["bs"]), "random": control_correct(controls, IMPUTED["random"]),
             "model": _arch_name(run)}
-
-

@@ -136,11 +136,9 @@ def build_benchmark(run, per_class: int = HUMANS_PER_CLASS, fracs=tuple(TABLE2),
                      per_class, run.dataset, p.name, engine, short)
 
 
-# ----------------------------------------------------------------------------- tables and figures
+# ----------------------------------------------------------------------------- the paper's Table 2
 
 def paper_humans(fracs) -> dict:
     """Table 2 aligned with ``fracs`` as ``quiz_html`` keyword arguments (None: no row)."""
     rows = [TABLE2.get(round(f, 4)) for f in fracs]
     return {"paper": tuple(r and r[0] for r in rows), "paper_std": tuple(r and r[1] for r in rows)}
-
-

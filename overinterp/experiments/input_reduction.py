@@ -19,8 +19,7 @@ from overinterp.engine.sis import find_sis
 from overinterp.experiments import runs
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.methods.input_reduction import Reduction, finetune, reduce_inputs
-from overinterp.paper.formatting import number
-from overinterp.paper.numbers import ARCH_NAMES, FENG_MEAN_LENGTH, FENG_TABLE2
+from overinterp.paper.numbers import ARCH_NAMES, FENG_MEAN_LENGTH
 from overinterp.store import Store
 from overinterp.zoo import data
 from overinterp.zoo.data import Selection
@@ -143,21 +142,8 @@ def table2_summary(images: pd.DataFrame, acc: pd.DataFrame, arch: str) -> pd.Dat
     return runs.mean_std(table2(images, acc)).to_frame().T.set_axis([ARCH_NAMES.get(arch, arch)])
 
 
-def beside_feng(ours: pd.DataFrame, label: str) -> pd.DataFrame:
-    """Their Table 2 (NLP validation sets, lengths in words) above our rows (lengths in pixels)."""
-    cols = list(ours.columns)
-    feng = pd.DataFrame.from_dict({f"Feng et al.: {k} (words)": [number(v, 2) for v in vals]
-                                   for k, vals in FENG_TABLE2.items()}, orient="index", columns=cols)
-    return pd.concat([feng, ours.set_axis([f"{label}: {i} (pixels)" for i in ours.index])])
-
-
 def feng_lengths() -> pd.DataFrame:
     """Their Figure 3's mean lengths (words) of the original and the reduced inputs, per task."""
     return pd.DataFrame({"original length (words)": {k: v[0] for k, v in FENG_MEAN_LENGTH.items()},
                          "reduced length (words)": {k: v[1] for k, v in FENG_MEAN_LENGTH.items()}}).rename_axis(
         "Feng et al. (NLP)")
-
-
-# ----------------------------------------------------------------------------- values the prose glues
-
-

@@ -232,7 +232,7 @@ def accuracy_gain(ensemble_logits: torch.Tensor, member_logits: Sequence[torch.T
             "low": iv.low, "high": iv.high}
 
 
-# ----------------------------------------------------------------------------- the chapters' tables and prose
+# ----------------------------------------------------------------------------- the chapters' samples, figures' inputs and verdicts
 
 def _accuracy_images(run) -> tuple:
     """(test split, images, labels): the first ``mitigation.accuracy_images`` of the seeded test set."""
@@ -301,5 +301,3 @@ def dropout_legend(run, z_std: Sequence[torch.Tensor], z_drop: Mapping[str, torc
     acc.update({n: accuracy_pct(torch.stack(z_std).mean(0), labels)
                 for n in table.loc[table["kind"] == "ensemble", "model"].unique()})
     return acc
-
-

@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from overinterp.experiments import runs, subsets
 from overinterp.engine.runner import n_shards
+from overinterp.paper.formatting import pct
 from overinterp.paper.numbers import SUBSET_FRAC
 from overinterp.experiments.runs import trained_model
 from overinterp.store import Store
@@ -67,7 +68,7 @@ def plan(run) -> list[Unit]:
     for a in p.archs:
         for kind in subsets.RETRAIN_KINDS:
             for augment in (False, True) if p.retrain_augment_rows and kind != "full" else (False,):
-                what = "full images (control)" if kind == "full" else f"{subsets.pct(SUBSET_FRAC)}% {kind} subsets"
+                what = "full images (control)" if kind == "full" else f"{pct(SUBSET_FRAC)}% {kind} subsets"
                 units.append(Unit("retrained", f"{a} on {what}{' (+aug)' if augment else ''}",
                                   lambda a=a, k=kind, g=augment: subsets.retrain_on_subsets(run, a, k, g)))
     return units

@@ -235,8 +235,7 @@ def model_name(arch: str, robust: bool) -> str:
     return ("robust " if robust else "") + ARCH_NAMES.get(arch, arch)
 
 
-# ----------------------------------------------------------------------------- the chapter's tables and prose
-
+# ----------------------------------------------------------------------------- the chapter's verdict inputs
 
 def histories(run, robust: Sequence[nn.Module], standard: Sequence[nn.Module]) -> dict:
     """{'robust ResNet20 seed 0': training history, ...} of the robust then the standard replicates."""
@@ -268,5 +267,3 @@ def sis_gallery(results: Mapping[tuple, BackSelectResult], tau: float, n_show: i
     show = np.flatnonzero(~np.isnan(first))[:n_show]
     return show, {f"SIS {name}": find_sis(results[(name, 0)], tau).mask[show]
                   for name in (model_name(arch, False), model_name(arch, True))}
-
-

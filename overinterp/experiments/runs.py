@@ -17,7 +17,6 @@ from overinterp.zoo import data
 from overinterp.engine.backselect import BackSelectConfig, BackSelectResult
 from overinterp.zoo.data import Selection
 from overinterp.zoo.models import Ensemble
-from overinterp.paper.formatting import MISSING, number, span
 from overinterp.paper import numbers as paper
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.engine.runner import run_backselect
@@ -144,16 +143,6 @@ def zoo_table(models: dict[str, list], sets: dict[str, tuple], device="cpu",
                          for name, ms in models.items()}).T
 
 
-def beside_paper(ours: pd.DataFrame, paper: dict[str, dict], ours_label: str) -> pd.DataFrame:
-    """The paper's CIFAR-10 columns beside ours by row label, paper-only rows last, '—' where missing."""
-    extra = [k for k, row in paper.items() if row and k not in ours.index]
-    if extra:
-        ours = ours.reindex(list(ours.index) + extra).fillna(MISSING)
-    p = pd.DataFrame.from_dict(paper, orient="index").reindex(ours.index)
-    p = p.reindex(columns=list(dict.fromkeys(c for row in paper.values() for c in row))).fillna(MISSING)
-    return pd.concat({"paper (CIFAR-10)": p, ours_label: ours}, axis=1)
-
-
 # ----------------------------------------------------------------------------- chapter 2: the zoo (3.2)
 
 def zoo_histories(models: dict[str, list[nn.Module]]) -> dict[str, list[dict]]:
@@ -176,17 +165,6 @@ def zoo_accuracy(models: dict[str, list[nn.Module]], ens: dict[str, Ensemble], s
                  device="cpu") -> pd.DataFrame:
     """Table 1's full-image rows: :func:`accuracy_table` of each architecture, then of each ensemble."""
     return pd.concat([accuracy_table(named(models), sets, device), accuracy_table(ens, sets, device)])
-
-
-#: the row of the paper's ensemble of five ResNet18 (Table 1) beside ours, which ensemble the profile's replicates
-PAPER_ENSEMBLE = "5× ResNet18 ensemble (paper)"
-
-
-def extremes(name: str, values, digits: int = 1, sign: bool = False, spread: bool = False) -> dict[str, str]:
-    """Glue ``<name>_min`` and ``<name>_max`` of ``values`` (NaN left out), with ``<name>_range`` if ``spread``."""
-    values = pd.Series(values, dtype=float)
-    out = {f"{name}_min": number(values.min(), digits, sign), f"{name}_max": number(values.max(), digits, sign)}
-    return {**out, f"{name}_range": span(values, digits, sign)} if spread else out
 
 
 # ----------------------------------------------------------------------------- backward selection
@@ -308,5 +286,3 @@ def sis_ids_by_replicate(run, tau: float) -> dict[str, list[np.ndarray]]:
 def pooled(by_replicate: dict[str, list]) -> dict[str, np.ndarray]:
     """{model: one array per replicate} -> {model: the replicates' values in one array} (for plots)."""
     return {m: np.concatenate([np.asarray(r, dtype=np.float64) for r in reps]) for m, reps in by_replicate.items()}
-
-

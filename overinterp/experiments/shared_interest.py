@@ -23,9 +23,6 @@ from overinterp.methods.shared_interest import (CASES, EC, GTC, IOU, METRICS, SA
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.zoo import data
 
-#: short glue prefix -> method name, for the prose (SIS and BS names depend on tau and frac)
-SALIENCY_SHORT = {"sal": "Saliency", "ig": "Integrated Gradients"}
-
 
 def check_dataset(dataset: str) -> None:
     """The silhouette ground truth exists only for Fashion-MNIST's garments on black."""
@@ -144,8 +141,3 @@ def background_coverage(table: pd.DataFrame, method: str, pixels: int = 28 * 28)
     t = table[(table["method"] == method) & table["has"] & table["correct"] & (table["|E|"] > 0)]
     return pd.DataFrame({"model": t["model"], "replicate": t["replicate"], "explanation coverage": t[EC],
                          "random pixels (|G| / HW)": t["|G|"] / pixels})
-
-
-# ----------------------------------------------------------------------------- values the prose glues
-
-

@@ -118,8 +118,7 @@ def percentage_increase(images: pd.DataFrame, by: Sequence[str] = ("model", "set
     return pd.DataFrame(rows)
 
 
-# ----------------------------------------------------------------------------- the chapter's tables and prose
-
+# ----------------------------------------------------------------------------- the verdict's input
 
 def verdict_input(run, n_resamples: int = 2000, seed: int = 0) -> pd.DataFrame:
     """:func:`percentage_increase` at the verdict's thresholds without empty SIS (the blank's class)."""
@@ -134,3 +133,9 @@ def pooled_empty(images: pd.DataFrame) -> pd.DataFrame:
         ["set", "model", "correct", "tau"], sort=False).agg(images=("empty", "size"), empty=("empty", "mean"))
 
 
+def nonempty_increase(images: pd.DataFrame, taus: Sequence[float], min_images: int, n_resamples: int,
+                      seed: int) -> pd.DataFrame:
+    """:func:`percentage_increase` of the images with a non-empty SIS, at the points that keep ``min_images``
+    correct and ``min_images`` incorrect images."""
+    t = percentage_increase(images[images[SIZE] > 0], taus=taus, n_resamples=n_resamples, seed=seed)
+    return t[(t["correct images"] >= min_images) & (t["incorrect images"] >= min_images)]

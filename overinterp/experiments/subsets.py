@@ -25,11 +25,6 @@ from overinterp.experiments.runs import backselect_set, eval_selections, model_c
 RETRAIN_KINDS = ("bs", "random", "full")
 
 
-def pct(frac: float) -> str:
-    """A fraction as the percentage the chapters write: 0.05 -> '5'."""
-    return f"{100 * frac:g}"
-
-
 def confidence_drop(model: nn.Module, images: torch.Tensor, subset_images: torch.Tensor, device="cpu") -> torch.Tensor:
     """(N,) f(full) - f(subset) for the full image's class (4.1; negative: more confident on it)."""
     full = predict(model, images, device=device)
@@ -107,7 +102,6 @@ def retrained_correct(run, models: list[nn.Module], kind: str, subs: dict) -> di
 
 # ----------------------------------------------------------------------------- chapter 4: 5% subsets (4.1)
 
-
 def example_masks(subs: dict[str, dict], n: int) -> dict[str, torch.Tensor]:
     """Figure 2's rows: first ``n`` BS keep-masks per architecture, then random ones."""
     rows = {f"{ARCH_NAMES[a]} BS": s["test"]["bs"][1][:n] for a, s in subs.items()}
@@ -170,7 +164,6 @@ def no_transfer(per_image: dict[str, list[dict]], acc: dict[str, dict[str, dict]
 
 # ----------------------------------------------------------------------------- chapter 5: retraining (4.2)
 
-
 def retraining_runs(run, frac: float) -> tuple[dict, dict, list]:
     """Chapter 5's retrainings (4.2; Table S1 if ``retrain_augment_rows``). Returns ({(arch, kind,
     augment): :func:`retrained_correct`}, {"ResNet20, bs": curve}, every history)."""
@@ -196,5 +189,3 @@ def retraining_verdicts(run, runs: dict) -> tuple[verdicts.Verdict, verdicts.Ver
     near = verdicts.retrain_near_full(bs=pick("bs"), full=pick("full"), chance=100 / len(data.CLASSES[run.dataset]),
                                seed=run.seed)
     return beats, near
-
-

@@ -1,6 +1,6 @@
-"""Bayes-TrEx presented (:mod:`overinterp.experiments.bayes_trex`; chapter 16): the glued values of the prose."""
-from __future__ import annotations
-
+"""Bayes-TrEx presented (:mod:`overinterp.experiments.bayes_trex`; chapter 16): the chains' confidence beside Booth
+et al.'s Table 2, their diagnostics as a table, and the glued values of the prose.
+"""
 import pandas as pd
 import torch
 

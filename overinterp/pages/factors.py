@@ -2,15 +2,14 @@
 :mod:`overinterp.experiments.factors_controls`): the retraining controls' table and the closing argument's glued
 values.
 """
-from __future__ import annotations
-
 import math
 
 import numpy as np
 import pandas as pd
 
 from overinterp.experiments import runs
-from overinterp.experiments.factors import MEASURES, READ_AS, SPREAD_DIGITS, black_value, effects, other_models
+from overinterp.experiments.factors import (MEASURES, READ_AS, SPREAD_DIGITS, black_value, effects, other_models,
+                                            smallest_sample)
 from overinterp.experiments.factors_controls import (ACC, IMPUTED, ROAD_NOISE, chance_accuracy, control_correct,
                                                      retrain_verdicts)
 from overinterp.paper.formatting import MISSING, number
@@ -121,8 +120,9 @@ def position_values(run, controls: pd.DataFrame, seed: int | None = None) -> dic
     """Keep-mask and BS models' accuracy (%) and the BS lift share the keep-mask keeps, 95% intervals."""
     keep, bs = control_correct(controls, "keep-mask alone"), control_correct(controls, "BS subsets")
     seed = run.seed if seed is None else seed
-    share, interval = _lift_share(keep, bs, chance_accuracy(run), seed)
-    return {"pos_keep_acc": _accuracy(keep, seed), "pos_bs_acc": _accuracy(bs, seed), "pos_chance": f"{chance_accuracy(run):g}",
+    chance = chance_accuracy(run)
+    share, interval = _lift_share(keep, bs, chance, seed)
+    return {"pos_keep_acc": _accuracy(keep, seed), "pos_bs_acc": _accuracy(bs, seed), "pos_chance": f"{chance:g}",
             "pos_share": share, "pos_share_interval": interval, "pos_replicates": len(bs), "pos_images": len(bs[0])}
 
 
@@ -133,3 +133,29 @@ def imputation_values(run, controls: pd.DataFrame, seed: int | None = None) -> d
     share, interval = _lift_share(imp, bs, chance_accuracy(run), seed)
     return {"road_bs_acc": _accuracy(imp, seed), "road_random_acc": _accuracy(rnd, seed), "road_share": share,
             "road_share_interval": interval, "road_noise": f"{ROAD_NOISE:g}"}
+
+
+def table(sweep: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
+    """A sweep for display: a column per (setting, sample), a row per measure, "—" where undefined."""
+    out = sweep.drop(columns=["factor", "value", "paper", "sample size"], errors="ignore").reset_index(drop=True)
+    ours = out.pop("ours") if "ours" in out else pd.Series("ours", index=out.index)
+    one_sample = "sample" not in out or out["sample"].nunique() == 1
+    names = []
+    for (_, r), o in zip(out.iterrows(), ours):
+        name = str(r["setting"]) + ("" if one_sample else f" ({r['sample']})")
+        names.append(name + (("  ← profile" if o == "ours" else f"  ← {o}") if r["baseline"] else ""))
+    out = out.drop(columns=["setting", "sample", "baseline"], errors="ignore")
+    out.index = names
+
+    def show(v):
+        if isinstance(v, (bool, np.bool_)):
+            return "yes" if v else "no"
+        return number(v, digits) if isinstance(v, (float, np.floating)) else v
+    return out.map(show).T
+
+
+def method_tables(sweep: pd.DataFrame, digits: int = 2) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`~overinterp.experiments.factors.method_sweep` as two :func:`table` s: the smallest sample, and larger ones
+    (empty if none)."""
+    same = smallest_sample(sweep)
+    return table(sweep[same], digits), table(sweep[~same], digits) if (~same).any() else pd.DataFrame()

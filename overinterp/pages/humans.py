@@ -1,8 +1,6 @@
 """The human benchmark presented (:mod:`overinterp.experiments.humans`; paper 4.3, Table 2): our models beside the
 paper's humans.
 """
-from __future__ import annotations
-
 import pandas as pd
 import torch
 

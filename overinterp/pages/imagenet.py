@@ -1,8 +1,6 @@
 """Overinterpretation on ImageNet presented (:mod:`overinterp.experiments.imagenet_chapter`; paper 4.1.1): the
 photographs' table and the glued values of the prose.
 """
-from __future__ import annotations
-
 import pandas as pd
 
 from overinterp.experiments import imagenet

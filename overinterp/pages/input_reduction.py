@@ -1,14 +1,12 @@
 """Input reduction presented (:mod:`overinterp.experiments.input_reduction`; chapter 15): the SIS table and the glued
 values of the prose.
 """
-from __future__ import annotations
-
 import pandas as pd
 import torch
 
 from overinterp.experiments.input_reduction import MODELS
 from overinterp.paper.formatting import number, rate
-from overinterp.paper.numbers import ARCH_NAMES, FENG_BEAM
+from overinterp.paper.numbers import ARCH_NAMES, FENG_BEAM, FENG_TABLE2
 
 
 def sis_table(images: pd.DataFrame) -> pd.DataFrame:
@@ -52,6 +50,15 @@ def confidence_values(images: pd.DataFrame) -> dict:
 
 
 def table2_values(summary: pd.DataFrame) -> dict:
-    """The means of :func:`table2_summary`, glued as accuracy_before, ..., reduced_size_after."""
+    """The means of :func:`~overinterp.experiments.input_reduction.table2_summary`, glued as accuracy_before, ...,
+    reduced_size_after."""
     return {col.replace(" ", "_"): number(summary[(col, "mean")].iloc[0])
             for col in ("accuracy before", "accuracy after", "reduced size before", "reduced size after")}
+
+
+def beside_feng(ours: pd.DataFrame, label: str) -> pd.DataFrame:
+    """Their Table 2 (NLP validation sets, lengths in words) above our rows (lengths in pixels)."""
+    cols = list(ours.columns)
+    feng = pd.DataFrame.from_dict({f"Feng et al.: {k} (words)": [number(v, 2) for v in vals]
+                                   for k, vals in FENG_TABLE2.items()}, orient="index", columns=cols)
+    return pd.concat([feng, ours.set_axis([f"{label}: {i} (pixels)" for i in ours.index])])

@@ -1,17 +1,14 @@
 """Ensembles and input dropout presented (:mod:`overinterp.experiments.mitigation`; paper 4.6): display tables and
 the glued values of the prose.
 """
-from __future__ import annotations
-
 from typing import Mapping, Sequence
 
 import pandas as pd
 import torch.nn as nn
 
 from overinterp.experiments.mitigation import PAPER_ENSEMBLE, dropout_count
-from overinterp.experiments.runs import extremes
 from overinterp.paper.claims import CLAIMS
-from overinterp.paper.formatting import MISSING, count, counted, finite, number
+from overinterp.paper.formatting import MISSING, count, counted, extremes, finite, number
 from overinterp.paper.numbers import ARCH_NAMES, TABLE1, fmt
 from overinterp.paper.verdicts import Verdict
 from overinterp.zoo.train import plateaued
@@ -40,7 +37,8 @@ def accuracy_values(gains: pd.DataFrame, verdict: Verdict, n_images: int) -> dic
 
 
 def means_table(means: pd.DataFrame) -> pd.DataFrame:
-    """:func:`mean_sizes` for display: rows model, one column per tau, 'mean [low, high] (images)'."""
+    """:func:`~overinterp.experiments.mitigation.mean_sizes` for display: rows model, one column per tau, 'mean [low,
+    high] (images)'."""
     def cell(r):
         ci = "" if pd.isna(r["low"]) else f" [{number(r['low'])}, {number(r['high'])}]"
         return f"{number(r['mean'])}{ci} ({int(r['images'])})"
@@ -51,7 +49,8 @@ def means_table(means: pd.DataFrame) -> pd.DataFrame:
 
 
 def increase_table(inc: pd.DataFrame, specs: Mapping) -> pd.DataFrame:
-    """:func:`ensemble_increase` for display: 'increase [low, high] (images)' per tau, '—' if undefined."""
+    """:func:`~overinterp.experiments.mitigation.ensemble_increase` for display: 'increase [low, high] (images)' per
+    tau, '—' if undefined."""
     def cell(r):
         if pd.isna(r["increase (points)"]):
             return MISSING

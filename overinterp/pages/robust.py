@@ -1,8 +1,6 @@
 """Adversarially robust models presented (:mod:`overinterp.experiments.robust`; paper 4.5): accuracy tables beside
 Madry et al.'s and the glued values of the prose.
 """
-from __future__ import annotations
-
 from typing import Sequence
 
 import pandas as pd
@@ -17,7 +15,8 @@ from overinterp.zoo.train import plateaued
 
 
 def accuracy_table(acc: pd.DataFrame) -> pd.DataFrame:
-    """:func:`attack_accuracies` mean and std per model, columns (measure, 'mean' | 'std')."""
+    """:func:`~overinterp.experiments.robust.attack_accuracies` mean and std per model, columns (measure, 'mean' |
+    'std')."""
     cols = ["clean accuracy (%)", "PGD accuracy (%)"]
     return pd.DataFrame({m: mean_std(g[cols].reset_index(drop=True)) for m, g in acc.groupby("model", sort=False)}).T
 
@@ -74,8 +73,8 @@ def sis_values(sizes: pd.DataFrame, labels: torch.Tensor, robust_name: str, clas
 
 
 def verdict_values(sparse, difference: pd.DataFrame, n_pairs: int) -> dict:
-    """Glue name -> value of the verdict and of :func:`size_difference`'s first row, and the same in clauses
-    that read where a number does not exist (``sparse_text``, ``diff_text``)."""
+    """Glue name -> value of the verdict and of :func:`~overinterp.experiments.robust.size_difference`'s first row, and
+    the same in clauses that read where a number does not exist (``sparse_text``, ``diff_text``)."""
     row, d = sparse.numbers.iloc[0], difference.iloc[0]
     per = str(row["per replicate"])
     mean, iv = number(row["mean SIS size (%)"]), bounds(row["95% low"], row["95% high"])

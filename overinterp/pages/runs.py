@@ -1,19 +1,21 @@
 """The zoo presented (:mod:`overinterp.experiments.runs`; chapters 1 to 3): the paper's full-image rows and the glued
 values of the prose.
 """
-from __future__ import annotations
-
 import numpy as np
 import pandas as pd
 import torch.nn as nn
 
-from overinterp.experiments.runs import CONFIDENT, PAPER_ENSEMBLE, extremes, pooled
+from overinterp.experiments.runs import CONFIDENT, pooled
 from overinterp.paper import numbers as paper
-from overinterp.paper.formatting import MISSING, number
+from overinterp.paper.formatting import MISSING, extremes, number
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.paper.verdicts import Verdict
 from overinterp.zoo import data
 from overinterp.zoo.train import plateaued
+
+
+#: the row of the paper's ensemble of five ResNet18 (Table 1) beside ours, which ensemble the profile's replicates
+PAPER_ENSEMBLE = "5× ResNet18 ensemble (paper)"
 
 
 def training_values(run, histories: dict[str, list[dict]]) -> dict:
@@ -29,7 +31,8 @@ def zoo_values(stats: pd.DataFrame) -> dict:
 
 
 def criterion_values(run, whole: dict[str, list[tuple[float, float]]]) -> dict:
-    """Chapter 1's prose on :func:`whole_test`: ranges and models meeting the profile's criterion."""
+    """Chapter 1's prose on :func:`~overinterp.experiments.runs.whole_test`: ranges and models meeting the profile's
+    criterion."""
     p, rows = run.profile, [v for vs in whole.values() for v in vs]
     acc, conf = [r[0] for r in rows], [r[1] for r in rows]
     meets = [(p.min_accuracy is None or a >= p.min_accuracy) and (p.min_confident is None or c >= p.min_confident)
@@ -74,3 +77,13 @@ def sis_values(verdict: Verdict) -> dict:
     return {**extremes("sis_mean", n["mean SIS size (%)"]), "sis_below_5": verdict.word,
             "sis_high_max": number(n['95% high'].max()), "sis_images_min": int(n["images"].min()),
             "sis_images_max": int(n["images"].max()), "sis_replicates": int(n["replicates"].max())}
+
+
+def beside_paper(ours: pd.DataFrame, paper: dict[str, dict], ours_label: str) -> pd.DataFrame:
+    """The paper's CIFAR-10 columns beside ours by row label, paper-only rows last, '—' where missing."""
+    extra = [k for k, row in paper.items() if row and k not in ours.index]
+    if extra:
+        ours = ours.reindex(list(ours.index) + extra).fillna(MISSING)
+    p = pd.DataFrame.from_dict(paper, orient="index").reindex(ours.index)
+    p = p.reindex(columns=list(dict.fromkeys(c for row in paper.values() for c in row))).fillna(MISSING)
+    return pd.concat({"paper (CIFAR-10)": p, ours_label: ours}, axis=1)

@@ -1,16 +1,17 @@
 """Shared Interest presented (:mod:`overinterp.experiments.shared_interest`; chapter 14): the eight cases as a table
 and the glued values of the prose.
 """
-from __future__ import annotations
-
 import pandas as pd
 import torch
 
-from overinterp.experiments.runs import extremes
-from overinterp.experiments.shared_interest import SALIENCY_SHORT, bs_name, sis_name, sis_tau
+from overinterp.experiments.shared_interest import bs_name, sis_name, sis_tau
 from overinterp.methods.shared_interest import CASES, EC, GTC, IOU
-from overinterp.paper.formatting import number
+from overinterp.paper.formatting import extremes, number
 from overinterp.paper.verdicts import Verdict
+
+
+#: short glue prefix -> method name, for the prose (SIS and BS names depend on tau and frac)
+SALIENCY_SHORT = {"sal": "Saliency", "ig": "Integrated Gradients"}
 
 
 def cases_table() -> pd.DataFrame:

@@ -1,17 +1,14 @@
 """SIS size against accuracy presented (:mod:`overinterp.experiments.sis_accuracy`; paper 4.4): display tables and
 the glued values of the prose.
 """
-from __future__ import annotations
-
 from typing import Sequence
 
 import pandas as pd
 
 from overinterp.experiments import runs as runs_module
-from overinterp.experiments.runs import extremes
-from overinterp.experiments.sis_accuracy import CONF, SIZE, group_means, percentage_increase
+from overinterp.experiments.sis_accuracy import CONF, SIZE, group_means
 from overinterp.paper import claims as paper_claims, verdicts
-from overinterp.paper.formatting import MISSING, count, number, span
+from overinterp.paper.formatting import MISSING, count, extremes, number, span
 
 
 def setup_values(run, taus: Sequence[float], n_resamples: int, min_images: int) -> dict:
@@ -31,7 +28,8 @@ def _cell(r) -> str:
 
 
 def increase_table(inc: pd.DataFrame, sets: Sequence[str], values: str = "shown") -> pd.DataFrame:
-    """:func:`percentage_increase` for display: ``values`` "shown" or "groups" per tau."""
+    """:func:`~overinterp.experiments.sis_accuracy.percentage_increase` for display: ``values`` "shown" or "groups" per
+    tau."""
     shown = inc.assign(shown=inc.apply(_cell, axis=1),
                        groups=inc["correct images"].astype(str) + " / " + inc["incorrect images"].astype(str))
     order = pd.MultiIndex.from_tuples([(s, m) for s in sets for m in inc["model"].unique()], names=["set", "model"])
@@ -88,7 +86,8 @@ def replicate_values(images: pd.DataFrame, taus: Sequence[float], min_images: in
 
 
 def empty_table(pooled: pd.DataFrame, taus: Sequence[float]) -> pd.DataFrame:
-    """:func:`pooled_empty` for display: rows (set, model, group), one column per tau, '—' where empty."""
+    """:func:`~overinterp.experiments.sis_accuracy.pooled_empty` for display: rows (set, model, group), one column per
+    tau, '—' where empty."""
     shares = pooled["empty"].unstack("tau").reindex(columns=list(taus)).rename(
         columns=lambda t: f"τ = {t:g}").rename_axis(columns=None)
     shares.index = shares.index.set_levels(
@@ -102,9 +101,9 @@ def confidence_values(images: pd.DataFrame) -> dict:
     return {"conf_lower": int((pooled[False] < pooled[True]).sum()), "conf_n": len(pooled)}
 
 
-def empty_values(images: pd.DataFrame, pooled: pd.DataFrame, taus: Sequence[float], min_images: int,
-                 n_resamples: int, seed: int) -> dict:
-    """Glue name -> value: empty-SIS share ranges, and the increase without empty SIS."""
+def empty_values(pooled: pd.DataFrame, nonempty: pd.DataFrame, min_images: int) -> dict:
+    """Glue name -> value: empty-SIS share ranges (:func:`~overinterp.experiments.sis_accuracy.pooled_empty`), and
+    the increase without empty SIS (:func:`~overinterp.experiments.sis_accuracy.nonempty_increase`)."""
     out = {}
     big = pooled[pooled["images"] >= min_images].reset_index()
     for where, rows in {"test": big["set"] == "test", "ood": big["set"] != "test"}.items():
@@ -113,8 +112,6 @@ def empty_values(images: pd.DataFrame, pooled: pd.DataFrame, taus: Sequence[floa
             out.update(extremes(f"empty_{where}_{group}", e, 0, spread=True))
             out[f"empty_{where}_{group}_share"] = (span(e, 0, suffix="%") if len(e) else
                                                    "not measured (no group that large)")
-    t = percentage_increase(images[images[SIZE] > 0], taus=taus, n_resamples=n_resamples, seed=seed)
-    nonempty = t[(t["correct images"] >= min_images) & (t["incorrect images"] >= min_images)]
     words = []                              # the increase without empty SIS as a clause per sample: ne_text
     for (where, rows), said in zip({"test": nonempty["set"] == "test", "ood": nonempty["set"] != "test"}.items(),
                                    ("on the test sample", "out of distribution")):

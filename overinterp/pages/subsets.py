@@ -1,17 +1,15 @@
 """Pixel subsets and retrained models presented (:mod:`overinterp.experiments.subsets`; chapters 4 and 5): Table 1's
 rows beside the paper's and the glued values of the prose.
 """
-from __future__ import annotations
-
 import re
 
 import pandas as pd
 
-from overinterp.experiments.runs import extremes, mean_std
-from overinterp.experiments.subsets import as_accuracies, pct
+from overinterp.experiments.runs import mean_std
+from overinterp.experiments.subsets import as_accuracies
 from overinterp.paper import claims as paper_claims, numbers as paper, verdicts
 from overinterp.paper.claims import result_text
-from overinterp.paper.formatting import MISSING, number
+from overinterp.paper.formatting import MISSING, extremes, number, pct
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo.train import plateaued
 
@@ -73,7 +71,7 @@ def result_words(verdict: verdicts.Verdict, claim: str) -> str:
 
 
 def transfer_values(verdict: verdicts.Verdict) -> dict:
-    """Chapter 4's prose on :func:`no_transfer`."""
+    """Chapter 4's prose on :func:`~overinterp.experiments.subsets.no_transfer`."""
     share = verdict.numbers["share of lift transferred"]
     lo, hi = number(share.min(), 2), number(share.max(), 2)
     # the range with its object, in a clause that reads where no source has a lift above random subsets to share
@@ -92,7 +90,8 @@ def retraining_values(run, frac: float) -> dict:
 
 
 def retrain_label(key: tuple[str, str, bool], frac: float) -> tuple[str, str]:
-    """The displayed row of a :func:`retraining_runs` key: ("ResNet20", "5% BS subsets (+)")."""
+    """The displayed row of a :func:`~overinterp.experiments.subsets.retraining_runs` key: ("ResNet20", "5% BS subsets
+    (+)")."""
     a, kind, augment = key
     return ARCH_NAMES[a], _labels(frac, "full images (control)")[kind] + (" (+)" if augment else "")
 
@@ -112,7 +111,7 @@ def plateau_values(histories: list[list[dict]]) -> dict:
 
 
 def retraining_verdict_values(beats: verdicts.Verdict, near: verdicts.Verdict) -> dict:
-    """Chapter 5's prose on :func:`retraining_verdicts`."""
+    """Chapter 5's prose on :func:`~overinterp.experiments.subsets.retraining_verdicts`."""
     b, n = beats.numbers, near.numbers
     return {"beats": beats.word, "near": near.word, **extremes("bs", b["BS subsets"], spread=True),
             **extremes("rnd", b["random subsets"], spread=True), **extremes("full", n["full images"], spread=True),

@@ -11,6 +11,8 @@
 """
 import math
 
+import pandas as pd
+
 MISSING = "—"
 
 
@@ -95,3 +97,15 @@ def rate(value: float) -> str:
     mantissa = f"{float(mantissa):g}".replace("-", "−")
     power = "10" + str(int(exponent)).translate(_SUPERSCRIPT)
     return power if mantissa == "1" else f"−{power}" if mantissa == "−1" else f"{mantissa} × {power}"
+
+
+def extremes(name: str, values, digits: int = 1, sign: bool = False, spread: bool = False) -> dict[str, str]:
+    """Glue ``<name>_min`` and ``<name>_max`` of ``values`` (NaN left out), with ``<name>_range`` if ``spread``."""
+    values = pd.Series(values, dtype=float)
+    out = {f"{name}_min": number(values.min(), digits, sign), f"{name}_max": number(values.max(), digits, sign)}
+    return {**out, f"{name}_range": span(values, digits, sign)} if spread else out
+
+
+def pct(frac: float) -> str:
+    """A fraction as the percentage the chapters write: 0.05 -> '5'."""
+    return f"{100 * frac:g}"
