@@ -311,6 +311,16 @@ def test_diagnostics_show_n_a_not_nan_and_whether_each_target_mixed():
     assert d.loc["h", "max R̂"] == "n/a" and d.loc["h", "mixed"] == "yes" and "nan" not in d.to_string().lower()
 
 
+def test_near_black_values_write_the_counts_with_their_plurals_and_the_classes_names():
+    summary = {"shown_confident": 1, "shown_dark": 0, "kept_confident": 12, "kept_dark": 3, "level": 0.05,
+               "classes": [0, 8], "test_mean": 0.2861, "dark_test": 7, "n_test_images": 10000, "dark_test_cls": 2,
+               "n_test_cls": 2000}
+    v = pages_bayes_trex.near_black_values(summary, {0: "T-shirt/top", 8: "Bag"})
+    assert (v["nb_shown_samples"], v["nb_kept_samples"], v["nb_kept_dark"]) == ("1 sample", "12 samples", 3)
+    assert (v["dark_level"], v["test_mean"], v["n_test_images"], v["n_test_cls"]) == ("0.05", "0.29", "10,000", "2,000")
+    assert v["dark_cls_names"] == "T-shirt/top, Bag" and v["dark_test_cls"] == 2
+
+
 def test_near_black_counts_count_confident_dark_samples_among_those_shown_and_kept():
     # 4 samples of a high target: confident (f >= 0.99) are 0, 1, 3; dark (mean < 0.05) are 1, 2, 3
     logits = _logits([0.999, 0.001], [0.995, 0.005], [0.5, 0.5], [0.999, 0.001])

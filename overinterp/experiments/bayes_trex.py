@@ -208,23 +208,19 @@ def near_black_counts(images: dict[str, torch.Tensor], logits: dict[str, torch.T
     return out
 
 
-def near_black_values(vaes: dict[str, VAE], chains: dict[str, Chains], logits: dict, targets: dict[str, Target],
-                      n_show: int, test_images: torch.Tensor, test_labels: torch.Tensor, names,
-                      level: float = DARK_LEVEL) -> dict:
-    """:func:`near_black_counts` of the decoded chains and the test images' dark counts, for the prose."""
+def near_black_summary(vaes: dict[str, VAE], chains: dict[str, Chains], logits: dict, targets: dict[str, Target],
+                       n_show: int, test_images: torch.Tensor, test_labels: torch.Tensor,
+                       level: float = DARK_LEVEL) -> dict:
+    """:func:`near_black_counts` of the decoded chains, and the near-black test images: all of them, and those of
+    the high targets' classes (``classes``); ``test_mean`` is the test images' mean pixel."""
     with torch.no_grad():
         decoded = {k: vaes[k].decode(ch.flat().to(next(vaes[k].parameters()).device)).cpu() for k, ch in chains.items()}
-    counts = near_black_counts(decoded, logits, targets, n_show, level)
     dark = near_black(test_images, level)
     cls = sorted({t.classes[0] for t in targets.values() if t.kind == HIGH})
     of_cls = torch.isin(test_labels, torch.tensor(cls))
-    plural = {k: f"{counts[k]} sample{'' if counts[k] == 1 else 's'}" for k in ("shown_confident", "kept_confident")}
-    return {**{f"nb_{k}": v for k, v in counts.items()}, "nb_shown_samples": plural["shown_confident"],
-            "nb_kept_samples": plural["kept_confident"], "dark_level": f"{level:g}",
-            "test_mean": number(test_images.mean().item(), 2),
-            "dark_test": int(dark.sum()), "n_test_images": f"{len(test_labels):,}",
-            "dark_test_cls": int((dark & of_cls).sum()), "n_test_cls": f"{int(of_cls.sum()):,}",
-            "dark_cls_names": ", ".join(names[c] for c in cls)}
+    return {**near_black_counts(decoded, logits, targets, n_show, level), "level": level, "classes": cls,
+            "test_mean": test_images.mean().item(), "dark_test": int(dark.sum()), "n_test_images": len(test_labels),
+            "dark_test_cls": int((dark & of_cls).sum()), "n_test_cls": int(of_cls.sum())}
 
 
 def chapter_targets(run, names) -> tuple[dict[str, tuple[Target, str]], str]:

@@ -98,3 +98,15 @@ def diagnostics(table: pd.DataFrame) -> pd.DataFrame:
         "chains apart (sd)": [_fmt(x, 1) for x in table["separation"]],
         "mixed": ["yes" if m else "no" for m in table["mixed"]],
         "seconds": [_fmt(x, 0) for x in table["seconds"]]}, index=table.index)
+
+
+def near_black_values(summary: dict, names) -> dict:
+    """:func:`~overinterp.experiments.bayes_trex.near_black_summary` for the prose: counts, plurals, class names."""
+    counts = {k: summary[k] for k in ("shown_confident", "shown_dark", "kept_confident", "kept_dark")}
+    plural = {k: f"{counts[k]} sample{'' if counts[k] == 1 else 's'}" for k in ("shown_confident", "kept_confident")}
+    return {**{f"nb_{k}": v for k, v in counts.items()}, "nb_shown_samples": plural["shown_confident"],
+            "nb_kept_samples": plural["kept_confident"], "dark_level": f"{summary['level']:g}",
+            "test_mean": number(summary["test_mean"], 2),
+            "dark_test": summary["dark_test"], "n_test_images": f"{summary['n_test_images']:,}",
+            "dark_test_cls": summary["dark_test_cls"], "n_test_cls": f"{summary['n_test_cls']:,}",
+            "dark_cls_names": ", ".join(names[c] for c in summary["classes"])}
