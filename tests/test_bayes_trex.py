@@ -3,6 +3,7 @@ confidence is a known function of the latent, chain diagnostics, the VAE and its
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import torch.nn as nn
@@ -319,6 +320,15 @@ def test_near_black_values_write_the_counts_with_their_plurals_and_the_classes_n
     assert (v["nb_shown_samples"], v["nb_kept_samples"], v["nb_kept_dark"]) == ("1 sample", "12 samples", 3)
     assert (v["dark_level"], v["test_mean"], v["n_test_images"], v["n_test_cls"]) == ("0.05", "0.29", "10,000", "2,000")
     assert v["dark_cls_names"] == "T-shirt/top, Bag" and v["dark_test_cls"] == 2
+
+
+def test_the_test_sets_comparison_is_shown_with_its_shares_rounded_and_its_count_grouped():
+    counts = pd.DataFrame({"criterion": ["f_Bag >= 0.99"], "test images": [10000], "meet it": [812],
+                           "meet it (%)": [8.1234], "chain samples meeting it (%)": [97.6]}, index=["bag"])
+    shown = pages_bayes_trex.comparison_table(counts)
+    assert list(shown.columns) == ["criterion", "test images meeting it", "test images (%)", "chain samples meeting it (%)"]
+    assert shown.loc["bag"].tolist() == ["f_Bag >= 0.99", 812, "8.1", "98"]
+    assert pages_bayes_trex.comparison_values({"n_test": 10000, "mis_any": 3}) == {"n_test": "10,000", "mis_any": 3}
 
 
 def test_near_black_counts_count_confident_dark_samples_among_those_shown_and_kept():

@@ -24,7 +24,6 @@ from overinterp.methods.bayes_trex import (AMBIGUOUS, BAND, HIGH, HIGH_LEVEL, MI
                                            Chains, MixingCriteria, Target, ambiguous, ambiguous_any,
                                            chain_separation, decoder, high, in_level_set, initial_points,
                                            near_black, normalise, sample_chains, spread_samples, target_log_odds)
-from overinterp.paper.formatting import number
 from overinterp.store import Store, config_key
 from overinterp.zoo import data
 from overinterp.zoo.train import logits as batched_logits
@@ -249,7 +248,7 @@ def run_targets(run, targets: dict, vaes: dict[str, VAE], progress: bool = False
 
 
 def test_comparison(run, split, targets: dict, mis_name: str, logits: dict, table: pd.DataFrame):
-    """(:func:`test_set_counts` beside the chain samples' shares, prose values): Booth et al.'s 4.10."""
+    """(:func:`test_set_counts` beside the chain samples' shares (%), the test set's counts): Booth et al.'s 4.10."""
     held_out = run.profile.bayes_trex.held_out
     tl = batched_logits(classifier(run)[0], split.images, device=run.device)     # (N, K), on the CPU
     counts = test_set_counts(tl, split.labels, target_map(targets), held_out={mis_name: held_out},
@@ -259,13 +258,9 @@ def test_comparison(run, split, targets: dict, mis_name: str, logits: dict, tabl
         for k, t in target_map(targets).items()]
     mis_any = ((torch.softmax(tl.double(), 1).max(1).values >= MISCLASSIFIED_LEVEL) & (tl.argmax(1) != split.labels))
     amb_name = [k for k, (t, _) in targets.items() if t.kind == AMBIGUOUS][0]
-    values = {"n_test": f"{len(split.labels):,}", "amb_any": int(ambiguous_any(tl).sum()),
-              "mis_any": int(mis_any.sum()), "amb_pair_test": int(counts.loc[amb_name, "meet it"]),
-              "mis_test": int(counts.loc[mis_name, "meet it"])}
-    shown = counts.drop(columns="test images").rename(columns={"meet it": "test images meeting it"})
-    shown["meet it (%)"] = shown["meet it (%)"].map(number)
-    shown["chain samples meeting it (%)"] = shown["chain samples meeting it (%)"].map(lambda x: number(x, 0))
-    return shown.rename(columns={"meet it (%)": "test images (%)"}), values
+    return counts, {"n_test": len(split.labels), "amb_any": int(ambiguous_any(tl).sum()),
+                    "mis_any": int(mis_any.sum()), "amb_pair_test": int(counts.loc[amb_name, "meet it"]),
+                    "mis_test": int(counts.loc[mis_name, "meet it"])}
 
 
 def sis_comparison(run, targets: dict, chains: dict, vae: VAE, tau: float) -> dict:

@@ -110,3 +110,16 @@ def near_black_values(summary: dict, names) -> dict:
             "dark_test": summary["dark_test"], "n_test_images": f"{summary['n_test_images']:,}",
             "dark_test_cls": summary["dark_test_cls"], "n_test_cls": f"{summary['n_test_cls']:,}",
             "dark_cls_names": ", ".join(names[c] for c in summary["classes"])}
+
+
+def comparison_table(counts: pd.DataFrame) -> pd.DataFrame:
+    """:func:`~overinterp.experiments.bayes_trex.test_comparison`'s counts for display: shares to 1 and 0 decimals."""
+    shown = counts.drop(columns="test images").rename(columns={"meet it": "test images meeting it"})
+    shown["meet it (%)"] = shown["meet it (%)"].map(number)
+    shown["chain samples meeting it (%)"] = shown["chain samples meeting it (%)"].map(lambda x: number(x, 0))
+    return shown.rename(columns={"meet it (%)": "test images (%)"})
+
+
+def comparison_values(counts: dict) -> dict:
+    """:func:`~overinterp.experiments.bayes_trex.test_comparison`'s test-set counts for the prose."""
+    return {**counts, "n_test": f"{counts['n_test']:,}"}
