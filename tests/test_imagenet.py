@@ -246,14 +246,36 @@ def test_a_folder_sample_is_keyed_by_its_root_and_seed_and_says_so(tmp_path):
     assert s.images.shape == (2, 3, 224, 224) and len(s.names) == 2 and s.photos is None
     assert s.data_key == {"set": "imagenet-folder", "root": str(tmp_path), "seed": 0, "min_confidence": 0.99,
                           "size": 224, "resize": 256}
-    assert s.values["n_sel"] == 2 and s.values["n_photos"] == "—"
-    assert {k: s.values[k] for k in ("source", "n_source", "resize", "folder")} == {
+    values = pages_imagenet.sample_values(s)
+    assert values["n_sel"] == 2 and values["n_photos"] == "—" and values["chelsea_class"] == "—"
+    assert {k: values[k] for k in ("source", "n_source", "resize", "folder")} == {
         "source": "imagenet", "n_source": 3, "resize": 256, "folder": str(tmp_path)}
     assert imagenet_chapter.source(tmp_path) == "imagenet" and imagenet_chapter.source(None) == "photos"
-    from overinterp.pages.imagenet_plots import source_words
-    words = source_words(s.values)
-    assert f"folder `{tmp_path}`" in words["source_what"] and "shorter side 256" in words["source_how"]
-    assert source_words({"source": "photos"})["source_how"] == "each resized whole"
+    assert f"folder `{tmp_path}`" in values["source_what"] and "shorter side 256" in values["source_how"]
+
+
+def test_a_photo_sample_says_the_check_photographs_classes_and_how_many_reach_the_papers_confidence():
+    photos = pd.DataFrame({"photo": ["chelsea", "coffee", "moon"], "class": ["tabby, tabby cat", "cup", "moon"],
+                           "confidence": [0.951, 0.42, 0.9]})
+    s = imagenet_chapter.Sample(torch.zeros(2, 3, 4, 4), ["chelsea", "moon"], {}, photos, "photos", 3)
+    values = pages_imagenet.sample_values(s)
+    assert {k: values[k] for k in ("chelsea_class", "chelsea_conf", "coffee_class", "coffee_conf")} == {
+        "chelsea_class": "tabby", "chelsea_conf": "0.95", "coffee_class": "cup", "coffee_conf": "0.42"}
+    assert (values["n_photos"], values["n_090"], values["n_sel_text"]) == (3, 2, "2 images")
+    assert values["source_how"] == "each resized whole" and values["resize"] == "—"
+
+
+def test_the_cost_table_puts_the_papers_row_under_ours_and_the_prose_reads_inception_v3s_minutes():
+    rows = {"EfficientNet-Lite0, 224×224, k = 100": (0.01234, 224 * 224, 100),
+            "Inception-v3 (random weights), 299×299, k = 100": (0.1, 299 * 299, 100)}
+    c = imagenet_chapter.Cost(imagenet.s5_projection(rows, 32), timing_steps=2, timing_images=4)
+    shown = pages_imagenet.cost_table(c)
+    paper = "paper (S5): Inception-v3 (pre-trained), 299×299, k = 100"
+    assert list(shown.index) == ["ours: " + n for n in rows] + [paper]
+    assert shown["s per image-step"].iloc[0] == 0.012 and shown[pages_imagenet.MINUTES].iloc[-1] == "1–2"
+    values = pages_imagenet.cost_values(c)
+    assert values["inc_min"] == "48" and values["eff_min"] == "3"      # 0.1 s x 895 steps x 32 images / 60
+    assert (values["paper_lo"], values["paper_hi"], values["timing_steps"], values["timing_images"]) == (1, 2, 2, 4)
 
 
 def test_heatmap_panels_average_only_the_images_with_an_sis_and_count_them():
@@ -262,5 +284,5 @@ def test_heatmap_panels_average_only_the_images_with_an_sis_and_count_them():
     masks[0, 0, 0] = masks[1, 0, 0] = masks[1, 1, 1] = masks[2, 1, 1] = True
     sis = {0.5: SimpleNamespace(size=torch.tensor([1, 2, -1])), 0.9: SimpleNamespace(size=torch.tensor([-1, -1, -1]))}
     freqs = imagenet_chapter.heatmap_freqs(imagenet_chapter.Selected(None, sis, {0.5: masks, 0.9: masks}, pd.DataFrame()), [0.5, 0.9])
-    assert list(freqs) == ["τ = 0.5 (n = 2)"]   # no panel at 0.9, where no image has an SIS
-    assert freqs["τ = 0.5 (n = 2)"].tolist() == [[1.0, 0.0], [0.0, 0.5]]   # image 2 (no SIS) left out
+    assert list(freqs) == [0.5] and freqs[0.5][0] == 2   # no panel at 0.9, where no image has an SIS
+    assert freqs[0.5][1].tolist() == [[1.0, 0.0], [0.0, 0.5]]   # image 2 (no SIS) left out

@@ -228,3 +228,11 @@ def test_sis_size_pct_gives_the_figure_s2_labels_the_old_float32_expression_gave
         new = " ".join(f"{p:.0f}%" for p in sis_size_pct(res, tau, s)[both.numpy()])
         assert new == old and len(both)
         assert (sis_size_pct(res, tau, s)[both.numpy()] == (100 * s.mask[both].flatten(1).float().mean(1)).numpy()).all()
+
+
+def test_the_s2_gallerys_rows_name_each_model_over_its_sis_sizes_in_whole_percent():
+    masks = torch.zeros(2, 4, 4, dtype=torch.bool)
+    rows = pages_mitigation.gallery_rows({"ensemble": (np.array([1.4, 12.6]), masks),
+                                          "ResNet18 #1": (np.array([0.2, 50.0]), masks)})
+    assert list(rows) == ["ensemble\n1% 13%", "ResNet18 #1\n0% 50%"]
+    assert all(m is masks for m in rows.values())

@@ -347,3 +347,8 @@ def test_sis_sizes_come_from_the_profiles_own_sis_engine_on_each_replicates_conf
     monkeypatch.setattr(backselect, "backselect", lambda *a, **k: pytest.fail("backward selection ran again"))
     assert {k: [v.tolist() for v in vs] for k, vs in runs_module.sis_sizes_by_replicate(own, tau).items()} == \
         {k: [v.tolist() for v in vs] for k, vs in sizes.items()}
+
+
+def test_figure_2s_titles_give_each_architecture_its_mean_confidence_to_two_decimals():
+    assert pages_subsets.map_titles({"ResNet20": 0.9871, "VGG16": 0.5}) == {
+        "ResNet20": "ResNet20\nmean confidence on subsets 0.99", "VGG16": "VGG16\nmean confidence on subsets 0.50"}

@@ -4,10 +4,11 @@ subsets for a random other class, ROAD-imputed subsets), beside chapter 5's mode
 values are :mod:`overinterp.pages.factors`'.
 
     controls = retrain_controls(run)
-    retrain_verdicts(run, controls), imputed_correct(run, controls)
+    retrain_verdicts(run, controls), imputed_correct(run, controls), lift_share(keep, bs, chance, seed)
 """
 import math
 
+import numpy as np
 import pandas as pd
 import torch
 import torch.nn as nn
@@ -17,6 +18,7 @@ from overinterp.engine.sis import pixel_subset
 from overinterp.experiments import runs, subsets
 from overinterp.methods.imputation import noisy_linear_impute
 from overinterp.paper import verdicts
+from overinterp.paper.intervals import Interval, replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.zoo import data
 
@@ -143,3 +145,17 @@ def imputed_correct(run, controls: pd.DataFrame) -> dict:
     """``imputed_verdict``'s arguments: "model" and 1/0 per test image of imputed "bs" and "random"."""
     return {"bs": control_correct(controls, IMPUTED["bs"]), "random": control_correct(controls, IMPUTED["random"]),
             "model": _arch_name(run)}
+
+
+def accuracy_interval(correct: list, seed: int) -> Interval:
+    """Mean test accuracy (%) and its 95% interval over replicates and images."""
+    return replicate_interval({"": correct}, seed=seed).scaled(100)
+
+
+def lift_share(part: list, whole: list, chance: float, seed: int) -> Interval:
+    """The share of ``whole``'s accuracy above ``chance`` (%) that ``part`` keeps, (part - chance) / (whole -
+    chance), and its 95% interval over replicates and images (paired: both are scored on the same images)."""
+    def share(m):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (100 * m["part"] - chance) / (100 * m["whole"] - chance)
+    return replicate_interval({"part": part, "whole": whole}, share, seed=seed)

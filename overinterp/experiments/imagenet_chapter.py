@@ -1,7 +1,8 @@
 """The steps of chapter "Overinterpretation on ImageNet" (``book/12_imagenet``; paper 4.1.1, S5, Figures 3
 and 4) on top of :mod:`overinterp.experiments.imagenet`: :func:`sample` (photographs or an ImageNet folder),
 :func:`select` (cached Batched Gradient SIS at every threshold), Figure 3's :func:`example_panels`, Figure
-4's :func:`heatmap_freqs`, :func:`border_shares` for the verdict, and S5's :func:`cost`.
+4's :func:`heatmap_freqs`, :func:`border_shares` for the verdict, and S5's :func:`cost`, as numbers:
+:mod:`overinterp.pages.imagenet` words them.
 """
 from dataclasses import dataclass
 
@@ -11,8 +12,7 @@ import torch.nn as nn
 
 from overinterp.engine.sis import find_sis
 from overinterp.experiments import imagenet, runs
-from overinterp.paper.formatting import MISSING, count, number
-from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
+from overinterp.paper.numbers import PAPER_S5
 
 
 def source(imagenet_dir) -> str:
@@ -22,12 +22,16 @@ def source(imagenet_dir) -> str:
 
 @dataclass
 class Sample:
-    """Backselected images ((N, 3, H, W) normalised), names, artifact key, photo table (or None), ``values``."""
+    """Backselected images ((N, 3, H, W) normalised), names, artifact key, photo table (None for a folder), and
+    where they come from: ``source`` (:func:`source`), how many images it held, the folder and its resize."""
     images: torch.Tensor
     names: list
     data_key: dict
     photos: pd.DataFrame | None
-    values: dict
+    source: str
+    n_source: int
+    folder: str | None = None
+    resize: int | None = None
 
 
 def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
@@ -36,23 +40,13 @@ def sample(net: nn.Module, model: str, imagenet_dir, cfg, seed: int) -> Sample:
     if imagenet_dir is None:
         images, names, photos = imagenet.photo_sample(net, size, cfg.images, cfg.min_confidence)
         data_key = {"set": "photos", "names": names, "size": size, "transform": "whole image resized, bilinear"}
-        known = photos.set_index("photo")
-        values = {"n_source": len(photos), "resize": MISSING, "folder": MISSING, "n_photos": len(photos),
-                  "n_090": int((photos["confidence"] >= IMAGENET_FIG4["min_confidence"]).sum())}
-        for name in ("chelsea", "coffee"):
-            values[f"{name}_class"] = known.loc[name, "class"].split(",")[0]
-            values[f"{name}_conf"] = number(known.loc[name, "confidence"], 2)
-    else:
-        files = imagenet.folder_files(imagenet_dir)
-        images, _, paths = imagenet.confident(net, files, size, resize, cfg.images, cfg.min_confidence, seed)
-        names, photos = [f.stem for f in paths], None
-        data_key = {"set": "imagenet-folder", "root": str(imagenet_dir), "seed": seed,
-                    "min_confidence": cfg.min_confidence, "size": size, "resize": resize}
-        values = {**dict.fromkeys(("chelsea_class", "chelsea_conf", "coffee_class", "coffee_conf", "n_photos",
-                                   "n_090"), MISSING), "n_source": len(files), "resize": resize,
-                  "folder": str(imagenet_dir)}
-    values.update(source=source(imagenet_dir), n_sel=len(names), n_sel_text=count(len(names), "image"))
-    return Sample(images, names, data_key, photos, values)
+        return Sample(images, names, data_key, photos, source(imagenet_dir), len(photos))
+    files = imagenet.folder_files(imagenet_dir)
+    images, _, paths = imagenet.confident(net, files, size, resize, cfg.images, cfg.min_confidence, seed)
+    data_key = {"set": "imagenet-folder", "root": str(imagenet_dir), "seed": seed,
+                "min_confidence": cfg.min_confidence, "size": size, "resize": resize}
+    return Sample(images, [f.stem for f in paths], data_key, None, source(imagenet_dir), len(files),
+                  str(imagenet_dir), resize)
 
 
 @dataclass
@@ -73,8 +67,9 @@ def select(run, net: nn.Module, model_key: dict, s: Sample, cfg, taus, border: f
     return Selected(res, sis, masks, imagenet.sis_table(masks, {t: x.size.cpu() for t, x in sis.items()}, s.names, border))
 
 
-def example_panels(s: Sample, sel: Selected) -> tuple[torch.Tensor, torch.Tensor, list[str]] | None:
-    """Figure 3: (images, keep masks, titles) at each image's highest tau with an SIS; None if none."""
+def example_panels(s: Sample, sel: Selected) -> tuple[torch.Tensor, torch.Tensor, pd.DataFrame] | None:
+    """Figure 3: (images, keep masks, per image its name, predicted class, confidence and the highest tau at
+    which it has an SIS); None if no image has one."""
     res, table, names = sel.res, sel.table, s.names
     cn = imagenet.class_names()
     conf = res.confidence.cpu().tolist() if res is not None else []
@@ -85,15 +80,16 @@ def example_panels(s: Sample, sel: Selected) -> tuple[torch.Tensor, torch.Tensor
         return None
     idx = [names.index(n) for n in shown]
     masks = torch.stack([sel.masks[best.loc[n, "tau"]][i] for n, i in zip(shown, idx)])
-    titles = [f"{n}: {pred[i]} ({number(conf[i], 2)})\nSIS at τ = {best.loc[n, 'tau']:g}" for n, i in zip(shown, idx)]
-    return s.images[idx], masks, titles
+    about = pd.DataFrame({"image": shown, "predicted": [pred[i] for i in idx], "confidence": [conf[i] for i in idx],
+                          "tau": [best.loc[n, "tau"] for n in shown]})
+    return s.images[idx], masks, about
 
 
-def heatmap_freqs(sel: Selected, taus) -> dict[str, torch.Tensor]:
-    """Figure 4: per threshold with an SIS, title -> (H, W) frequency of each pixel over those SIS."""
+def heatmap_freqs(sel: Selected, taus) -> dict[float, tuple[int, torch.Tensor]]:
+    """Figure 4: per threshold with an SIS, (how many SIS, (H, W) frequency of each pixel over those SIS)."""
     sis, masks = sel.sis, sel.masks
-    return {f"τ = {t:g} (n = {int((sis[t].size >= 0).sum())})": imagenet.frequency(masks[t][sis[t].size.cpu() >= 0])
-            for t in taus if len(sis) and int((sis[t].size >= 0).sum())}
+    found = {t: sis[t].size.cpu() >= 0 for t in taus if len(sis)}
+    return {t: (int(f.sum()), imagenet.frequency(masks[t][f])) for t, f in found.items() if int(f.sum())}
 
 
 def border_shares(table: pd.DataFrame, tau: float) -> list[float]:
@@ -101,9 +97,17 @@ def border_shares(table: pd.DataFrame, tau: float) -> list[float]:
     return (table[table["tau"] == tau]["SIS pixels in the border band (%)"] / 100).tolist()
 
 
-def cost(net: nn.Module, images: torch.Tensor, model: str, cfg, device) -> tuple[pd.DataFrame, dict]:
-    """S5's cost: gradient steps timed with ``net`` and a random Inception-v3, projected to the paper's images,
-    beside the paper's row. Returns (table, prose values)."""
+@dataclass
+class Cost:
+    """S5's cost: per timed model (``table``, :func:`~overinterp.experiments.imagenet.s5_projection`'s columns;
+    its second row Inception-v3) the projection to the paper's images, and what was timed."""
+    table: pd.DataFrame
+    timing_steps: int
+    timing_images: int
+
+
+def cost(net: nn.Module, images: torch.Tensor, model: str, cfg, device) -> Cost:
+    """S5's cost: gradient steps timed with ``net`` and a random Inception-v3, projected to the paper's images."""
     p, spec = PAPER_S5, imagenet.MODELS[model]
     size, n = spec["size"], p["images"]
     n_t = max(1, min(cfg.timing_images, n))
@@ -120,16 +124,4 @@ def cost(net: nn.Module, images: torch.Tensor, model: str, cfg, device) -> tuple
         hf = -(-size // cfg.backselect.block)
         rows[f"{spec['name']}, this chapter's run ({cfg.backselect.describe()})"] = (rows[next(iter(rows))][0],
                                                                                     hf * hf, k)
-    table = imagenet.s5_projection(rows, n)
-    minutes = f"minutes for {n} images"
-    paper_row = {"model": f"paper (S5): Inception-v3 (pre-trained), {p['size']}×{p['size']}, k = {p['k']}",
-                 "features": p["pixels"], "k": p["k"], "steps": -(-p["pixels"] // p["k"]),
-                 minutes: f"{p['minutes'][0]}–{p['minutes'][1]}"}
-    inc_min = table.loc[table["model"].str.startswith("Inception"), minutes].iloc[0]
-    table["model"] = "ours: " + table["model"]
-    values = {"paper_lo": p["minutes"][0], "paper_hi": p["minutes"][1], "inc_min": number(inc_min, 0),
-              "eff_min": number(table[minutes].iloc[0], 0), "timing_steps": cfg.timing_steps, "timing_images": n_t}
-    shown = pd.concat([table.assign(**{"s per image-step": table["s per image-step"].round(3),
-                                       minutes: table[minutes].round(1)}), pd.DataFrame([paper_row])],
-                      ignore_index=True)
-    return shown.set_index("model"), values
+    return Cost(imagenet.s5_projection(rows, n), cfg.timing_steps, n_t)

@@ -19,7 +19,6 @@ from overinterp.engine.sis import find_sis, random_subset, sis_size_pct
 from overinterp.experiments import runs as runs_module
 from overinterp.experiments.runs import model_config, trained_model
 from overinterp.experiments.sis_accuracy import SIZE, sis_rows
-from overinterp.paper.formatting import number
 from overinterp.paper.intervals import Interval, bootstrap, replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES, TABLE1
 from overinterp.zoo import data
@@ -256,8 +255,9 @@ def ensemble_gains(out: Mapping[str, torch.Tensor], specs: Mapping[str, Sequence
 
 
 def s2_gallery(run, specs: Mapping[str, Sequence[tuple[str, int]]], tau: float, n_show: int, split) -> tuple:
-    """Figure S2: (name, images, masks, titles) of the ResNet18 ensemble (else the first) and its members on
-    the first ``n_show`` SIS-chapter images where all have an SIS at ``tau``; row labels give sizes (%)."""
+    """Figure S2: (name, images, rows, titles) of the ResNet18 ensemble (else the first) and its members on
+    the first ``n_show`` SIS-chapter images where all have an SIS at ``tau``; ``rows``: per model ("ensemble"
+    for the ensemble) the SIS sizes (% of the pixels) and keep masks."""
     shown_name = next((n for n in specs if "ResNet18" in n), next(iter(specs)))
     sel = runs_module.confident_selection(run, run.profile.sis_threshold)
     X, Y = sel.load()
@@ -267,11 +267,8 @@ def s2_gallery(run, specs: Mapping[str, Sequence[tuple[str, int]]], tau: float, 
     results.update({model_name(a, s): runs_module.backselect_set(run, a, sel, s, progress=False) for a, s in specs[shown_name]})
     masks = {n: find_sis(r, tau) for n, r in results.items()}
     both = torch.stack([m.size >= 0 for m in masks.values()]).all(0).nonzero().flatten()[:n_show]
-    rows = {}
-    for n in names:
-        pct = sis_size_pct(results[n], tau, masks[n])[both.numpy()]
-        sizes = " ".join(number(p, 0, suffix="%") for p in pct)
-        rows[("ensemble" if n == shown_name else n) + "\n" + sizes] = masks[n].mask[both]
+    rows = {("ensemble" if n == shown_name else n): (sis_size_pct(results[n], tau, masks[n])[both.numpy()],
+                                                     masks[n].mask[both]) for n in names}
     return shown_name, X[both], rows, [split.classes[int(y)] for y in Y[both]]
 
 

@@ -13,7 +13,6 @@ import torch
 import torch.nn as nn
 
 from overinterp.zoo import data
-from overinterp.paper.formatting import number
 from overinterp.paper import verdicts
 from overinterp.paper.numbers import ARCH_NAMES, SUBSET_FRAC
 from overinterp.engine.runner import fingerprint
@@ -123,14 +122,14 @@ def confidence_drops(run, models: dict[str, list[nn.Module]], images: torch.Tens
 
 
 def subset_maps(run, models: dict[str, list[nn.Module]], subs: dict[str, dict]) -> tuple[dict, dict]:
-    """Figure 2's heatmaps and titles (mean confidence) per architecture, replicate run.seed."""
-    freqs, titles = {}, {}
+    """Figure 2's heatmaps per architecture (share of the subsets that hold each pixel) and the mean
+    confidence of replicate run.seed on its subsets."""
+    freqs, conf = {}, {}
     for a, ms in models.items():
         images, keep = subs[a]["test"]["bs"]
-        freqs[ARCH_NAMES[a]] = keep.float().mean(0)          # share of the subsets that hold each pixel
-        conf = predict(ms[0], images, device=run.device).max(1).values.mean()
-        titles[ARCH_NAMES[a]] = f"{ARCH_NAMES[a]}\nmean confidence on subsets {number(conf, 2)}"
-    return freqs, titles
+        freqs[ARCH_NAMES[a]] = keep.float().mean(0)
+        conf[ARCH_NAMES[a]] = float(predict(ms[0], images, device=run.device).max(1).values.mean())
+    return freqs, conf
 
 
 def own_subsets(run, models: dict[str, list[nn.Module]], frac: float, set_name: str = "test") -> dict[str, list]:

@@ -10,10 +10,9 @@ import pandas as pd
 from overinterp.experiments import runs
 from overinterp.experiments.factors import (MEASURES, READ_AS, SPREAD_DIGITS, black_value, effects, other_models,
                                             smallest_sample)
-from overinterp.experiments.factors_controls import (ACC, IMPUTED, ROAD_NOISE, chance_accuracy, control_correct,
-                                                     retrain_verdicts)
+from overinterp.experiments.factors_controls import (ACC, IMPUTED, ROAD_NOISE, accuracy_interval, chance_accuracy,
+                                                     control_correct, lift_share, retrain_verdicts)
 from overinterp.paper.formatting import MISSING, number
-from overinterp.paper.intervals import replicate_interval
 from overinterp.paper.numbers import ARCH_NAMES
 from overinterp.zoo import data
 
@@ -101,17 +100,8 @@ def c4_values(run, controls: pd.DataFrame) -> dict:
             "close_C4_keep": number(100 * keep, 0, suffix="%"), "close_C4_rests": rests, "close_C4_reading": reading}
 
 
-def _accuracy(correct: list, seed: int) -> str:
-    """Mean test accuracy (%) and its 95% interval over replicates and images."""
-    return replicate_interval({"": correct}, seed=seed).scaled(100).format(1)
-
-
-def _lift_share(part: list, whole: list, chance: float, seed: int) -> tuple[str, str]:
-    """(part - chance) / (whole - chance) in accuracy, and its 95% interval (images paired), in %."""
-    def share(m):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return (100 * m["part"] - chance) / (100 * m["whole"] - chance)
-    s = replicate_interval({"part": part, "whole": whole}, share, seed=seed)
+def _share(s) -> tuple[str, str]:
+    """A lift share as the prose writes it: estimate and "[low, high]" in whole percent."""
     low, estimate, high = (number(100 * x, 0, suffix="%") for x in (s.low, s.estimate, s.high))
     return estimate, f"[{low}, {high}]"
 
@@ -121,17 +111,20 @@ def position_values(run, controls: pd.DataFrame, seed: int | None = None) -> dic
     keep, bs = control_correct(controls, "keep-mask alone"), control_correct(controls, "BS subsets")
     seed = run.seed if seed is None else seed
     chance = chance_accuracy(run)
-    share, interval = _lift_share(keep, bs, chance, seed)
-    return {"pos_keep_acc": _accuracy(keep, seed), "pos_bs_acc": _accuracy(bs, seed), "pos_chance": f"{chance:g}",
-            "pos_share": share, "pos_share_interval": interval, "pos_replicates": len(bs), "pos_images": len(bs[0])}
+    share, interval = _share(lift_share(keep, bs, chance, seed))
+    return {"pos_keep_acc": accuracy_interval(keep, seed).format(1),
+            "pos_bs_acc": accuracy_interval(bs, seed).format(1),
+            "pos_chance": f"{chance:g}", "pos_share": share, "pos_share_interval": interval,
+            "pos_replicates": len(bs), "pos_images": len(bs[0])}
 
 
 def imputation_values(run, controls: pd.DataFrame, seed: int | None = None) -> dict:
     """Imputed BS and random models' accuracy (%) and the BS lift share imputed BS keeps, 95% intervals."""
     seed = run.seed if seed is None else seed
     bs, imp, rnd = (control_correct(controls, c) for c in ("BS subsets", IMPUTED["bs"], IMPUTED["random"]))
-    share, interval = _lift_share(imp, bs, chance_accuracy(run), seed)
-    return {"road_bs_acc": _accuracy(imp, seed), "road_random_acc": _accuracy(rnd, seed), "road_share": share,
+    share, interval = _share(lift_share(imp, bs, chance_accuracy(run), seed))
+    return {"road_bs_acc": accuracy_interval(imp, seed).format(1),
+            "road_random_acc": accuracy_interval(rnd, seed).format(1), "road_share": share,
             "road_share_interval": interval, "road_noise": f"{ROAD_NOISE:g}"}
 
 

@@ -1,6 +1,6 @@
 """Figures of the chapter "Overinterpretation on ImageNet" (paper section 4.1.1): images with their SIS
-(Figure 3) and the frequency of SIS pixel locations (Figure 4), from
-:mod:`overinterp.experiments.imagenet_chapter`; a note-only figure where there is nothing to draw.
+(Figure 3) and the frequency of SIS pixel locations (Figure 4), titled from
+:mod:`overinterp.experiments.imagenet_chapter`'s numbers; a note-only figure where there is nothing to draw.
 """
 from typing import Sequence
 
@@ -10,16 +10,7 @@ import torch
 
 from overinterp.experiments import imagenet, imagenet_chapter
 from overinterp.pages.plots import note_figure, to_pixels
-
-
-def source_words(values: dict) -> dict:
-    """Glue values ``source_which``, ``source_what``, ``source_how``: where the images come from, given a
-    sample's ``values`` (``source``, ``folder``, ``resize``)."""
-    if values["source"] == "photos":
-        return {"source_which": "the", "source_how": "each resized whole",
-                "source_what": "photographs that scikit-image (skimage.data) and scikit-learn (sample images) ship"}
-    return {"source_which": "a seeded random sample of the", "source_what": f"images of the folder `{values['folder']}`",
-            "source_how": f"resized (shorter side {values['resize']}) and centre-cropped"}
+from overinterp.paper.formatting import number
 
 
 def examples_figure(images: torch.Tensor, masks: torch.Tensor, titles: Sequence[str], size: float = 1.9):
@@ -58,10 +49,15 @@ def heatmap_figure(freqs: dict[str, torch.Tensor], band: torch.Tensor | None = N
 def examples(s: imagenet_chapter.Sample, sel: imagenet_chapter.Selected):
     """Figure 3: each image at the highest threshold where it has an SIS, titled with class and confidence."""
     panels = imagenet_chapter.example_panels(s, sel)
-    return examples_figure(*panels) if panels is not None else note_figure("no image has an SIS at these thresholds")
+    if panels is None:
+        return note_figure("no image has an SIS at these thresholds")
+    images, masks, about = panels
+    titles = [f"{r.image}: {r.predicted} ({number(r.confidence, 2)})\nSIS at τ = {r.tau:g}"
+              for r in about.itertuples()]
+    return examples_figure(images, masks, titles)
 
 
 def heatmap(sel: imagenet_chapter.Selected, taus, band: torch.Tensor):
     """Figure 4: the frequency of SIS pixel locations, a panel per threshold with at least one SIS."""
-    freqs = imagenet_chapter.heatmap_freqs(sel, taus)
+    freqs = {f"τ = {t:g} (n = {n})": f for t, (n, f) in imagenet_chapter.heatmap_freqs(sel, taus).items()}
     return heatmap_figure(freqs, band) if freqs else note_figure("no SIS at these thresholds")

@@ -96,3 +96,8 @@ def dropout_verdict_values(verdict: Verdict) -> dict:
             f"{out[f'inc_{key}_low']} to {out[f'inc_{key}_high']}: {row['outcome']})" if finite(row["low"]) is not None
             else f"by an amount this execution cannot measure ({images} with an SIS under both: {row['outcome']})")
     return out
+
+
+def gallery_rows(rows: Mapping[str, tuple]) -> dict:
+    """Figure S2's rows: each model's name over its SIS sizes (%), to its keep masks."""
+    return {name + "\n" + " ".join(number(p, 0, suffix="%") for p in pct): m for name, (pct, m) in rows.items()}

@@ -121,3 +121,8 @@ def retraining_verdict_values(beats: verdicts.Verdict, near: verdicts.Verdict) -
             "near_drop_max": f"{n['drop (points)'].max():.1f}", "near_high_max": f"{n['95% high'].max():.1f}",
             "n_beating_control": int((n["95% high"] < 0).sum()), "n_archs": len(n),
             "retrain_images": int(b["images"].max()), "retrain_replicates": int(b["replicates"].max())}
+
+
+def map_titles(conf: dict[str, float]) -> dict[str, str]:
+    """Figure 2's panel titles: the architecture and the mean confidence on its subsets."""
+    return {a: f"{a}\nmean confidence on subsets {number(c, 2)}" for a, c in conf.items()}
