@@ -328,6 +328,18 @@ def test_position_values_give_the_keep_masks_share_of_the_lift_with_intervals(ru
     assert none["pos_share"] == "0%"
 
 
+def test_the_lift_share_is_one_for_the_whole_zero_at_chance_and_its_interval_holds_the_estimate():
+    whole = [np.r_[np.ones(90), np.zeros(10)]] * 3
+    at_chance = [np.r_[np.ones(10), np.zeros(90)]] * 3
+    half = [np.r_[np.ones(50), np.zeros(50)], np.r_[np.ones(48), np.zeros(52)], np.r_[np.ones(52), np.zeros(48)]]
+    assert factors_controls.lift_share(whole, whole, 10.0, seed=0).estimate == pytest.approx(1.0)
+    assert factors_controls.lift_share(at_chance, whole, 10.0, seed=0).estimate == pytest.approx(0.0)
+    s = factors_controls.lift_share(half, whole, 10.0, seed=0)
+    assert s.estimate == pytest.approx(0.5) and s.low < 0.5 < s.high
+    acc = factors_controls.accuracy_interval(half, seed=0)
+    assert acc.estimate == pytest.approx(50.0) and acc.low < 50 < acc.high <= 100      # percent, not a fraction
+
+
 def test_retrain_verdicts_read_the_controls_per_image_results(run):
     name = ARCH_NAMES.get(run.profile.factors.arch, run.profile.factors.arch)
     good = factors_controls.retrain_verdicts(run, _controls(keep=50, bs=90, full=91))

@@ -4,7 +4,8 @@ subsets for a random other class, ROAD-imputed subsets), beside chapter 5's mode
 values are :mod:`overinterp.pages.factors`'.
 
     controls = retrain_controls(run)
-    retrain_verdicts(run, controls), imputed_correct(run, controls), lift_share(keep, bs, chance, seed)
+    retrain_verdicts(run, controls), imputed_correct(run, controls)
+    accuracy_interval(control_correct(controls, "BS subsets"), seed), lift_share(keep, bs, chance, seed)
 """
 import math
 
@@ -153,8 +154,9 @@ def accuracy_interval(correct: list, seed: int) -> Interval:
 
 
 def lift_share(part: list, whole: list, chance: float, seed: int) -> Interval:
-    """The share of ``whole``'s accuracy above ``chance`` (%) that ``part`` keeps, (part - chance) / (whole -
-    chance), and its 95% interval over replicates and images (paired: both are scored on the same images)."""
+    """The fraction of ``whole``'s accuracy above ``chance`` (in %) that ``part`` keeps, (part - chance) /
+    (whole - chance) (1: all of it), and its 95% interval over replicates and images (paired: both are scored
+    on the same images)."""
     def share(m):
         with np.errstate(divide="ignore", invalid="ignore"):
             return (100 * m["part"] - chance) / (100 * m["whole"] - chance)

@@ -2,7 +2,7 @@
 and 4) on top of :mod:`overinterp.experiments.imagenet`: :func:`sample` (photographs or an ImageNet folder),
 :func:`select` (cached Batched Gradient SIS at every threshold), Figure 3's :func:`example_panels`, Figure
 4's :func:`heatmap_freqs`, :func:`border_shares` for the verdict, and S5's :func:`cost`, as numbers:
-:mod:`overinterp.pages.imagenet` words them.
+:mod:`overinterp.pages.imagenet` words them and :mod:`overinterp.pages.imagenet_plots` titles the figures.
 """
 from dataclasses import dataclass
 
@@ -99,8 +99,9 @@ def border_shares(table: pd.DataFrame, tau: float) -> list[float]:
 
 @dataclass
 class Cost:
-    """S5's cost: per timed model (``table``, :func:`~overinterp.experiments.imagenet.s5_projection`'s columns;
-    its second row Inception-v3) the projection to the paper's images, and what was timed."""
+    """S5's cost: per timed model (``table``, :func:`~overinterp.experiments.imagenet.s5_projection`'s columns:
+    the chapter's model first, then the random Inception-v3) the projection to the paper's images, and what
+    was timed."""
     table: pd.DataFrame
     timing_steps: int
     timing_images: int

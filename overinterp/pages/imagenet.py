@@ -8,6 +8,8 @@ from overinterp.experiments.imagenet_chapter import Cost, Sample
 from overinterp.paper.formatting import MISSING, count, number
 from overinterp.paper.numbers import IMAGENET_FIG4, PAPER_S5
 
+MINUTES = f"minutes for {PAPER_S5['images']} images"   # the projection's column (imagenet.s5_projection)
+
 
 def setup_values(run, p, taus) -> dict:
     """The setting for the prose (model, size, thresholds, engine, limits, ``who``, exact forwards)."""
@@ -55,9 +57,6 @@ def table_values(table: pd.DataFrame, tau: float, border: float, area: float) ->
             "size_tau": number(at_tau["SIS size (%)"].median(), suffix="%") if len(at_tau) else "not measured (no SIS)",
             "size_all": (f"{table['SIS size (%)'].min():.1f}–{table['SIS size (%)'].max():.1f}%"
                          if len(table) else MISSING)}
-
-
-MINUTES = f"minutes for {PAPER_S5['images']} images"   # the projection's column (imagenet.s5_projection)
 
 
 def cost_table(c: Cost) -> pd.DataFrame:

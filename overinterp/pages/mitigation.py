@@ -1,5 +1,5 @@
-"""Ensembles and input dropout presented (:mod:`overinterp.experiments.mitigation`; paper 4.6): display tables and
-the glued values of the prose.
+"""Ensembles and input dropout presented (:mod:`overinterp.experiments.mitigation`; paper 4.6): display tables,
+Figure S2's row labels and the glued values of the prose.
 """
 from typing import Mapping, Sequence
 

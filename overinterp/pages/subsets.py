@@ -1,5 +1,5 @@
 """Pixel subsets and retrained models presented (:mod:`overinterp.experiments.subsets`; chapters 4 and 5): Table 1's
-rows beside the paper's and the glued values of the prose.
+rows beside the paper's, Figure 2's titles and the glued values of the prose.
 """
 import re
 
